@@ -1,0 +1,3 @@
+from treenets.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""The `treenets` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from treenets.errors import TreenetsError
+
+DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
+
+Data is found through --data DIR, else $TREENETS_DATA, else ../shared/data when it exists."""
+
+
+def _add_data(parser):
+    parser.add_argument("--data", metavar="DIR", default=None,
+                        help="data root (default: $TREENETS_DATA, else ../shared/data when it exists)")
+
+
+def _add_device(parser, default="auto"):
+    parser.add_argument("--device", default=default,
+                        help=f"where to run: auto (cuda if available), cpu, cuda, cuda:N (default: {default})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="treenets", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from treenets import __version__
+
+    parser.add_argument("--version", action="version", version=f"treenets {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    train = commands.add_parser(
+        "train", help="train a model from a YAML config",
+        description="Train a model from a YAML config (see configs/). Writes last.pt (resumable state), "
+                    "best.pt (best validation weights), metrics.jsonl and config.yaml to the run folder. "
+                    "SIGINT/SIGTERM save last.pt before exiting. Runs under `torchrun --nproc_per_node=N "
+                    "-m treenets train ...` with DistributedDataParallel.")
+    train.add_argument("config", nargs="?", help="YAML config file; optional with --resume (the saved config is used)")
+    train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config value, e.g. --set optim.lr=10 (repeatable; values are YAML)")
+    train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>)")
+    train.add_argument("--resume", nargs="?", const="", metavar="CHECKPOINT",
+                       help="continue from a last.pt (default: <run folder>/last.pt)")
+    train.add_argument("--overwrite", action="store_true",
+                       help="start from scratch even if the run folder already holds a checkpoint")
+    train.add_argument("--max-steps", type=int, metavar="N",
+                       help="stop after N optimizer steps in all, resumed ones included (train.max_steps)")
+    train.add_argument("--max-minutes", type=float, metavar="M",
+                       help="stop after M minutes of this run (train.max_minutes)")
+    train.add_argument("--threads", type=int, metavar="N", help="torch intra-op threads (train.threads)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_device(train, default=None)
+    _add_data(train)
+
+    evaluate = commands.add_parser("eval", help="evaluate a checkpoint (perplexity for language models)",
+                                   description="Evaluate a checkpoint on a split of its dataset.")
+    evaluate.add_argument("checkpoint", help="a best.pt or last.pt")
+    evaluate.add_argument("--split", choices=["valid", "test"], default="valid", help="which split (default: valid)")
+    evaluate.add_argument("--batch-size", type=int, metavar="N",
+                          help="evaluation batch size (default: the config's eval/test batch size)")
+    _add_device(evaluate)
+    _add_data(evaluate)
+
+    golden = commands.add_parser(
+        "check-golden", help="compare treenets with reference outputs of the official code",
+        description="For each fixture folder (config.json, params.npz, inputs.npz, outputs.npz), rebuild the "
+                    "model from the official constructor arguments, run the inputs and compare every output. "
+                    "Prints `name  max_abs_err` per output and `PASS k/k` or `FAIL k/n`; exits 0 only if "
+                    "every output is within 1e-5, 1 if some differ, 2 for an unusable fixture.")
+    golden.add_argument("dirs", nargs="+", metavar="DIR", help="fixture folders")
+
+    data_cmd = commands.add_parser("data", help="verify or download datasets",
+                                   description="Verify (sizes, sha256) or download the datasets treenets uses.")
+    data_sub = data_cmd.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    check = data_sub.add_parser("check", help="verify sizes and checksums of the files present")
+    check.add_argument("names", nargs="*", metavar="DATASET", help="datasets to check (default: all)")
+    _add_data(check)
+    download = data_sub.add_parser("download", help="download missing files, verifying their sha256")
+    download.add_argument("names", nargs="*", metavar="DATASET", help="datasets to fetch (default: all)")
+    download.add_argument("--data", metavar="DIR", required=True, help="where to put them (the data root)")
+
+    metrics = commands.add_parser("metrics", help="print a run's validation curve, optionally plot it",
+                                  description="Read RUN/metrics.jsonl and print every evaluation.")
+    metrics.add_argument("run", help="run folder (or its metrics.jsonl)")
+    metrics.add_argument("--plot", metavar="PNG", help="also draw training and validation perplexity to PNG")
+    return parser
+
+
+def _cmd_train(args) -> int:
+    from treenets import checkpoint
+    from treenets.config import build_config, load_config
+    from treenets.train import Trainer
+
+    overrides = list(args.overrides)
+    for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
+                        (args.threads, "train.threads"), (args.device, "train.device")):
+        if option is not None:
+            overrides.append(f"{key}={option}")
+    resume = args.resume
+    if args.config is None and not resume:
+        raise TreenetsError("train: give a CONFIG file, or --resume CHECKPOINT")
+    if args.config is not None:
+        config = load_config(args.config, overrides)
+        out = Path(args.out or Path("runs") / Path(args.config).stem)
+    else:
+        saved = checkpoint.load(resume)
+        config = build_config(saved["config"], source=f"{resume} (saved config)", overrides=overrides)
+        out = Path(args.out or Path(resume).parent)
+    if resume == "":
+        resume = out / "last.pt"
+    elif resume is None and (out / "last.pt").exists():
+        if not args.overwrite:
+            raise TreenetsError(f"{out} already holds a training run: pass --resume to continue it, "
+                                "--overwrite to start again, or --out for another folder")
+        for name in ("last.pt", "best.pt", "metrics.jsonl", "tensorboard"):
+            target = out / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+    trainer = Trainer(config, out, root=args.data, resume=resume, progress=not args.no_progress)
+    if trainer.is_main:
+        words = len(trainer.task.vocab)
+        params = sum(p.numel() for p in trainer.model.parameters())
+        print(f"treenets: task {config.task}, model {config.model.name}, {params:,} parameters, vocabulary "
+              f"{words:,}, device {trainer.device}, {trainer.world} process(es), run folder {out}")
+        if resume:
+            print(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
+    result = trainer.run()
+    if trainer.is_main:
+        metric = trainer.task.metric
+        valid = f"{result.valid[metric]:.2f}" if result.valid else "n/a"
+        print(f"stopped ({result.reason}) at step {result.state.step}, epoch {result.state.epoch}: "
+              f"validation {metric} {valid}")
+        print(f"checkpoint (resume): {out / 'last.pt'}")
+        print(f"best weights:        {out / 'best.pt'} (validation {metric} {result.state.best:.2f})")
+        print(f"metrics:             {out / 'metrics.jsonl'}")
+        if result.reason in ("SIGINT", "SIGTERM"):
+            print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
+    return result.exit_code
+
+
+def _cmd_eval(args) -> int:
+    from treenets import checkpoint
+    from treenets.config import build_config
+    from treenets.train import make_task, resolve_device
+    from treenets.vocab import Vocab
+
+    saved = checkpoint.load(args.checkpoint)
+    config = build_config(saved["config"], source=f"{args.checkpoint} (saved config)")
+    device = resolve_device(args.device)
+    task = make_task(config, Vocab(saved["vocab"]), args.data, device, splits=(args.split,))
+    model = task.build_model()
+    checkpoint.load_weights(model, saved["model"], args.checkpoint)
+    if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
+        print("note: this is a train state; the averaged weights are in best.pt", file=sys.stderr)
+    result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size)
+    print(json.dumps({"checkpoint": str(args.checkpoint), "split": args.split, **result}))
+    return 0
+
+
+def _cmd_check_golden(args) -> int:
+    from treenets.golden import check_golden
+
+    comparisons = []
+    for directory in args.dirs:
+        for c in check_golden(directory):
+            print(f"{c.name}  {c.max_abs_err:.3e}" if c.max_abs_err != float("inf") else f"{c.name}  missing")
+            comparisons.append(c)
+    passed = sum(c.ok for c in comparisons)
+    ok = passed == len(comparisons)
+    print(f"{'PASS' if ok else 'FAIL'} {passed}/{len(comparisons)}")
+    return 0 if ok else 1
+
+
+def _cmd_data(args) -> int:
+    from treenets import data
+
+    if args.data_command == "download":
+        data.download(args.names or None, args.data)
+        return 0
+    statuses = data.check(args.names or None, args.data)
+    root = data.data_root(args.data)
+    print(f"data root: {root}")
+    for s in statuses:
+        print(f"{s.status:12s} {s.file.dataset:16s} {s.file.path}")
+    bad = [s for s in statuses if s.status not in ("ok", "missing")]
+    present = sum(s.status == "ok" for s in statuses)
+    print(f"{present} ok, {sum(s.status == 'missing' for s in statuses)} missing, {len(bad)} wrong")
+    return 1 if bad else 0
+
+
+def _cmd_metrics(args) -> int:
+    from treenets.metrics import plot_curve, read_metrics
+
+    records = read_metrics(args.run)
+    evals = [r for r in records if r["event"] == "eval"]
+    print(f"{'step':>8} {'epoch':>6} {'split':>6} {'loss':>8} {'ppl':>9}")
+    for r in evals:
+        print(f"{r['step']:8d} {r['epoch']:6d} {r['split']:>6} {r['loss']:8.4f} {r.get('ppl', float('nan')):9.2f}")
+    if args.plot:
+        plot_curve(records, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
+            "metrics": _cmd_metrics}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except TreenetsError as exc:
+        print(f"treenets: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("treenets: interrupted", file=sys.stderr)
+        return 130

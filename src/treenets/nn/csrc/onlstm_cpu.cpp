@@ -1,0 +1,163 @@
+// Fused element-wise work of one ON-LSTM step on the CPU: everything between the hidden-projection matrix
+// product and the next one, forward and backward, in one pass over the batch. The Python functions
+// `onlstm_step` and `onlstm_step_backward` in onlstm.py are the specification (and the path used on other
+// devices); tests check that both agree.
+//
+// Layouts: pre/d_pre [B, 2*nc + 4*H] = [i~ logits | f~ logits | o | c^ | i | f]; master/probs [B, 2, nc]
+// (row 0: master input gate, row 1: master forget gate); gates [B, 4, H] = o, c^, i, f after activation.
+#include <torch/extension.h>
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+template <typename T>
+inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+// Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
+inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
+
+template <typename T>
+void forward_rows(const T* pre, const T* c_prev, T* h, T* c, T* master, T* probs, T* gates,
+                  int64_t b0, int64_t b1, int64_t nc, int64_t cs) {
+  const int64_t H = nc * cs, G = 2 * nc + 4 * H;
+  std::vector<T> p(2 * nc), wi(H), wf(H);
+  for (int64_t b = b0; b < b1; ++b) {
+    const T* row = pre + b * G;
+    T* m = master + b * 2 * nc;
+    for (int64_t k = 0; k < 2; ++k) {  // cumax = cumsum(softmax(.)), eqs. 9-10
+      const T* logits = row + k * nc;
+      T top = logits[0];
+      for (int64_t j = 1; j < nc; ++j) top = std::max(top, logits[j]);
+      T total = 0;
+      for (int64_t j = 0; j < nc; ++j) total += (p[k * nc + j] = std::exp(logits[j] - top));
+      T cum = 0;
+      for (int64_t j = 0; j < nc; ++j) {
+        p[k * nc + j] /= total;
+        cum += p[k * nc + j];
+        m[k * nc + j] = k == 0 ? T(1) - cum : cum;
+      }
+    }
+    if (probs) std::copy(p.begin(), p.end(), probs + b * 2 * nc);
+    for (int64_t j = 0; j < nc; ++j)
+      for (int64_t e = 0; e < cs; ++e) wi[j * cs + e] = m[j], wf[j * cs + e] = m[nc + j];
+    const T *po = row + 2 * nc, *pz = po + H, *pi = pz + H, *pf = pi + H;
+    const T* cp = c_prev + b * H;
+    T *hb = h + b * H, *cb = c + b * H;
+    T* g = gates ? gates + b * 4 * H : nullptr;
+#pragma omp simd
+    for (int64_t x = 0; x < H; ++x) {
+      const T o = sigmoid(po[x]), z = std::tanh(pz[x]), i = sigmoid(pi[x]), f = sigmoid(pf[x]);
+      const T w = wi[x] * wf[x];                  // overlap
+      const T f_hat = wf[x] + (f - T(1)) * w;    // eq. 11
+      const T i_hat = wi[x] + (i - T(1)) * w;    // eq. 12
+      const T cx = f_hat * cp[x] + i_hat * z;    // eq. 13
+      cb[x] = cx;
+      hb[x] = o * std::tanh(cx);
+      if (g) g[x] = o, g[H + x] = z, g[2 * H + x] = i, g[3 * H + x] = f;
+    }
+  }
+}
+
+template <typename T>
+void backward_rows(const T* dh, const T* dc, const T* c_prev, const T* c, const T* master, const T* probs,
+                   const T* gates, const T* d_master, T* d_pre, T* dc_prev, int64_t b0, int64_t b1, int64_t nc,
+                   int64_t cs) {
+  const int64_t H = nc * cs, G = 2 * nc + 4 * H;
+  std::vector<T> wi(H), wf(H), dmi(H), dmf(H), grad(2 * nc);
+  for (int64_t b = b0; b < b1; ++b) {
+    const T* m = master + b * 2 * nc;
+    for (int64_t j = 0; j < nc; ++j)
+      for (int64_t e = 0; e < cs; ++e) wi[j * cs + e] = m[j], wf[j * cs + e] = m[nc + j];
+    const T *go = gates + b * 4 * H, *gz = go + H, *gi = gz + H, *gf = gi + H;
+    const T *dhb = dh + b * H, *dcb = dc + b * H, *cp = c_prev + b * H, *cc = c + b * H;
+    T* dp = d_pre + b * G + 2 * nc;
+    T* dcp = dc_prev + b * H;
+#pragma omp simd
+    for (int64_t x = 0; x < H; ++x) {
+      const T o = go[x], z = gz[x], i = gi[x], f = gf[x];
+      const T tc = std::tanh(cc[x]);
+      const T dcx = dcb[x] + dhb[x] * o * (T(1) - tc * tc);  // h = o tanh(c)
+      const T w = wi[x] * wf[x];
+      const T f_hat = wf[x] + (f - T(1)) * w, i_hat = wi[x] + (i - T(1)) * w;
+      const T d_fhat = dcx * cp[x], d_ihat = dcx * z;          // eq. 13
+      const T d_w = d_fhat * (f - T(1)) + d_ihat * (i - T(1));  // eqs. 11-12 through the overlap
+      dmi[x] = d_ihat + d_w * wf[x];
+      dmf[x] = d_fhat + d_w * wi[x];
+      dp[x] = dhb[x] * tc * o * (T(1) - o);
+      dp[H + x] = dcx * i_hat * (T(1) - z * z);
+      dp[2 * H + x] = d_ihat * w * i * (T(1) - i);
+      dp[3 * H + x] = d_fhat * w * f * (T(1) - f);
+      dcp[x] = dcx * f_hat;
+    }
+    // Master gates are shared by the neurons of a chunk: sum their gradients; i~ = 1 - cumax, f~ = cumax.
+    for (int64_t j = 0; j < nc; ++j) {
+      T si = 0, sf = 0;
+      for (int64_t e = 0; e < cs; ++e) si += dmi[j * cs + e], sf += dmf[j * cs + e];
+      if (d_master) si += d_master[b * 2 * nc + j], sf += d_master[b * 2 * nc + nc + j];
+      grad[j] = -si;
+      grad[nc + j] = sf;
+    }
+    // cumax backward: d(probs)_j = sum_{l >= j} grad_l, then the softmax Jacobian p * (dp - <p, dp>).
+    for (int64_t k = 0; k < 2; ++k) {
+      const T* p = probs + b * 2 * nc + k * nc;
+      T* out = d_pre + b * G + k * nc;
+      T suffix = 0, dot = 0;
+      for (int64_t j = nc - 1; j >= 0; --j) {
+        suffix += grad[k * nc + j];
+        out[j] = suffix;
+        dot += p[j] * suffix;
+      }
+      for (int64_t j = 0; j < nc; ++j) out[j] = p[j] * (out[j] - dot);
+    }
+  }
+}
+
+template <typename T>
+const T* ptr_or_null(const c10::optional<torch::Tensor>& t) {
+  return t.has_value() && t->defined() ? t->data_ptr<T>() : nullptr;
+}
+
+template <typename T>
+T* mut_or_null(const c10::optional<torch::Tensor>& t) {
+  return t.has_value() && t->defined() ? t->data_ptr<T>() : nullptr;
+}
+
+}  // namespace
+
+// All tensors contiguous, same dtype (float32 or float64); outputs are written in place.
+void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::Tensor h, torch::Tensor c,
+                  torch::Tensor master, c10::optional<torch::Tensor> probs, c10::optional<torch::Tensor> gates,
+                  int64_t n_chunks) {
+  const int64_t B = pre.size(0), H = c_prev.size(1), cs = H / n_chunks;
+  AT_DISPATCH_FLOATING_TYPES(pre.scalar_type(), "onlstm_forward_step", [&] {
+    at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+      forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(),
+                             c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), mut_or_null<scalar_t>(probs),
+                             mut_or_null<scalar_t>(gates), b0, b1, n_chunks, cs);
+    });
+  });
+}
+
+void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch::Tensor& c_prev,
+                   const torch::Tensor& c, const torch::Tensor& master, const torch::Tensor& probs,
+                   const torch::Tensor& gates, c10::optional<torch::Tensor> d_master, torch::Tensor d_pre,
+                   torch::Tensor dc_prev, int64_t n_chunks) {
+  const int64_t B = dh.size(0), H = dh.size(1), cs = H / n_chunks;
+  AT_DISPATCH_FLOATING_TYPES(dh.scalar_type(), "onlstm_backward_step", [&] {
+    at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+      backward_rows<scalar_t>(dh.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(),
+                              c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),
+                              gates.data_ptr<scalar_t>(), ptr_or_null<scalar_t>(d_master),
+                              d_pre.data_ptr<scalar_t>(), dc_prev.data_ptr<scalar_t>(), b0, b1, n_chunks, cs);
+    });
+  });
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward_step", &forward_step, "ON-LSTM step: element-wise part of the forward");
+  m.def("backward_step", &backward_step, "ON-LSTM step: element-wise part of the backward");
+}

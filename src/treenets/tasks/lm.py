@@ -1,0 +1,364 @@
+"""Word-level language modelling on a Mikolov-format corpus (Penn Treebank), as in AWD-LSTM and ON-LSTM.
+
+The corpus is one token stream (`<eos>` appended to every line) cut into `batch_size` columns and read
+time-major in windows of about `bptt` steps; the hidden state is carried from window to window.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from treenets import data
+from treenets.errors import TreenetsError
+from treenets.nn.onlstm import ONLSTMLanguageModel
+from treenets.vocab import Vocab
+
+EOS = "<eos>"
+UNK = "<unk>"
+
+
+def read_lm_file(path: Path) -> list[list[str]]:
+    """Sentences of a Mikolov-format file: one sentence per line, tokens separated by spaces, no `<eos>`.
+
+    Raises:
+        TreenetsError: naming the file (and line) when it is missing, binary, not UTF-8, looks like a
+            bracketed treebank, contains tabs or `<eos>`, or holds no token at all.
+    """
+    if not path.is_file():
+        raise TreenetsError(f"{path}: missing (expected a Mikolov-format text file; "
+                            "`treenets data download ptb` fetches the Penn Treebank one)")
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        raise TreenetsError(f"{path}: binary file; expected plain text with one sentence per line")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise TreenetsError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+    sentences = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if "\t" in line:
+            raise TreenetsError(f"{path}:{lineno}: tab character; expected tokens separated by spaces")
+        tokens = line.split()
+        if tokens[:1] and tokens[0].startswith("("):
+            raise TreenetsError(f"{path}:{lineno}: looks like a bracketed tree; expected plain sentences, "
+                                "one per line (Mikolov PTB format)")
+        if EOS in tokens:
+            raise TreenetsError(f"{path}:{lineno}: contains {EOS}, which the reader appends to every line itself")
+        sentences.append(tokens + [EOS])
+    if not any(len(s) > 1 for s in sentences):
+        raise TreenetsError(f"{path}: no tokens; expected one sentence per line")
+    return sentences
+
+
+def encode_stream(sentences: list[list[str]], vocab: Vocab, path: Path) -> torch.Tensor:
+    """The token ids of all sentences in order, as one 1-D LongTensor (unknown words -> `<unk>`)."""
+    ids = []
+    for lineno, sentence in enumerate(sentences, start=1):
+        try:
+            ids.extend(vocab.encode(sentence)[0])
+        except TreenetsError as exc:
+            raise TreenetsError(f"{path}:{lineno}: {exc}") from None
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def batchify(stream: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Cut a 1-D stream into `batch_size` contiguous columns, time-major `[N // batch_size, batch_size]`.
+
+    The tokens that do not fill a whole row are dropped (as in the official code).
+    """
+    rows = stream.numel() // batch_size
+    if rows < 2:
+        raise TreenetsError(f"{stream.numel()} tokens are too few for batch size {batch_size}")
+    return stream[: rows * batch_size].view(batch_size, rows).t().contiguous()
+
+
+def shard_columns(batched: torch.Tensor, rank: int, world: int) -> torch.Tensor:
+    """The columns of a batchified stream that belong to process `rank` of `world`."""
+    width = batched.size(1)
+    if width % world:
+        raise TreenetsError(f"batch size {width} is not divisible by the number of processes {world}")
+    per = width // world
+    return batched[:, rank * per : (rank + 1) * per].contiguous()
+
+
+@dataclass
+class Window:
+    input: torch.Tensor  # [T, B]
+    target: torch.Tensor  # [T, B]
+    lr_scale: float  # seq_len / bptt (1 for fixed-length windows)
+
+    @property
+    def size(self) -> int:
+        return self.target.numel()
+
+
+class BPTTStream:
+    """Reads a batchified stream window by window; its position and length sampler can be saved and restored.
+
+    With `variable=True` each window's length is drawn as in AWD-LSTM: `bptt` with probability 0.95 and
+    `bptt / 2` otherwise, plus N(0, 5) noise, at least 5 steps. The draws come from the stream's own
+    generator so that a resumed run draws the same lengths.
+    """
+
+    def __init__(self, batched: torch.Tensor, bptt: int, variable: bool, seed: int):
+        self.batched, self.bptt, self.variable = batched, bptt, variable
+        self.generator = torch.Generator().manual_seed(seed)
+        self.position = 0
+
+    def __len__(self) -> int:
+        """Windows per pass at the nominal length."""
+        return math.ceil((self.batched.size(0) - 1) / self.bptt)
+
+    def next_window(self) -> Window | None:
+        """The next window, or None at the end of the stream (then the position is reset to 0)."""
+        remaining = self.batched.size(0) - 1 - self.position
+        if remaining < 1 or (self.variable and remaining < 2):
+            self.position = 0
+            return None
+        length = self.bptt
+        if self.variable:
+            half = torch.rand((), generator=self.generator).item() >= 0.95
+            mean = self.bptt / 2.0 if half else float(self.bptt)
+            length = max(5, int(torch.normal(mean, 5.0, (), generator=self.generator).item()))
+        scale = length / self.bptt
+        length = min(length, remaining)
+        i = self.position
+        self.position += length
+        return Window(self.batched[i : i + length], self.batched[i + 1 : i + 1 + length], scale)
+
+    def state_dict(self) -> dict:
+        return {"position": self.position, "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.position = int(state["position"])
+        self.generator.set_state(state["generator"])
+
+
+def detach_state(state):
+    return [(h.detach(), c.detach()) for h, c in state]
+
+
+def _unwrap(model):
+    return getattr(model, "module", model)
+
+
+@dataclass
+class LMTask:
+    """Language modelling: data, loss and metric, for the shared training loop (`treenets.train`).
+
+    Args:
+        config: a validated `treenets.config.LMConfig`.
+        vocab: the vocabulary of a checkpoint; None builds it from the training file.
+        root: the data root (None: the `TREENETS_DATA` / default lookup).
+        device: where batches go.
+        rank, world: this process and the number of processes (DistributedDataParallel).
+        splits: which files to read (evaluation needs only one).
+    """
+
+    config: object
+    vocab: Vocab | None = None
+    root: str | None = None
+    device: torch.device = torch.device("cpu")
+    rank: int = 0
+    world: int = 1
+    splits: tuple[str, ...] = ("train", "valid", "test")
+    streams: dict = field(default_factory=dict)
+
+    name = "lm"
+    units = "tokens"
+    metric = "ppl"  # lower is better
+
+    def __post_init__(self):
+        cfg = self.config.data
+        folder = data.resolve(cfg.path, self.root)
+        if not folder.is_dir():
+            raise TreenetsError(f"data.path: {folder} does not exist (expected a folder with {cfg.train}, "
+                                f"{cfg.valid}, {cfg.test})")
+        files = {"train": folder / cfg.train, "valid": folder / cfg.valid, "test": folder / cfg.test}
+        sentences = {split: read_lm_file(files[split]) for split in self.splits}
+        if self.vocab is None:
+            self.vocab = Vocab.from_corpus(sentences["train"], unk=UNK)
+        self.streams = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
+        if "train" in self.splits:
+            train = shard_columns(batchify(self.streams["train"], cfg.batch_size), self.rank, self.world)
+            self.train_stream = BPTTStream(train.to(self.device), cfg.bptt, cfg.variable_bptt, self.config.train.seed)
+            self.hidden = None
+
+    # --- the interface of the training loop -------------------------------------------------------------
+    def build_model(self) -> ONLSTMLanguageModel:
+        return LanguageModel.build_net(self.config, len(self.vocab))
+
+    def batches_per_epoch(self) -> int:
+        return len(self.train_stream)
+
+    def next_batch(self) -> Window | None:
+        window = self.train_stream.next_window()
+        if window is None:
+            self.hidden = None  # every epoch starts from a zero state, as in the official code
+        return window
+
+    def train_loss(self, model, batch: Window) -> tuple[torch.Tensor, float]:
+        """Loss to minimise (cross-entropy + AR + TAR) and the summed cross-entropy for reporting."""
+        hidden = detach_state(self.hidden) if self.hidden is not None else None
+        out = model(batch.input, hidden)
+        self.hidden = out.state
+        logits = _unwrap(model).decoder(out.output)
+        xent = F.cross_entropy(logits.view(-1, logits.size(-1)), batch.target.reshape(-1))
+        loss = xent
+        reg = self.config.loss
+        # Both regularisers act on the last layer's output before dropout (as the official ON-LSTM does).
+        if reg.ar:
+            loss = loss + reg.ar * out.last_layer.pow(2).mean()
+        if reg.tar:
+            loss = loss + reg.tar * (out.last_layer[1:] - out.last_layer[:-1]).pow(2).mean()
+        return loss, xent.item() * batch.size
+
+    @torch.no_grad()
+    def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> dict:
+        """Mean cross-entropy over every target of `split` and its perplexity (all processes together)."""
+        net = _unwrap(model)
+        was_training = net.training
+        net.eval()
+        size = batch_size or (self.config.data.test_batch_size if split == "test" else self.config.data.eval_batch_size)
+        batched = batchify(self.streams[split], size)
+        if size % self.world == 0:
+            batched = shard_columns(batched, self.rank, self.world)
+        elif self.rank != 0:  # columns cannot be shared out: process 0 evaluates alone
+            batched = batched[:0]
+        stream = BPTTStream(batched.to(self.device), self.config.data.bptt, variable=False, seed=0)
+        total = torch.zeros(2, dtype=torch.float64, device=self.device)
+        state = None
+        while (window := stream.next_window()) is not None:
+            out = net(window.input, state)
+            state = out.state
+            logits = net.decoder(out.output)
+            total[0] += F.cross_entropy(logits.view(-1, logits.size(-1)), window.target.reshape(-1),
+                                        reduction="sum").double()
+            total[1] += window.size
+            if progress is not None:
+                progress(window.size)
+        if self.world > 1:
+            dist.all_reduce(total)
+        net.train(was_training)
+        loss = (total[0] / total[1]).item()
+        return {"loss": loss, "ppl": math.exp(loss), "tokens": int(total[1].item())}
+
+    def state_dict(self) -> dict:
+        hidden = None if self.hidden is None else [list(t) for t in detach_state(self.hidden)]
+        return {"stream": self.train_stream.state_dict(), "hidden": hidden}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.train_stream.load_state_dict(state["stream"])
+        hidden = state["hidden"]
+        self.hidden = None if hidden is None else [(h.to(self.device), c.to(self.device)) for h, c in hidden]
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class LanguageModel:
+    """A trained language model with its vocabulary: score sentences, read its syntactic distances.
+
+    Obtained from `treenets.load(checkpoint)`. Sentences are strings (split on white space) or lists of
+    tokens. Text is normalised to the vocabulary's conventions when the vocabulary has them: lower-cased if
+    it holds no upper-case word, digit runs replaced by `N` if it holds `N` and no digits (the PTB rules).
+    Words outside the vocabulary are read as `<unk>` and reported.
+    """
+
+    @staticmethod
+    def build_net(config, vocab_size: int) -> ONLSTMLanguageModel:
+        """The network described by `config.model`, freshly initialised."""
+        return ONLSTMLanguageModel.from_config(config.model, vocab_size)
+
+    def __init__(self, net: ONLSTMLanguageModel, vocab: Vocab, config, device="cpu"):
+        self.net, self.vocab, self.config = net.eval(), vocab, config
+        self.device = torch.device(device)
+        words = vocab.words
+        self._lower = not any(w != w.lower() for w in words if w not in (EOS, UNK))
+        self._digits = "N" in vocab and not any(_DIGITS.search(w) for w in words)
+
+    def tokenize(self, sentence: str | list[str]) -> list[str]:
+        tokens = sentence.split() if isinstance(sentence, str) else list(sentence)
+        if self._lower:
+            tokens = [t.lower() for t in tokens]
+        if self._digits:
+            tokens = [_DIGITS.sub("N", t) for t in tokens]
+        return tokens
+
+    def _encode_batch(self, sentences: list):
+        """Tokens, ids and unknown words of each sentence, and a right-padded `[T, B]` batch of
+        `<eos> w_1 ... w_n <eos>` (padding at the end does not change earlier positions of a left-to-right model)."""
+        rows = []
+        for sentence in sentences:
+            tokens = self.tokenize(sentence)
+            if not tokens:
+                raise TreenetsError(f"empty sentence {sentence!r}: expected at least one word")
+            ids, unknown = self.vocab.encode([EOS] + tokens + [EOS])
+            rows.append((tokens, ids, unknown))
+        width = max(len(ids) for _, ids, _ in rows)
+        batch = torch.full((width, len(rows)), self.vocab.index[EOS], dtype=torch.long)
+        for j, (_, ids, _) in enumerate(rows):
+            batch[: len(ids), j] = torch.tensor(ids)
+        return rows, batch.to(self.device)
+
+    @torch.no_grad()
+    def score(self, sentences: str | list) -> SentenceScore | list[SentenceScore]:
+        """Log-probabilities of each word and of the closing `<eos>`, each sentence read after an `<eos>`.
+
+        Args:
+            sentences: one sentence as a string, or a list of sentences (strings or token lists).
+
+        Returns:
+            a `SentenceScore` for a string, else a list of them.
+        """
+        if isinstance(sentences, str):
+            return self.score([sentences])[0]
+        rows, batch = self._encode_batch(sentences)
+        out = self.net(batch[:-1])
+        logp = torch.log_softmax(self.net.decoder(out.output), dim=-1)
+        token_logp = logp.gather(-1, batch[1:].unsqueeze(-1)).squeeze(-1).cpu()
+        return [
+            SentenceScore(tokens, token_logp[: len(ids) - 1, j].tolist(), unknown)
+            for j, (tokens, ids, unknown) in enumerate(rows)
+        ]
+
+    @torch.no_grad()
+    def distances(self, sentences: str | list, kind: str = "forget") -> torch.Tensor | list[torch.Tensor]:
+        """Per-layer syntactic distances of every word: `[num_layers, n_words]` for a string, else a list of
+        them (sentences as in `score`).
+
+        The sentence is read as `<eos> w_1 ... w_n <eos>` (the way the official parsing code wraps it) and
+        the boundary positions are dropped. `kind="forget"` gives `1 - mean(master forget gate)` (the
+        distance used for parsing), `kind="input"` gives `mean(master input gate)`.
+        """
+        if kind not in ("forget", "input"):
+            raise TreenetsError(f"kind={kind!r}: expected 'forget' or 'input'")
+        if isinstance(sentences, str):
+            return self.distances([sentences], kind)[0]
+        rows, batch = self._encode_batch(sentences)
+        out = self.net(batch)
+        values = (out.distance_forget if kind == "forget" else out.distance_input).cpu()
+        return [values[:, 1 : 1 + len(tokens), j] for j, (tokens, _, _) in enumerate(rows)]
+
+
+@dataclass
+class SentenceScore:
+    tokens: list[str]
+    logprobs: list[float]  # natural log; one per token, then one for the closing <eos>
+    unknown: list[str]  # tokens read as <unk>
+
+    @property
+    def total(self) -> float:
+        return sum(self.logprobs)
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(-self.total / len(self.logprobs))

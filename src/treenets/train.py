@@ -1,0 +1,375 @@
+"""The training loop shared by every task.
+
+A task (e.g. `treenets.tasks.lm.LMTask`) supplies data, model, loss and metric; this loop supplies the rest:
+optimizers (SGD with the non-monotonically triggered switch to averaged SGD, or Adam), gradient clipping,
+limits (`max_steps`, `max_minutes`), a progress bar, metrics as JSONL (and TensorBoard when installed),
+atomic checkpoints that resume bit for bit, a checkpoint on SIGTERM/SIGINT, and DistributedDataParallel
+when started by `torchrun`.
+
+Files in the run folder: `last.pt` (everything to resume), `best.pt` (the weights with the best validation
+metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import yaml
+from tqdm.auto import tqdm
+
+from treenets import checkpoint
+from treenets.config import to_dict
+from treenets.errors import TreenetsError
+from treenets.vocab import Vocab
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` -> cuda if available else cpu; a CUDA device that is not there is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise TreenetsError(f"train.device: {name!r} is not a device (expected auto, cpu, cuda, cuda:N)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise TreenetsError(f"train.device: {name!r} requested but CUDA is not available on this machine")
+    return device
+
+
+def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, splits=None):
+    """The task object for `config.task`."""
+    from treenets.tasks.lm import LMTask
+
+    tasks = {"lm": LMTask}
+    kwargs = {"splits": splits} if splits else {}
+    return tasks[config.task](config, vocab=vocab, root=root, device=device or torch.device("cpu"), rank=rank,
+                              world=world, **kwargs)
+
+
+def make_optimizer(optim, params, kind: str) -> torch.optim.Optimizer:
+    """`kind` is `sgd`, `asgd` (averaged SGD, as after the NT-ASGD switch) or `adam`."""
+    if kind == "asgd":
+        return torch.optim.ASGD(params, lr=optim.lr, t0=0, lambd=0.0, weight_decay=optim.weight_decay)
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=optim.lr, weight_decay=optim.weight_decay)
+    return torch.optim.Adam(params, lr=optim.lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay)
+
+
+def nt_asgd_triggered(history: list[float], loss: float, nonmono: int) -> bool:
+    """The non-monotone trigger of NT-ASGD (Merity et al., 2018), as in the official code: switch when the
+    new validation loss is worse than the best one from before the last `nonmono` epochs."""
+    return len(history) > nonmono and loss > min(history[:-nonmono])
+
+
+@dataclass
+class TrainerState:
+    epoch: int = 1  # the epoch under way (1-based)
+    step: int = 0  # optimizer steps done in all
+    epoch_step: int = 0  # steps done in this epoch
+    optimizer: str = "sgd"  # sgd, asgd or adam
+    best: float | None = None  # best validation metric so far
+    best_step: int | None = None
+    history: list = field(default_factory=list)  # end-of-epoch validation losses (the NT-ASGD trigger)
+    train_seconds: float = 0.0  # training time over all runs of this training
+
+
+@dataclass
+class TrainResult:
+    reason: str  # "finished", "max_steps", "max_minutes", "SIGTERM", "SIGINT"
+    state: TrainerState
+    valid: dict | None  # the last validation result
+    out_dir: Path
+
+    @property
+    def exit_code(self) -> int:
+        signals = {"SIGINT": 130, "SIGTERM": 143}
+        return signals.get(self.reason, 0)
+
+
+class MetricsLog:
+    """Appends one JSON object per line to `metrics.jsonl`; mirrors scalars to TensorBoard if installed."""
+
+    def __init__(self, path: Path, enabled: bool):
+        self.path, self.enabled, self.writer = path, enabled, None
+        if enabled:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                pass
+            else:
+                self.writer = SummaryWriter(str(path.parent / "tensorboard"))
+
+    def write(self, record: dict) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        if self.writer is not None:
+            prefix = record["event"] if record["event"] == "train" else record.get("split", record["event"])
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
+                    self.writer.add_scalar(f"{prefix}/{key}", value, record["step"])
+            self.writer.flush()
+
+
+def _fingerprint(model: torch.nn.Module) -> str:
+    digest = hashlib.sha1()
+    for tensor in model.state_dict().values():
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class Trainer:
+    """Train `config` into `out_dir`; `resume` is a `last.pt` to continue from (or None).
+
+    Under `torchrun` (environment variable `WORLD_SIZE` > 1) every process runs this same loop on its share
+    of each batch, and DistributedDataParallel averages the gradients.
+    """
+
+    def __init__(self, config, out_dir, root=None, resume=None, progress=True, log=print):
+        self.config, self.out_dir, self.log = config, Path(out_dir), log
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        device = resolve_device(config.train.device)
+        if self.world > 1:
+            if device.type == "cuda":
+                device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+                torch.cuda.set_device(device)
+            if not dist.is_initialized():
+                dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        self.device = device
+        if config.train.threads:
+            torch.set_num_threads(config.train.threads)
+        self.is_main = self.rank == 0
+        self.progress = progress and self.is_main
+
+        saved = checkpoint.load(resume, task=config.task) if resume else None
+        if saved is not None and saved.get("kind") != "train-state":
+            raise TreenetsError(f"{resume}: holds model weights only; resume needs a last.pt train state")
+        vocab = Vocab(saved["vocab"]) if saved else None
+        self.task = make_task(config, vocab, root, device, self.rank, self.world)
+        torch.manual_seed(config.train.seed)  # identical initial weights in every process
+        self.model = self.task.build_model().to(device)
+        self.state = TrainerState(optimizer="adam" if config.optim.name == "adam" else "sgd")
+        self.optimizer = make_optimizer(config.optim, self.model.parameters(), self.state.optimizer)
+        torch.manual_seed(config.train.seed + self.rank)  # different dropout masks in every process
+        if saved is not None:
+            self._restore(saved, resume)
+        self.net = self.model
+        if self.world > 1:
+            ids = [device.index] if device.type == "cuda" else None
+            self.net = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics = MetricsLog(self.out_dir / "metrics.jsonl", enabled=self.is_main)
+        if self.is_main:
+            (self.out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+        self._signal = None
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+    def _rank_state(self) -> dict:
+        rng = {"torch": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return {"rng": rng, "task": self.task.state_dict()}
+
+    def _gather(self, value):
+        if self.world == 1:
+            return [value]
+        gathered = [None] * self.world
+        dist.all_gather_object(gathered, value)
+        return gathered
+
+    def _payload(self, kind: str, model_state: dict) -> dict:
+        return {"kind": kind, "config": to_dict(self.config), "vocab": self.task.vocab.words,
+                "model": model_state, "trainer": asdict(self.state)}
+
+    def save_last(self) -> Path:
+        """Write `last.pt`; every process must call it (their RNG and task states are gathered)."""
+        ranks = self._gather(self._rank_state())
+        prints = self._gather(_fingerprint(self.model))
+        if len(set(prints)) > 1:
+            raise RuntimeError(f"replicas diverged: parameter fingerprints {prints}")
+        path = self.out_dir / "last.pt"
+        if self.is_main:
+            payload = self._payload("train-state", self.model.state_dict())
+            payload.update(optimizer={"kind": self.state.optimizer, "state": self.optimizer.state_dict()},
+                           ranks=ranks, replica_fingerprints=prints)
+            checkpoint.save(payload, path)
+        return path
+
+    def _restore(self, saved: dict, path) -> None:
+        checkpoint.load_weights(self.model, saved["model"], path)
+        self.state = TrainerState(**saved["trainer"])
+        opt = saved["optimizer"]
+        self.optimizer = make_optimizer(self.config.optim, self.model.parameters(), opt["kind"])
+        self.optimizer.load_state_dict(opt["state"])
+        ranks = saved["ranks"]
+        if len(ranks) == self.world:
+            mine = ranks[self.rank]
+            torch.set_rng_state(mine["rng"]["torch"])
+            if "cuda" in mine["rng"] and self.device.type == "cuda":
+                torch.cuda.set_rng_state(mine["rng"]["cuda"], self.device)
+            self.task.load_state_dict(_to_device(mine["task"], self.device))
+        else:
+            self.log(f"warning: {path} was written by {len(ranks)} processes, this run has {self.world}: "
+                     "the data position is kept, the hidden state and dropout RNG restart")
+            state = dict(ranks[0]["task"], hidden=None)
+            self.task.load_state_dict(state)
+
+    # --- evaluation ------------------------------------------------------------------------------------
+    def _averaged(self):
+        """Parameters and the weights to evaluate them with (the running average under averaged SGD)."""
+        if self.state.optimizer != "asgd":
+            return []
+        return [(p, self.optimizer.state[p]["ax"]) for p in self.model.parameters() if "ax" in self.optimizer.state[p]]
+
+    def evaluate(self, split="valid") -> dict:
+        """Evaluate on `split`, with the averaged weights when averaged SGD is on."""
+        swaps = self._averaged()
+        kept = [p.detach().clone() for p, _ in swaps]
+        with torch.no_grad():
+            for p, avg in swaps:
+                p.copy_(avg)
+        try:
+            result = self.task.evaluate(self.model, split)
+            if self.is_main and (self.state.best is None or result[self.task.metric] < self.state.best):
+                self.state.best, self.state.best_step = result[self.task.metric], self.state.step
+                checkpoint.save(self._payload("model", self.model.state_dict()), self.out_dir / "best.pt")
+        finally:
+            with torch.no_grad():
+                for (p, _), value in zip(swaps, kept):
+                    p.copy_(value)
+        if self.world > 1:  # every process must agree on the best value (it drives no decision, but is saved)
+            self.state.best, self.state.best_step = self._gather((self.state.best, self.state.best_step))[0]
+        record = {"event": "eval", "split": split, "step": self.state.step, "epoch": self.state.epoch,
+                  "averaged": bool(swaps), **result}
+        self.metrics.write(record)
+        return result
+
+    # --- the loop --------------------------------------------------------------------------------------
+    def _on_signal(self, signum, _frame):
+        self._signal = signal.Signals(signum).name
+        signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
+
+    def _stop_reason(self, started: float) -> str | None:
+        cfg = self.config.train
+        reason = None
+        if self._signal:
+            reason = self._signal
+        elif cfg.max_steps is not None and self.state.step >= cfg.max_steps:
+            reason = "max_steps"
+        elif cfg.max_minutes is not None and time.monotonic() - started >= cfg.max_minutes * 60:
+            reason = "max_minutes"
+        if self.world > 1:  # all processes stop at the same step
+            codes = ["", "max_steps", "max_minutes", "SIGTERM", "SIGINT"]
+            flag = torch.tensor([codes.index(reason or "")], device=self.device)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            reason = codes[int(flag.item())] or None
+        return reason
+
+    def _train_step(self, batch) -> float:
+        optim = self.config.optim
+        self.net.train()
+        group = self.optimizer.param_groups[0]
+        base_lr = group["lr"]
+        if optim.lr_scale_by_length:
+            group["lr"] = base_lr * batch.lr_scale
+        self.optimizer.zero_grad(set_to_none=True)
+        loss, summed = self.task.train_loss(self.net, batch)
+        loss.backward()
+        if optim.clip:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), optim.clip)
+        self.optimizer.step()
+        group["lr"] = base_lr
+        return summed
+
+    def _end_epoch(self) -> dict:
+        """Validate, keep the best weights, and apply the NT-ASGD trigger (official `main.py` semantics)."""
+        result = self.evaluate("valid")
+        optim, state = self.config.optim, self.state
+        loss = result["loss"]
+        if state.optimizer == "sgd" and optim.nt_asgd and nt_asgd_triggered(state.history, loss, optim.nonmono):
+            self.log(f"epoch {state.epoch}: validation stopped improving; switching to averaged SGD")
+            state.optimizer = "asgd"
+            self.optimizer = make_optimizer(optim, self.model.parameters(), "asgd")
+        state.history.append(loss)
+        return result
+
+    def run(self) -> TrainResult:
+        cfg, state = self.config.train, self.state
+        started = time.monotonic()
+        handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        last_save = time.monotonic()
+        valid, reason = None, None
+        try:
+            while state.epoch <= cfg.epochs and reason is None:
+                bar = tqdm(total=self.task.batches_per_epoch(), initial=state.epoch_step, disable=not self.progress,
+                           desc=f"epoch {state.epoch}", unit="batch", dynamic_ncols=True, leave=False)
+                window = {"loss": 0.0, "units": 0, "start": time.monotonic()}
+                while True:
+                    reason = self._stop_reason(started)
+                    if reason is not None:
+                        break
+                    batch = self.task.next_batch()
+                    if batch is None:
+                        break
+                    step_start = time.monotonic()
+                    summed = self._train_step(batch)
+                    state.train_seconds += time.monotonic() - step_start
+                    state.step += 1
+                    state.epoch_step += 1
+                    window["loss"] += summed
+                    window["units"] += batch.size
+                    bar.update(1)
+                    if state.step % cfg.log_interval == 0 or state.epoch_step == 1:
+                        self._log_window(window, bar)
+                    if time.monotonic() - last_save >= cfg.checkpoint_minutes * 60:
+                        self.save_last()
+                        last_save = time.monotonic()
+                bar.close()
+                if reason is None:
+                    valid = self._end_epoch()
+                    self.log(f"epoch {state.epoch}: valid {self.task.metric} {valid[self.task.metric]:.2f} "
+                             f"(step {state.step})")
+                    state.epoch += 1
+                    state.epoch_step = 0
+                    self.save_last()
+                    last_save = time.monotonic()
+            if reason is not None:
+                self.save_last()
+                valid = self.evaluate("valid")
+            reason = reason or "finished"
+        finally:
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
+        return TrainResult(reason, state, valid, self.out_dir)
+
+    def _log_window(self, window: dict, bar) -> None:
+        elapsed = max(time.monotonic() - window["start"], 1e-9)
+        loss = window["loss"] / max(window["units"], 1)
+        speed = window["units"] * self.world / elapsed
+        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss,
+                  "ppl": math.exp(min(loss, 50.0)), "lr": self.optimizer.param_groups[0]["lr"],
+                  f"{self.task.units}_per_s": speed, "optimizer": self.state.optimizer}
+        self.metrics.write(record)
+        bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['ppl']:.1f}", tok_s=f"{speed:.0f}")
+        window.update(loss=0.0, units=0, start=time.monotonic())
+
+
+def _to_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device) if value.dtype != torch.uint8 else value  # generator states stay on the CPU
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    return value

@@ -1,0 +1,36 @@
+"""Helpers for tests: a tiny corpus and config that train in seconds."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+WORDS = [f"w{i}" for i in range(40)] + ["the", "a", "of", "<unk>"]
+
+
+def write_corpus(folder: Path, seed: int = 0, lines=(300, 40, 40)) -> Path:
+    """A small Mikolov-format corpus: ptb.{train,valid,test}.txt with a 44-word vocabulary."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, count in zip(("train", "valid", "test"), lines):
+        text = "".join(" " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + " \n"
+                       for _ in range(count))
+        if split == "train":  # every word occurs in the training file
+            text += " " + " ".join(WORDS) + " \n"
+        (folder / f"ptb.{split}.txt").write_text(text)
+    return folder
+
+
+def tiny_config(corpus: Path, **sections) -> dict:
+    """A small ON-LSTM language-model config on `corpus` (seconds per epoch on a CPU)."""
+    config = {
+        "task": "lm",
+        "data": {"path": str(corpus), "batch_size": 4, "eval_batch_size": 2, "test_batch_size": 1, "bptt": 12},
+        "model": {"emb_size": 8, "hidden_size": 12, "num_layers": 2, "chunk_size": 4, "dropout": 0.2,
+                  "dropout_hidden": 0.1, "dropout_input": 0.2, "dropout_embedding": 0.1, "weight_drop": 0.3},
+        "optim": {"lr": 5.0},
+        "train": {"seed": 7, "epochs": 3, "log_interval": 1, "threads": 1},
+    }
+    for section, values in sections.items():
+        config.setdefault(section, {}).update(values)
+    return config

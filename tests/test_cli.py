@@ -1,0 +1,106 @@
+"""The command line and the Python API, end to end on a tiny corpus; bad input exits non-zero with a message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import treenets
+from treenets.cli import build_parser, main
+from treenets.errors import TreenetsError
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A run folder with a model trained for one epoch on a tiny corpus."""
+    from helpers import tiny_config, write_corpus
+    import yaml
+
+    root = tmp_path_factory.mktemp("cli")
+    corpus = write_corpus(root / "corpus")
+    config = root / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
+    assert main(["train", str(config), "--out", str(root / "run"), "--no-progress"]) == 0
+    return root
+
+
+def test_every_command_has_help(capsys):
+    parser = build_parser()
+    for command in (["--help"], ["train", "--help"], ["eval", "--help"], ["check-golden", "--help"],
+                    ["data", "--help"], ["data", "check", "--help"], ["metrics", "--help"]):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(command)
+        assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--max-minutes" in out and "--set" in out and "--split" in out
+
+
+def test_eval_prints_perplexity(trained, capsys):
+    assert main(["eval", str(trained / "run" / "best.pt"), "--split", "test"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["split"] == "test" and 1 < result["ppl"] < 44  # better than uniform over 44 words
+    assert result["ppl"] == pytest.approx(torch.tensor(result["loss"]).exp().item())
+
+
+def test_load_scores_sentences_and_reads_distances(trained):
+    lm = treenets.load(trained / "run" / "best.pt")
+    one = lm.score("the w1 of w2")
+    assert one.tokens == ["the", "w1", "of", "w2"] and len(one.logprobs) == 5
+    assert all(lp < 0 for lp in one.logprobs) and one.perplexity > 1
+    batch = lm.score(["the w1 of w2", ["a", "zebra"]])
+    assert batch[0].logprobs == pytest.approx(one.logprobs, abs=1e-5)  # padding does not change a sentence
+    assert batch[1].unknown == ["zebra"]
+    distances = lm.distances("The W1 of w2 a")  # lower-cased like the vocabulary
+    assert distances.shape == (2, 5) and torch.all((distances >= 0) & (distances <= 1))
+    with pytest.raises(TreenetsError, match="empty sentence"):
+        lm.score("   ")
+
+
+def test_metrics_table_and_plot(trained, tmp_path, capsys):
+    png = tmp_path / "curve.png"
+    assert main(["metrics", str(trained / "run"), "--plot", str(png)]) == 0
+    assert "valid" in capsys.readouterr().out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_existing_run_folder_needs_resume_or_overwrite(trained, capsys):
+    config = str(trained / "tiny.yaml")
+    assert main(["train", config, "--out", str(trained / "run"), "--no-progress"]) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "{config}", "--set", "data.path=ptb_lm", "--data", "/nonexistent/data"], "/nonexistent/data"),
+    (["train", "{config}", "--set", "model.chunk_sise=3"], "unknown key 'model.chunk_sise'"),
+    (["train", "{config}", "--set", "model.hidden_size=13"], "not divisible by chunk_size"),
+    (["train", "{config}", "--device", "cuda:7"], "CUDA is not available"),
+    (["eval", "{corrupt}"], "truncated or corrupt"),
+    (["eval", "{config}"], "not a treenets checkpoint"),
+    (["train"], "give a CONFIG file"),
+])
+def test_bad_input_exits_2_with_one_message(trained, tmp_path, capsys, args, message):
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes((trained / "run" / "best.pt").read_bytes()[:1000])
+    names = {"config": str(trained / "tiny.yaml"), "corrupt": str(corrupt)}
+    args = [a.format(**names) for a in args]
+    if args[0] == "train":
+        args += ["--out", str(tmp_path / "out"), "--no-progress"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("treenets: error:") and message in err
+    assert "Traceback" not in err
+
+
+def test_missing_training_file_names_the_file(trained, tmp_path, capsys):
+    (tmp_path / "corpus").mkdir()
+    assert main(["train", str(trained / "tiny.yaml"), "--set", f"data.path={tmp_path / 'corpus'}",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "ptb.train.txt: missing" in capsys.readouterr().err
+
+
+def test_data_check_on_staged_data(data_root, capsys):
+    assert main(["data", "check", "ptb", "--data", str(data_root)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok ") == 3 and "3 ok, 0 missing, 0 wrong" in out

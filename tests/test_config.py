@@ -1,0 +1,71 @@
+"""Config validation: every mistake is named with its file (or --set option) and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from treenets.config import build_config, load_config
+from treenets.errors import TreenetsError
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_shipped_configs_are_valid(path):
+    config = load_config(path)
+    assert config.task == "lm"
+
+
+def test_paper_recipe():
+    config = load_config(Path(__file__).resolve().parents[1] / "configs/onlstm-ptb.yaml")
+    m, o = config.model, config.optim
+    assert config.model.layer_sizes() == [400, 1150, 1150, 400]
+    assert (m.chunk_size, m.dropout, m.dropout_hidden, m.dropout_input, m.dropout_embedding, m.weight_drop) == (
+        10, 0.45, 0.3, 0.5, 0.1, 0.45)
+    assert (o.lr, o.clip, config.data.batch_size, config.data.bptt, config.train.seed, config.train.epochs) == (
+        30.0, 0.25, 20, 70, 141, 1000)
+
+
+def test_unknown_key_names_file_key_and_suggestion():
+    with pytest.raises(TreenetsError) as info:
+        build_config({"task": "lm", "optim": {"lrr": 3}}, source="my.yaml")
+    message = str(info.value)
+    assert message.startswith("my.yaml: unknown key 'optim.lrr'")
+    assert "did you mean 'lr'?" in message
+
+
+def test_overrides_are_typed_and_named():
+    config = build_config({"task": "lm"}, overrides=["optim.lr=10", "model.tie_weights=false"])
+    assert config.optim.lr == 10.0 and config.model.tie_weights is False
+    with pytest.raises(TreenetsError, match=r"^--set optim.lr=fast: optim.lr"):
+        build_config({"task": "lm"}, overrides=["optim.lr=fast"])
+    with pytest.raises(TreenetsError, match="expected KEY=VALUE"):
+        build_config({"task": "lm"}, overrides=["optim.lr"])
+
+
+def test_chunk_size_must_divide_layer_sizes():
+    with pytest.raises(TreenetsError, match="hidden_size=1150 is not divisible by chunk_size=4"):
+        build_config({"task": "lm", "model": {"emb_size": 400, "chunk_size": 4}}, source="c.yaml")
+
+
+@pytest.mark.parametrize("raw,message", [
+    ({"task": "mt"}, "unknown task 'mt'"),
+    ({}, "missing key 'task'"),
+    ({"task": "lm", "model": {"dropout": 1.5}}, "model.dropout"),
+    ({"task": "lm", "data": {"batch_size": 0}}, "data.batch_size"),
+    ([1, 2], "expected a mapping"),
+])
+def test_invalid_values(raw, message):
+    with pytest.raises(TreenetsError, match=message):
+        build_config(raw, source="c.yaml")
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("task: lm\nmodel:\n  emb_size: [1, 2\n")
+    with pytest.raises(TreenetsError, match=r"broken.yaml:\d+: not valid YAML"):
+        load_config(path)
+    with pytest.raises(TreenetsError, match="does not exist"):
+        load_config(tmp_path / "absent.yaml")

@@ -1,0 +1,142 @@
+"""Corpus reading, batching, the data root, and the dataset registry (no network: file:// URLs)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import torch
+
+from treenets import data
+from treenets.errors import TreenetsError
+from treenets.tasks.lm import BPTTStream, batchify, read_lm_file, shard_columns
+from treenets.vocab import Vocab
+
+
+def test_ptb_counts_and_vocabulary(data_root):
+    folder = data_root / "ptb_lm"
+    train = read_lm_file(folder / "ptb.train.txt")
+    vocab = Vocab.from_corpus(train)
+    assert len(vocab) == 10000
+    assert sum(map(len, train)) == 929589
+    assert sum(map(len, read_lm_file(folder / "ptb.valid.txt"))) == 73760
+    assert sum(map(len, read_lm_file(folder / "ptb.test.txt"))) == 82430
+    assert vocab.words[:3] == ["aer", "banknote", "berlitz"]  # order of first appearance, as the official code
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "no tokens"),
+    (b"\x00\x01binary", "binary"),
+    (b"\xff\xfe not utf8\n", ":1: not UTF-8"),
+    (b" a b\n c\td\n", ":2: tab"),
+    (b"(S (NP (DT the)))\n", ":1: looks like a bracketed tree"),
+    (b" a b <eos>\n", ":1: contains <eos>"),
+])
+def test_malformed_corpus_files_are_named(tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(content)
+    with pytest.raises(TreenetsError, match=message) as info:
+        read_lm_file(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_corpus_file(tmp_path):
+    with pytest.raises(TreenetsError, match="missing"):
+        read_lm_file(tmp_path / "nope.txt")
+
+
+def test_batchify_is_time_major_columns():
+    stream = torch.arange(23)
+    batched = batchify(stream, 4)
+    assert batched.shape == (5, 4)
+    assert batched[:, 1].tolist() == [5, 6, 7, 8, 9]  # each column is a contiguous piece of the stream
+    assert shard_columns(batched, 1, 2).tolist() == batched[:, 2:].tolist()
+    with pytest.raises(TreenetsError, match="too few"):
+        batchify(torch.arange(3), 4)
+    with pytest.raises(TreenetsError, match="divisible"):
+        shard_columns(batched, 0, 3)
+
+
+@pytest.mark.parametrize("variable", [False, True])
+def test_windows_cover_every_target_once(variable):
+    batched = batchify(torch.arange(2000), 4)
+    stream = BPTTStream(batched, bptt=20, variable=variable, seed=3)
+    targets, lengths = [], []
+    while (w := stream.next_window()) is not None:
+        assert torch.equal(w.target[:-1], w.input[1:])
+        targets.append(w.target)
+        lengths.append(w.input.size(0))
+    assert torch.equal(torch.cat(targets), batched[1:])
+    if variable:
+        assert min(lengths[:-1]) >= 5 and len(set(lengths)) > 3
+    else:
+        assert set(lengths[:-1]) == {20}
+
+
+def test_stream_state_restores_position_and_lengths():
+    batched = batchify(torch.arange(5000), 4)
+    a = BPTTStream(batched, bptt=30, variable=True, seed=1)
+    for _ in range(5):
+        a.next_window()
+    saved = a.state_dict()
+    expected = [a.next_window().input for _ in range(5)]
+    b = BPTTStream(batched, bptt=30, variable=True, seed=99)
+    b.load_state_dict(saved)
+    for want in expected:
+        assert torch.equal(b.next_window().input, want)
+
+
+def test_data_root_resolution(tmp_path, monkeypatch):
+    monkeypatch.setenv(data.ENV_VAR, str(tmp_path))
+    assert data.data_root() == tmp_path.resolve()
+    assert data.data_root(tmp_path / ".") == tmp_path.resolve()
+    with pytest.raises(TreenetsError, match="does not exist"):
+        data.data_root(tmp_path / "absent")
+    monkeypatch.setenv(data.ENV_VAR, str(tmp_path / "absent"))
+    with pytest.raises(TreenetsError, match=r"\$TREENETS_DATA"):
+        data.data_root()
+
+
+def test_staged_ptb_files_pass_the_check(data_root):
+    statuses = data.check(["ptb"], data_root)
+    assert [s.status for s in statuses] == ["ok", "ok", "ok"]
+
+
+def _fake_registry(monkeypatch, tmp_path, payload: bytes, sha: str):
+    source = tmp_path / "remote" / "file.txt"
+    source.parent.mkdir()
+    source.write_bytes(payload)
+    entry = data.DataFile(dataset="demo", path="demo/file.txt", bytes=len(payload), sha256=sha,
+                          url=source.as_uri())
+    monkeypatch.setattr(data, "registry", lambda: {"demo": [entry]})
+
+
+def test_download_verifies_the_checksum(tmp_path, monkeypatch):
+    payload = b"hello treenets\n"
+    _fake_registry(monkeypatch, tmp_path, payload, hashlib.sha256(payload).hexdigest())
+    root = tmp_path / "root"
+    data.download(["demo"], root, log=lambda *_: None)
+    assert (root / "demo/file.txt").read_bytes() == payload
+    assert [s.status for s in data.check(["demo"], root)] == ["ok"]
+    (root / "demo/file.txt").write_bytes(b"hello treenetz\n")
+    assert [s.status for s in data.check(["demo"], root)] == ["wrong sha256"]
+
+
+def test_download_refuses_a_wrong_checksum_and_leaves_nothing(tmp_path, monkeypatch):
+    _fake_registry(monkeypatch, tmp_path, b"tampered\n", "0" * 64)
+    root = tmp_path / "root"
+    with pytest.raises(TreenetsError, match="sha256"):
+        data.download(["demo"], root, log=lambda *_: None)
+    assert list((root / "demo").iterdir()) == []
+    with pytest.raises(TreenetsError, match="unknown dataset"):
+        data.download(["nope"], root)
+
+
+def test_registry_lists_every_staged_file():
+    files = data.registry()
+    assert set(files) == {"ptb", "treebank-sample", "wsj-trees", "sst", "sick"}
+    for entries in files.values():
+        for f in entries:
+            assert len(f.sha256) == 64 and f.url.startswith("https://")
+    assert json.loads(data._REGISTRY.read_text())["datasets"]["ptb"][0]["bytes"] > 0

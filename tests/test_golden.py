@@ -1,0 +1,99 @@
+"""Fidelity against the official ON-LSTM (golden fixtures) and the generality of `check-golden`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from treenets.cli import main
+from treenets.convert import onlstm_lm_from_official
+from treenets.errors import TreenetsError
+from treenets.golden import check_golden
+from treenets.nn.onlstm import ONLSTMLanguageModel
+
+
+def test_official_onlstm_fixture_passes(golden_root, capsys):
+    assert main(["check-golden", str(golden_root / "onlstm-lm")]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == "PASS 10/10"
+    assert out[0].startswith("logits  ")
+
+
+def _official_state_dict(model, nlayers, tied):
+    """Our weights under the official key names (the inverse of `treenets.convert`)."""
+    ours = model.state_dict()
+    official = {"encoder.weight": ours["embedding.weight"], "decoder.bias": ours["decoder.bias"],
+                "decoder.weight": ours["decoder.weight"]}
+    for layer in range(nlayers):
+        for kind in ("weight", "bias"):
+            official[f"rnn.cells.{layer}.ih.0.{kind}"] = ours[f"rnn.layers.{layer}.ih.{kind}"]
+            official[f"rnn.cells.{layer}.hh.{kind}"] = ours[f"rnn.layers.{layer}.hh.{kind}"]
+    return {k: v.numpy().astype(np.float32) for k, v in official.items()}
+
+
+def _write_fixture(folder, nlayers=2, ninp=10, nhid=15, chunk_size=5, wdrop=0.3, tie=False, seed=0):
+    """A fixture in the official format for another configuration, with outputs computed independently by
+    running the converted model step by step (T separate calls), so that the batch path is what is checked."""
+    torch.manual_seed(seed)
+    config = {"kind": "onlstm-lm", "ntoken": 23, "ninp": ninp, "nhid": nhid, "chunk_size": chunk_size,
+              "nlayers": nlayers, "dropout": 0.1, "dropouth": 0.1, "dropouti": 0.1, "dropoute": 0.1,
+              "wdrop": wdrop, "tie_weights": tie}
+    params = _official_state_dict(ONLSTMLanguageModel(23, ninp, nhid, nlayers, chunk_size, tie_weights=tie),
+                                  nlayers, tie)
+    model = onlstm_lm_from_official(params, **{k: v for k, v in config.items() if k != "kind"})
+    tokens = torch.randint(0, 23, (6, 2))
+    with torch.no_grad():
+        state, logits, dists = None, [], []
+        for t in range(6):
+            out = model(tokens[t : t + 1], state)
+            state = out.state
+            logits.append(model.decoder(out.output))
+            dists.append(out.distance_forget)
+    outputs = {"logits": torch.cat(logits).numpy(), "distance_forget": torch.cat(dists, dim=1).numpy()}
+    for layer, (h, c) in enumerate(state):
+        outputs[f"h_final_{layer}"], outputs[f"c_final_{layer}"] = h.numpy(), c.numpy()
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    np.savez(folder / "params.npz", **params)
+    np.savez(folder / "inputs.npz", tokens=tokens.numpy())
+    np.savez(folder / "outputs.npz", **outputs)
+    return folder
+
+
+@pytest.mark.parametrize("nlayers,chunk,tie,wdrop", [(1, 5, True, 0.0), (2, 5, False, 0.3), (4, 1, True, 0.5)])
+def test_other_configurations_are_accepted(tmp_path, nlayers, chunk, tie, wdrop):
+    folder = _write_fixture(tmp_path / "fx", nlayers=nlayers, chunk_size=chunk, tie=tie, wdrop=wdrop,
+                            ninp=10, nhid=15)
+    results = check_golden(folder)
+    assert {c.name for c in results} >= {"logits", "distance_forget", f"h_final_{nlayers - 1}"}
+    assert all(c.ok for c in results), results
+
+
+def test_a_wrong_output_fails(tmp_path, capsys):
+    folder = _write_fixture(tmp_path / "fx")
+    outputs = dict(np.load(folder / "outputs.npz"))
+    outputs["logits"][0, 0, 0] += 1e-3
+    np.savez(folder / "outputs.npz", **outputs)
+    assert main(["check-golden", str(folder)]) == 1
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "FAIL 5/6"
+
+
+def test_unknown_kind_and_missing_files_exit_2(tmp_path, capsys):
+    folder = _write_fixture(tmp_path / "fx")
+    (folder / "config.json").write_text(json.dumps({"kind": "gru-lm"}))
+    assert main(["check-golden", str(folder)]) == 2
+    assert "unknown kind 'gru-lm'" in capsys.readouterr().err
+    assert main(["check-golden", str(tmp_path / "nowhere")]) == 2
+
+
+def test_convert_rejects_mismatched_arguments(golden_root):
+    params = dict(np.load(golden_root / "onlstm-lm" / "params.npz"))
+    config = json.loads((golden_root / "onlstm-lm" / "config.json").read_text())
+    args = {k: config[k] for k in ("ntoken", "ninp", "nhid", "chunk_size", "nlayers", "tie_weights")}
+    with pytest.raises(TreenetsError, match="shape"):
+        onlstm_lm_from_official(params, **{**args, "nhid": 28})
+    with pytest.raises(TreenetsError, match="missing"):
+        onlstm_lm_from_official(params, **{**args, "nlayers": 4})

@@ -1,0 +1,163 @@
+"""ON-LSTM equations: hand-computed cases, properties, and the hand-derived backward against autograd."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from treenets.nn import onlstm
+from treenets.nn.native import kernels
+from treenets.nn.onlstm import ONLSTMLanguageModel, ONLSTMLayer, _FusedRecurrence, _run, cumax, onlstm_step
+
+
+@given(st.lists(st.floats(-30, 30), min_size=1, max_size=40))
+def test_cumax_is_monotone_in_unit_interval_and_ends_at_one(values):
+    y = cumax(torch.tensor(values, dtype=torch.float64))
+    assert torch.all(y >= 0) and torch.all(y <= 1 + 1e-12)
+    assert torch.all(y[1:] >= y[:-1] - 1e-12)
+    assert y[-1].item() == pytest.approx(1.0)
+
+
+def test_cumax_of_equal_logits_is_a_ramp():
+    assert cumax(torch.zeros(4)).tolist() == pytest.approx([0.25, 0.5, 0.75, 1.0])
+
+
+def test_step_matches_hand_computation():
+    # Two chunks of one neuron (H = 2). Master logits 0 -> softmax [.5, .5] -> cumax [.5, 1]:
+    # master input i~ = 1 - [.5, 1] = [.5, 0], master forget f~ = [.5, 1], overlap w = [.25, 0].
+    # Gate logits 0 -> sigmoid .5; candidate logits atanh(.5), atanh(-.5) -> c^ = [.5, -.5].
+    half = math.atanh(0.5)
+    pre = torch.tensor([[0.0, 0.0, 0.0, 0.0,  # i~ logits, f~ logits
+                         0.0, 0.0,  # o
+                         half, -half,  # c^
+                         0.0, 0.0,  # i
+                         0.0, 0.0]], dtype=torch.float64)  # f
+    c_prev = torch.tensor([[2.0, 4.0]], dtype=torch.float64)
+    out = onlstm_step(pre, c_prev, n_chunks=2)
+    # f^ = f w + (f~ - w) = [.5*.25 + .25, 0 + 1] = [.375, 1];  i^ = i w + (i~ - w) = [.375, 0]
+    # c = f^ c_prev + i^ c^ = [.375*2 + .375*.5, 4] = [.9375, 4];  h = .5 tanh(c)
+    assert out.c[0].tolist() == pytest.approx([0.9375, 4.0])
+    assert out.h[0].tolist() == pytest.approx([0.5 * math.tanh(0.9375), 0.5 * math.tanh(4.0)])
+    assert out.master.flatten().tolist() == pytest.approx([0.5, 0.0, 0.5, 1.0])
+
+
+def _random_problem(steps=5, batch=3, hidden=8, chunk=2, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n_chunks = hidden // chunk
+    width = 2 * n_chunks + 4 * hidden
+    x = torch.randn(steps, batch, width, dtype=dtype, generator=g).requires_grad_()
+    w = (0.3 * torch.randn(width, hidden, dtype=dtype, generator=g)).requires_grad_()
+    h0 = torch.randn(batch, hidden, dtype=dtype, generator=g).requires_grad_()
+    c0 = torch.randn(batch, hidden, dtype=dtype, generator=g).requires_grad_()
+    return (x, w, h0, c0), n_chunks
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["compiled", "pytorch"])
+def test_fused_backward_passes_gradcheck(native, monkeypatch):
+    if native and kernels("onlstm") is None:
+        pytest.skip("compiled kernels unavailable")
+    if not native:
+        monkeypatch.setattr(onlstm, "kernels", lambda name: None)
+    inputs, n_chunks = _random_problem()
+    assert torch.autograd.gradcheck(lambda *a: _FusedRecurrence.apply(*a, n_chunks), inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_kernels_match_the_pytorch_step(dtype):
+    native = kernels("onlstm")
+    if native is None:
+        pytest.skip("compiled kernels unavailable")
+    (x, w, h0, c0), n_chunks = _random_problem(steps=1, batch=4, hidden=30, chunk=5, dtype=dtype)
+    pre = x[0].detach() * 3
+    ref = onlstm_step(pre, c0.detach(), n_chunks)
+    h, c = torch.empty_like(ref.h), torch.empty_like(ref.c)
+    master, probs, gates = torch.empty_like(ref.master), torch.empty_like(ref.probs), torch.empty_like(ref.gates)
+    native.forward_step(pre, c0.detach(), h, c, master, probs, gates, n_chunks)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    for got, want in ((h, ref.h), (c, ref.c), (master, ref.master), (probs, ref.probs), (gates, ref.gates)):
+        torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+    dh, dc, dm = torch.randn_like(h), torch.randn_like(c), torch.randn_like(master)
+    want_pre, want_c = onlstm.onlstm_step_backward(dh, dc, c0.detach(), c, master, probs, gates, dm)
+    got_pre, got_c = torch.empty_like(pre), torch.empty_like(c)
+    native.backward_step(dh, dc, c0.detach(), c, master, probs, gates, dm, got_pre, got_c, n_chunks)
+    torch.testing.assert_close(got_pre, want_pre, atol=tol * 10, rtol=tol * 10)
+    torch.testing.assert_close(got_c, want_c, atol=tol, rtol=tol)
+
+
+def test_fused_layer_equals_plain_autograd_layer_in_training():
+    torch.manual_seed(0)
+    fused = ONLSTMLayer(5, 12, 3, weight_drop=0.4, fused=True).double()
+    plain = ONLSTMLayer(5, 12, 3, weight_drop=0.4, fused=False).double()
+    plain.load_state_dict(fused.state_dict())
+    x = torch.randn(7, 4, 5, dtype=torch.float64)
+    results = []
+    for layer in (fused, plain):
+        torch.manual_seed(1)  # same DropConnect mask
+        xi = x.clone().requires_grad_()
+        out = layer(xi)
+        distance = 1.0 - out.master[..., 1, :].mean(-1)
+        (out.output.pow(2).sum() + out.state[1].sum() + distance.sum()).backward()
+        results.append([out.output, out.state[1], xi.grad] + [p.grad for p in layer.parameters()])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
+
+
+def test_state_carries_over_segments():
+    torch.manual_seed(0)
+    layer = ONLSTMLayer(4, 8, 2).eval()
+    x = torch.randn(9, 2, 4)
+    with torch.no_grad():
+        whole = layer(x)
+        first = layer(x[:4])
+        second = layer(x[4:], first.state)
+    torch.testing.assert_close(torch.cat([first.output, second.output]), whole.output)
+    torch.testing.assert_close(second.state[1], whole.state[1])
+
+
+def test_language_model_outputs_and_distances():
+    torch.manual_seed(0)
+    model = ONLSTMLanguageModel(30, emb_size=8, hidden_size=12, num_layers=3, chunk_size=4).eval()
+    tokens = torch.randint(0, 30, (6, 2))
+    with torch.no_grad():
+        out = model(tokens)
+    assert out.output.shape == (6, 2, 8)
+    assert out.distance_forget.shape == out.distance_input.shape == (3, 6, 2)
+    assert torch.all((out.distance_forget >= 0) & (out.distance_forget <= 1))
+    assert [tuple(h.shape) for h, _ in out.state] == [(2, 12), (2, 12), (2, 8)]
+    assert model.decoder.weight is model.embedding.weight  # tied
+
+
+def test_eval_mode_is_deterministic_and_training_mode_is_not():
+    torch.manual_seed(0)
+    model = ONLSTMLanguageModel(30, emb_size=8, hidden_size=12, num_layers=2, chunk_size=4)
+    tokens = torch.randint(0, 30, (5, 2))
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens).output, model(tokens).output)
+    model.train()
+    assert not torch.equal(model(tokens).output, model(tokens).output)
+
+
+@settings(deadline=None, max_examples=15)
+@given(st.integers(1, 3), st.sampled_from([1, 2, 4]), st.integers(1, 4), st.integers(1, 6))
+def test_any_layout_runs_forward_and_backward(layers, chunk, chunks, steps):
+    hidden = chunk * chunks
+    model = ONLSTMLanguageModel(11, emb_size=hidden, hidden_size=2 * hidden, num_layers=layers, chunk_size=chunk)
+    out = model(torch.randint(0, 11, (steps, 2)))
+    model.decoder(out.output).sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_eval_loop_uses_no_graph_and_matches_training_free_path():
+    torch.manual_seed(0)
+    (x, w, h0, c0), n_chunks = _random_problem(dtype=torch.float32)
+    with torch.no_grad():
+        run = _run(x, w, h0, c0, n_chunks, keep=False)
+    hs, c_last, master = _FusedRecurrence.apply(x, w, h0, c0, n_chunks)
+    torch.testing.assert_close(run.hs, hs.detach())
+    torch.testing.assert_close(run.c_last, c_last.detach())
+    torch.testing.assert_close(run.master, master.detach())

@@ -1,0 +1,120 @@
+"""The training loop: exact resume, NT-ASGD, signals, DistributedDataParallel."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from helpers import tiny_config
+
+from treenets import checkpoint, train
+from treenets.config import build_config
+from treenets.train import Trainer, nt_asgd_triggered
+
+
+def _trainer(corpus, out, resume=None, **train_options):
+    config = build_config(tiny_config(corpus, train=train_options))
+    return Trainer(config, out, resume=resume, progress=False, log=lambda *_: None)
+
+
+def _states(path):
+    saved = checkpoint.load(path)
+    return saved["model"], saved["optimizer"], saved["trainer"]["step"]
+
+
+def test_nt_asgd_trigger():
+    assert not nt_asgd_triggered([5.0, 4.0, 3.0], 3.5, nonmono=3)  # not enough history
+    assert nt_asgd_triggered([5.0, 4.0, 3.0, 3.1], 5.5, nonmono=3)  # worse than the best before the window
+    assert not nt_asgd_triggered([5.0, 4.0, 3.0, 3.1], 4.5, nonmono=3)
+    assert not nt_asgd_triggered([5.0, 4.0, 3.0, 3.1], 2.9, nonmono=1)  # a new best never triggers
+
+
+def test_resume_continues_bit_for_bit_across_the_asgd_switch(tmp_path, corpus, monkeypatch):
+    # Switch to averaged SGD at the end of the second epoch, so the resumed half must restore its state.
+    monkeypatch.setattr(train, "nt_asgd_triggered", lambda history, loss, nonmono: len(history) == 1)
+    per_epoch = _trainer(corpus, tmp_path / "probe").task.batches_per_epoch()
+    total, half = int(2.6 * per_epoch), int(2.3 * per_epoch)
+
+    straight = _trainer(corpus, tmp_path / "a", max_steps=total).run()
+    assert straight.reason == "max_steps" and straight.state.optimizer == "asgd"
+
+    first = _trainer(corpus, tmp_path / "b", max_steps=half).run()
+    assert first.state.step == half and first.state.optimizer == "asgd"
+    resumed = _trainer(corpus, tmp_path / "b", resume=tmp_path / "b" / "last.pt", max_steps=total)
+    assert resumed.state.step == half
+    resumed.run()
+
+    model_a, optim_a, step_a = _states(tmp_path / "a" / "last.pt")
+    model_b, optim_b, step_b = _states(tmp_path / "b" / "last.pt")
+    assert step_a == step_b == total
+    for name in model_a:
+        assert torch.equal(model_a[name], model_b[name]), name
+    for key, value in optim_a["state"]["state"].items():
+        for field, tensor in value.items():
+            assert torch.equal(tensor, optim_b["state"]["state"][key][field]), (key, field)
+
+
+def test_run_writes_metrics_best_and_config(tmp_path, corpus):
+    result = _trainer(corpus, tmp_path / "run", epochs=1).run()
+    assert result.reason == "finished"
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert {"train", "eval"} == {r["event"] for r in records}
+    assert all(r["loss"] > 0 and r["tokens_per_s"] > 0 for r in records if r["event"] == "train")
+    best = checkpoint.load(tmp_path / "run" / "best.pt")
+    assert best["kind"] == "model" and best["trainer"]["best"] == pytest.approx(result.valid["ppl"])
+    assert (tmp_path / "run" / "config.yaml").read_text().startswith("task: lm")
+
+
+def _cli(*args, **kwargs):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "treenets", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+@pytest.mark.slow
+def test_sigterm_saves_a_checkpoint_that_resumes(tmp_path, config_file):
+    config = config_file(train={"epochs": 1000, "log_interval": 1})
+    out = tmp_path / "run"
+    proc = _cli("train", str(config), "--out", str(out), "--no-progress")
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if metrics.exists() and metrics.read_text().count('"train"') >= 3:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert "interrupted by SIGTERM" in stdout
+    saved = checkpoint.load(out / "last.pt")
+    step = saved["trainer"]["step"]
+    assert step >= 3
+    proc = _cli("train", "--resume", str(out / "last.pt"), "--max-steps", str(step + 2), "--no-progress")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert checkpoint.load(out / "last.pt")["trainer"]["step"] == step + 2
+
+
+@pytest.mark.slow
+def test_two_process_ddp_keeps_replicas_equal(tmp_path, config_file):
+    config = config_file(train={"log_interval": 1})
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=2",
+           "-m", "treenets", "train", str(config), "--out", str(out), "--max-steps", "4", "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "2 process(es)" in done.stdout
+    saved = checkpoint.load(out / "last.pt")
+    prints = saved["replica_fingerprints"]
+    assert len(prints) == 2 and prints[0] == prints[1]
+    assert saved["trainer"]["step"] == 4 and len(saved["ranks"]) == 2
+    # Each process read its own half of the batch: their saved hidden states differ.
+    h0 = saved["ranks"][0]["task"]["hidden"][0][0]
+    h1 = saved["ranks"][1]["task"]["hidden"][0][0]
+    assert h0.shape == h1.shape == (2, 12) and not torch.equal(h0, h1)
