@@ -15,8 +15,8 @@ from treenets.errors import TreenetsError
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A run folder with a model trained for one epoch on a tiny corpus."""
-    from helpers import tiny_config, write_corpus
     import yaml
+    from helpers import tiny_config, write_corpus
 
     root = tmp_path_factory.mktemp("cli")
     corpus = write_corpus(root / "corpus")
