@@ -312,7 +312,8 @@ class Trainer:
         valid, reason = None, None
         try:
             while state.epoch <= cfg.epochs and reason is None:
-                bar = tqdm(total=self.task.batches_per_epoch(), initial=state.epoch_step, disable=not self.progress,
+                bar = tqdm(total=self.task.batches_per_epoch(), initial=state.epoch_step,
+                           disable=None if self.progress else True,  # None: only on a terminal
                            desc=f"epoch {state.epoch}", unit="batch", dynamic_ncols=True, leave=False)
                 window = {"loss": 0.0, "units": 0, "start": time.monotonic()}
                 while True:
@@ -362,6 +363,9 @@ class Trainer:
                   f"{self.task.units}_per_s": speed, "optimizer": self.state.optimizer}
         self.metrics.write(record)
         bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['ppl']:.1f}", tok_s=f"{speed:.0f}")
+        if bar.disable and self.is_main:  # no progress bar (not a terminal, or --no-progress): a log line
+            self.log(f"epoch {self.state.epoch} step {self.state.step}: loss {loss:.3f} ppl {record['ppl']:.1f} "
+                     f"{speed:.0f} {self.task.units}/s lr {record['lr']:g}")
         window.update(loss=0.0, units=0, start=time.monotonic())
 
 

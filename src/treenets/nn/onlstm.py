@@ -136,13 +136,12 @@ def _run(x_proj, w_hh, h0, c0, n_chunks, keep) -> Recurrence:
     `keep` also returns what the backward needs. Uses the compiled kernels when `_native` allows, else
     `onlstm_step` (which autograd can differentiate).
     """
-    steps, batch, hidden = x_proj.size(0), h0.size(0), h0.size(1)
-    w_t = w_hh.t()
     native = _native(x_proj)
     if native is None:
+        w_t = w_hh.t()
         h, c = h0, c0
         hs, cs, masters, probs, gates = [], [c0], [], [], []
-        for t in range(steps):
+        for t in range(x_proj.size(0)):
             step = onlstm_step(torch.addmm(x_proj[t], h, w_t), c, n_chunks)
             h, c = step.h, step.c
             hs.append(h)
@@ -152,19 +151,8 @@ def _run(x_proj, w_hh, h0, c0, n_chunks, keep) -> Recurrence:
             gates.append(step.gates)
         stacked = (torch.stack(cs), torch.stack(probs), torch.stack(gates)) if keep else (None, None, None)
         return Recurrence(torch.stack(hs), c, torch.stack(masters), *stacked)
-    new = x_proj.new_empty
-    hs, master = new(steps, batch, hidden), new(steps, batch, 2, n_chunks)
-    cs = new(steps + 1 if keep else 2, batch, hidden)  # without keep, two cell buffers used in turn
-    probs, gates = (new(steps, batch, 2, n_chunks), new(steps, batch, 4, hidden)) if keep else (None, None)
-    cs[0] = c0
-    h = h0
-    for t in range(steps):
-        prev, cur = (t, t + 1) if keep else (t % 2, (t + 1) % 2)
-        native.forward_step(torch.addmm(x_proj[t], h, w_t), cs[prev], hs[t], cs[cur], master[t],
-                            probs[t] if keep else None, gates[t] if keep else None, n_chunks)
-        h = hs[t]
-    c_last = cs[steps if keep else steps % 2].clone()
-    return Recurrence(hs, c_last, master, cs if keep else None, probs, gates)
+    hs, c_last, master, cs, probs, gates = native.forward(x_proj.contiguous(), w_hh, h0, c0, n_chunks, keep)
+    return Recurrence(hs, c_last, master, cs, probs, gates)
 
 
 class _FusedRecurrence(torch.autograd.Function):
@@ -185,23 +173,20 @@ class _FusedRecurrence(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_hs, d_c_last, d_master):
         w_hh, h0, hs, cs, master, probs, gates = ctx.saved_tensors
-        steps, batch, hidden = hs.shape
         native = _native(hs)
+        if native is not None:
+            d_pre, d_w, dh, dc = native.backward(d_hs, d_c_last, d_master, w_hh, h0, hs, cs, master, probs, gates,
+                                                 master.size(-1))
+            return d_pre, d_w, dh, dc, None
+        steps, batch, hidden = hs.shape
         d_pre = hs.new_empty(steps, batch, w_hh.size(0))
         dh = hs.new_zeros(batch, hidden)
-        # Our own buffers: the native kernel writes dc_prev in place and the two are swapped every step.
-        dc = hs.new_zeros(batch, hidden) if d_c_last is None else d_c_last.clone(memory_format=torch.contiguous_format)
-        dc_prev = hs.new_empty(batch, hidden)
+        dc = hs.new_zeros(batch, hidden) if d_c_last is None else d_c_last
         for t in reversed(range(steps)):
             if d_hs is not None:
                 dh = dh + d_hs[t]
-            d_m = None if d_master is None else d_master[t].contiguous()
-            if native is None:
-                d_pre[t], dc = onlstm_step_backward(dh, dc, cs[t], cs[t + 1], master[t], probs[t], gates[t], d_m)
-            else:
-                native.backward_step(dh, dc, cs[t], cs[t + 1], master[t], probs[t], gates[t], d_m, d_pre[t],
-                                     dc_prev, master.size(-1))
-                dc, dc_prev = dc_prev, dc
+            d_m = None if d_master is None else d_master[t]
+            d_pre[t], dc = onlstm_step_backward(dh, dc, cs[t], cs[t + 1], master[t], probs[t], gates[t], d_m)
             dh = d_pre[t] @ w_hh
         # One [G, T*B] x [T*B, H] product instead of T products accumulated into the weight gradient.
         h_prev = torch.cat([h0.unsqueeze(0), hs[:-1]]).view(-1, hidden)

@@ -117,47 +117,112 @@ void backward_rows(const T* dh, const T* dc, const T* c_prev, const T* c, const 
 }
 
 template <typename T>
-const T* ptr_or_null(const c10::optional<torch::Tensor>& t) {
-  return t.has_value() && t->defined() ? t->data_ptr<T>() : nullptr;
-}
-
-template <typename T>
-T* mut_or_null(const c10::optional<torch::Tensor>& t) {
-  return t.has_value() && t->defined() ? t->data_ptr<T>() : nullptr;
+const T* data_or_null(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
 }
 
 }  // namespace
 
-// All tensors contiguous, same dtype (float32 or float64); outputs are written in place.
-void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::Tensor h, torch::Tensor c,
-                  torch::Tensor master, c10::optional<torch::Tensor> probs, c10::optional<torch::Tensor> gates,
-                  int64_t n_chunks) {
-  const int64_t B = pre.size(0), H = c_prev.size(1), cs = H / n_chunks;
-  AT_DISPATCH_FLOATING_TYPES(pre.scalar_type(), "onlstm_forward_step", [&] {
-    at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
-      forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(),
-                             c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), mut_or_null<scalar_t>(probs),
-                             mut_or_null<scalar_t>(gates), b0, b1, n_chunks, cs);
+// The forward over a whole sequence. x_proj [T, B, G] holds the input projection plus both biases of every
+// step; only the hidden projection runs here, followed by the fused element-wise step.
+// Returns hs [T, B, H], c_last [B, H], master [T, B, 2, nc], and with `keep` also what the backward needs:
+// cs [T + 1, B, H] (from c0), probs [T, B, 2, nc], gates [T, B, 4, H]; otherwise those are undefined.
+std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Tensor& w_hh, const torch::Tensor& h0,
+                                   const torch::Tensor& c0, int64_t n_chunks, bool keep) {
+  const int64_t T = x_proj.size(0), B = h0.size(0), H = h0.size(1), cs_size = H / n_chunks;
+  auto opts = x_proj.options();
+  auto hs = torch::empty({T, B, H}, opts);
+  auto master = torch::empty({T, B, 2, n_chunks}, opts);
+  auto cs = torch::empty({keep ? T + 1 : 2, B, H}, opts);
+  torch::Tensor probs, gates;
+  if (keep) {
+    probs = torch::empty({T, B, 2, n_chunks}, opts);
+    gates = torch::empty({T, B, 4, H}, opts);
+  }
+  cs[0].copy_(c0);
+  const auto w_t = w_hh.t();
+  torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t prev = keep ? t : t % 2, cur = keep ? t + 1 : (t + 1) % 2;
+    at::addmm_out(pre, x_proj[t], h, w_t);
+    AT_DISPATCH_FLOATING_TYPES(x_proj.scalar_type(), "onlstm_forward", [&] {
+      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), cs[prev].data_ptr<scalar_t>(), hs[t].data_ptr<scalar_t>(),
+                               cs[cur].data_ptr<scalar_t>(), master[t].data_ptr<scalar_t>(),
+                               keep ? probs[t].data_ptr<scalar_t>() : nullptr,
+                               keep ? gates[t].data_ptr<scalar_t>() : nullptr, b0, b1, n_chunks, cs_size);
+      });
     });
+    h = hs[t];
+  }
+  auto c_last = cs[keep ? T : T % 2].clone();
+  return {hs, c_last, master, keep ? cs : torch::Tensor(), probs, gates};
+}
+
+// The backward of `forward` (run with keep) given the gradients of its outputs (each may be None).
+// Returns d_x_proj [T, B, G], d_w_hh [G, H], d_h0 [B, H], d_c0 [B, H].
+std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
+                                    const c10::optional<torch::Tensor>& d_c_last,
+                                    const c10::optional<torch::Tensor>& d_master, const torch::Tensor& w_hh,
+                                    const torch::Tensor& h0,
+                                    const torch::Tensor& hs, const torch::Tensor& cs, const torch::Tensor& master,
+                                    const torch::Tensor& probs, const torch::Tensor& gates, int64_t n_chunks) {
+  const int64_t T = hs.size(0), B = hs.size(1), H = hs.size(2), G = w_hh.size(0), cs_size = H / n_chunks;
+  auto opts = hs.options();
+  auto d_pre = torch::empty({T, B, G}, opts);
+  auto dh = torch::zeros({B, H}, opts);
+  auto dc = d_c_last.has_value() ? d_c_last->contiguous().clone() : torch::zeros({B, H}, opts);
+  auto dc_prev = torch::empty({B, H}, opts);
+  const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
+  const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
+  for (int64_t t = T - 1; t >= 0; --t) {
+    if (d_hs_c.defined()) dh.add_(d_hs_c[t]);
+    AT_DISPATCH_FLOATING_TYPES(hs.scalar_type(), "onlstm_backward", [&] {
+      const scalar_t* dm = d_master_c.defined() ? d_master_c[t].data_ptr<scalar_t>() : nullptr;
+      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        backward_rows<scalar_t>(dh.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(), cs[t].data_ptr<scalar_t>(),
+                                cs[t + 1].data_ptr<scalar_t>(), master[t].data_ptr<scalar_t>(),
+                                probs[t].data_ptr<scalar_t>(), gates[t].data_ptr<scalar_t>(), dm,
+                                d_pre[t].data_ptr<scalar_t>(), dc_prev.data_ptr<scalar_t>(), b0, b1, n_chunks,
+                                cs_size);
+      });
+    });
+    std::swap(dc, dc_prev);
+    at::mm_out(dh, d_pre[t], w_hh);  // the gradient w.r.t. h_{t-1}
+  }
+  // One [G, T*B] x [T*B, H] product instead of T small ones accumulated into the weight gradient.
+  auto h_prev = torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, T - 1)}).view({T * B, H});
+  auto d_w = at::mm(d_pre.view({T * B, G}).t(), h_prev);
+  return {d_pre, d_w, dh, dc};
+}
+
+// Single steps, for tests against the PyTorch specification.
+void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::Tensor h, torch::Tensor c,
+                  torch::Tensor master, torch::Tensor probs, torch::Tensor gates, int64_t n_chunks) {
+  const int64_t B = pre.size(0), H = c_prev.size(1);
+  AT_DISPATCH_FLOATING_TYPES(pre.scalar_type(), "onlstm_forward_step", [&] {
+    forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(),
+                           c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),
+                           gates.data_ptr<scalar_t>(), 0, B, n_chunks, H / n_chunks);
   });
 }
 
 void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch::Tensor& c_prev,
                    const torch::Tensor& c, const torch::Tensor& master, const torch::Tensor& probs,
-                   const torch::Tensor& gates, c10::optional<torch::Tensor> d_master, torch::Tensor d_pre,
+                   const torch::Tensor& gates, const torch::Tensor& d_master, torch::Tensor d_pre,
                    torch::Tensor dc_prev, int64_t n_chunks) {
-  const int64_t B = dh.size(0), H = dh.size(1), cs = H / n_chunks;
+  const int64_t B = dh.size(0), H = dh.size(1);
   AT_DISPATCH_FLOATING_TYPES(dh.scalar_type(), "onlstm_backward_step", [&] {
-    at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
-      backward_rows<scalar_t>(dh.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(),
-                              c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),
-                              gates.data_ptr<scalar_t>(), ptr_or_null<scalar_t>(d_master),
-                              d_pre.data_ptr<scalar_t>(), dc_prev.data_ptr<scalar_t>(), b0, b1, n_chunks, cs);
-    });
+    backward_rows<scalar_t>(dh.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(),
+                            c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),
+                            gates.data_ptr<scalar_t>(), data_or_null<scalar_t>(d_master),
+                            d_pre.data_ptr<scalar_t>(), dc_prev.data_ptr<scalar_t>(), 0, B, n_chunks, H / n_chunks);
   });
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("forward_step", &forward_step, "ON-LSTM step: element-wise part of the forward");
-  m.def("backward_step", &backward_step, "ON-LSTM step: element-wise part of the backward");
+  m.def("forward", &forward, "ON-LSTM recurrence over a sequence");
+  m.def("backward", &backward, "backward of the ON-LSTM recurrence over a sequence");
+  m.def("forward_step", &forward_step, "one step: element-wise part of the forward");
+  m.def("backward_step", &backward_step, "one step: element-wise part of the backward");
 }
