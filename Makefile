@@ -17,18 +17,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $(STAMP)
 
-# The main job: train the small ON-LSTM language model on PTB for a few minutes from scratch, then report.
+# The main job: train the small ON-LSTM language model on PTB for a few minutes from scratch, report its
+# perplexity, parse example sentences with it, and score its trees on the NLTK WSJ sample beside the baselines.
 demo: $(STAMP)
-	$(BIN)/treenets data check ptb
+	$(BIN)/treenets data check ptb treebank-sample
 	$(BIN)/treenets train configs/onlstm-ptb-small.yaml --out runs/demo --overwrite --max-minutes $(DEMO_MINUTES)
 	$(BIN)/treenets metrics runs/demo --plot runs/demo/curve.png
+	$(BIN)/treenets parse runs/demo/best.pt --file examples/sentences.txt
+	$(BIN)/treenets parse-eval runs/demo/best.pt --treebank nltk-sample --output runs/demo/parse-eval
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/lm_throughput.py
+	cd benchmarks && ../$(BIN)/python lm_throughput.py && ../$(BIN)/python parse_throughput.py
 
 clean:
 	rm -rf $(VENV) runs build src/*.egg-info .pytest_cache

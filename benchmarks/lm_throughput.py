@@ -77,6 +77,14 @@ class ReferenceLM(nn.Module):
         return x * x.new_empty(1, x.size(1), x.size(2)).bernoulli_(1 - p) / (1 - p)
 
     def forward(self, tokens):
+        output, last, _ = self.run(tokens)
+        return output, last
+
+    def distances(self, tokens):
+        """Syntactic distances `[L, T, B]` (1 - mean master forget gate), as the official model exposes them."""
+        return self.run(tokens)[2].detach()
+
+    def run(self, tokens):
         dropout, dropouth, dropouti, dropoute = self.drops
         weight = self.encoder.weight
         if self.training and dropoute:
@@ -86,6 +94,7 @@ class ReferenceLM(nn.Module):
             for cell in self.cells:
                 cell.sample_mask()
         batch = tokens.size(1)
+        layer_distances = []
         for index, cell in enumerate(self.cells):
             h = x.new_zeros(batch, cell.n_hid)
             c = x.new_zeros(batch, cell.n_chunk, cell.chunk)
@@ -96,10 +105,11 @@ class ReferenceLM(nn.Module):
                 outs.append(h)
                 dists.append(d)
             x = torch.stack(outs)
+            layer_distances.append(torch.stack([d_forget for d_forget, _ in dists]))
             last = x
             if index < len(self.cells) - 1:
                 x = self.lockdrop(x, dropouth)
-        return self.lockdrop(x, dropout), last
+        return self.lockdrop(x, dropout), last, torch.stack(layer_distances)
 
 
 # --- timing ----------------------------------------------------------------------------------------------

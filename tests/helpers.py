@@ -5,7 +5,13 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-WORDS = [f"w{i}" for i in range(40)] + ["the", "a", "of", "<unk>"]
+WORDS = [
+    "cat", "dog", "bird", "fish", "tree", "house", "car", "road", "city", "river",
+    "sun", "moon", "star", "sky", "rain", "snow", "wind", "fire", "stone", "water",
+    "eat", "see", "run", "walk", "take", "give", "make", "find", "know", "think",
+    "big", "small", "old", "new", "red", "blue", "green", "fast", "slow", "warm",
+    "the", "a", "of", "<unk>",
+]
 
 
 def write_corpus(folder: Path, seed: int = 0, lines=(300, 40, 40)) -> Path:

@@ -46,13 +46,13 @@ def test_eval_prints_perplexity(trained, capsys):
 
 def test_load_scores_sentences_and_reads_distances(trained):
     lm = treenets.load(trained / "run" / "best.pt")
-    one = lm.score("the w1 of w2")
-    assert one.tokens == ["the", "w1", "of", "w2"] and len(one.logprobs) == 5
+    one = lm.score("the dog of bird")
+    assert one.tokens == ["the", "dog", "of", "bird"] and len(one.logprobs) == 5
     assert all(lp < 0 for lp in one.logprobs) and one.perplexity > 1
-    batch = lm.score(["the w1 of w2", ["a", "zebra"]])
+    batch = lm.score(["the dog of bird", ["a", "zebra"]])
     assert batch[0].logprobs == pytest.approx(one.logprobs, abs=1e-5)  # padding does not change a sentence
     assert batch[1].unknown == ["zebra"]
-    distances = lm.distances("The W1 of w2 a")  # lower-cased like the vocabulary
+    distances = lm.distances("The Dog of bird a")  # lower-cased like the vocabulary
     assert distances.shape == (2, 5) and torch.all((distances >= 0) & (distances <= 1))
     with pytest.raises(TreenetsError, match="empty sentence"):
         lm.score("   ")

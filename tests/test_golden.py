@@ -97,3 +97,57 @@ def test_convert_rejects_mismatched_arguments(golden_root):
         onlstm_lm_from_official(params, **{**args, "nhid": 28})
     with pytest.raises(TreenetsError, match="missing"):
         onlstm_lm_from_official(params, **{**args, "nlayers": 4})
+
+
+def test_official_parse_eval_fixture_passes(golden_root, capsys):
+    assert main(["check-golden", str(golden_root / "parse-eval-nltk-sample")]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("PASS ") and "all.mean_f1" in "\n".join(out)
+
+
+def _parse_fixture(folder, data_root, count=60, seed=0):
+    """A parse-eval fixture over other trees (WSJ section 24, one tree per line) and other distances."""
+    import random
+
+    from treenets.trees import (
+        collapse,
+        left_branching,
+        parse_trees,
+        right_branching,
+        sentence_prf,
+        spans,
+        tree_from_distances,
+        tree_words,
+    )
+
+    rng = random.Random(seed)
+    lines = (data_root / "wsj_trees" / "dev_24.LDC99T42").read_text().splitlines()[:count]
+    folder.mkdir()
+    records, f1s = [], []
+    for line in lines:
+        tree = parse_trees(line)[0][0]
+        words = tree_words(tree)
+        distances = [round(rng.random(), 6) for _ in words]
+        gold, pred = collapse(tree), tree_from_distances(words, distances)
+        prec, reca, f1 = sentence_prf(spans(pred), spans(gold))
+        records.append({"tree": line, "words": words, "distances": distances, "gold": gold, "pred": pred,
+                        "prec": prec, "reca": reca, "f1": f1,
+                        "f1_right_branching": sentence_prf(spans(right_branching(words)), spans(gold))[2],
+                        "f1_left_branching": sentence_prf(spans(left_branching(words)), spans(gold))[2]})
+        f1s.append(f1)
+    (folder / "sentences.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    config = {"kind": "parse-eval", "all": {"n": len(records), "mean_f1": sum(f1s) / len(f1s)}}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_parse_eval_fixtures_of_other_treebanks_pass_and_wrong_ones_fail(tmp_path, data_root, capsys):
+    folder = _parse_fixture(tmp_path / "wsj24", data_root)
+    assert main(["check-golden", str(folder)]) == 0
+    records = [json.loads(line) for line in (folder / "sentences.jsonl").read_text().splitlines()]
+    records[3]["f1"] += 1e-6  # a score off by more than 1e-9
+    records[5]["words"][0] = "other"  # words that treenets would not produce
+    (folder / "sentences.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["check-golden", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "words  1.000e+00" in out and out.strip().splitlines()[-1].startswith("FAIL")

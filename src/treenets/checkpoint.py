@@ -34,6 +34,9 @@ def save(payload: dict, path: str | Path) -> Path:
             torch.save({"format": FORMAT, "version": VERSION, **payload}, fh)
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

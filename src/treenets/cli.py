@@ -20,9 +20,16 @@ def _add_data(parser):
                         help="data root (default: $TREENETS_DATA, else ../shared/data when it exists)")
 
 
-def _add_device(parser, default="auto"):
+def _add_device(parser, default="auto", default_text="auto"):
     parser.add_argument("--device", default=default,
-                        help=f"where to run: auto (cuda if available), cpu, cuda, cuda:N (default: {default})")
+                        help=f"where to run: auto (cuda if available), cpu, cuda, cuda:N (default: {default_text})")
+
+
+def _add_treebank(parser):
+    parser.add_argument("--treebank", required=True, metavar="PATH",
+                        help="treebank file or folder of .mrg files (a path, a path under the data root, or "
+                             "nltk-sample, wsj22, wsj24)")
+    parser.add_argument("--wsj10", action="store_true", help="only sentences of at most 10 words after filtering")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop after M minutes of this run (train.max_minutes)")
     train.add_argument("--threads", type=int, metavar="N", help="torch intra-op threads (train.threads)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_device(train, default=None)
+    _add_device(train, default=None, default_text="train.device of the config, auto")
     _add_data(train)
 
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint (perplexity for language models)",
@@ -82,6 +89,50 @@ def build_parser() -> argparse.ArgumentParser:
     download = data_sub.add_parser("download", help="download missing files, verifying their sha256")
     download.add_argument("names", nargs="*", metavar="DATASET", help="datasets to fetch (default: all)")
     download.add_argument("--data", metavar="DIR", required=True, help="where to put them (the data root)")
+
+    parse = commands.add_parser(
+        "parse", help="induce trees for sentences with a trained language model",
+        description="Print the tree a model induces for each sentence, bracketed and drawn as text.")
+    parse.add_argument("checkpoint", help="a language-model checkpoint (best.pt)")
+    parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
+    parse.add_argument("--file", metavar="TXT", help="read sentences from a file, one per line")
+    parse.add_argument("--layer", default="default",
+                       help="1-based layer whose distances build the tree, or 'mean' (default: the model's "
+                            "default, the second layer of ON-LSTM)")
+    parse.add_argument("--split", choices=["official", "before"], default="official",
+                       help="where the largest distance splits a span (default: official)")
+    parse.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
+    parse.add_argument("--svg", metavar="DIR", help="also write one SVG drawing per sentence to DIR")
+    _add_device(parse, default="cpu", default_text="cpu")
+
+    parse_eval = commands.add_parser(
+        "parse-eval", help="score induced trees against a treebank, beside the baselines",
+        description="Induce trees for every sentence of a treebank with each checkpoint and score them: "
+                    "sentence-level F1 (the ON-LSTM/PRPN convention), corpus-level F1, evalb-style F1 "
+                    "(whole-sentence span counted), per-label recall and average depth, beside right- and "
+                    "left-branching, balanced and random trees. With several checkpoints (seeds): mean, std, "
+                    "max and the F1 between runs (self-F1).")
+    parse_eval.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="language-model checkpoints")
+    _add_treebank(parse_eval)
+    parse_eval.add_argument("--layer", default="all",
+                            help="1-based layer, 'mean', or 'all' (each layer and the mean; default)")
+    parse_eval.add_argument("--split", choices=["official", "before"], default="official",
+                            help="where the largest distance splits a span (default: official)")
+    parse_eval.add_argument("--output", metavar="DIR",
+                            help="write predicted trees, per-sentence scores (JSONL) and a few figures to DIR")
+    parse_eval.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch")
+    parse_eval.add_argument("--random-draws", type=int, default=5, metavar="N",
+                            help="random-tree draws averaged for the random baseline (default: 5)")
+    _add_device(parse_eval, default="cpu", default_text="cpu")
+    _add_data(parse_eval)
+
+    baselines = commands.add_parser("baselines", help="score the baseline trees against a treebank",
+                                    description="Right- and left-branching, balanced and random trees, scored "
+                                                "like `parse-eval`.")
+    _add_treebank(baselines)
+    baselines.add_argument("--random-draws", type=int, default=5, metavar="N",
+                           help="random-tree draws averaged (default: 5)")
+    _add_data(baselines)
 
     metrics = commands.add_parser("metrics", help="print a run's validation curve, optionally plot it",
                                   description="Read RUN/metrics.jsonl and print every evaluation.")
@@ -155,7 +206,10 @@ def _cmd_eval(args) -> int:
     checkpoint.load_weights(model, saved["model"], args.checkpoint)
     if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
         print("note: this is a train state; the averaged weights are in best.pt", file=sys.stderr)
-    result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size)
+    from tqdm.auto import tqdm
+
+    with tqdm(total=task.streams[args.split].numel(), unit="tok", desc=f"eval {args.split}", leave=False) as bar:
+        result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size, progress=bar.update)
     print(json.dumps({"checkpoint": str(args.checkpoint), "split": args.split, **result}))
     return 0
 
@@ -191,6 +245,110 @@ def _cmd_data(args) -> int:
     return 1 if bad else 0
 
 
+def _load_lm(path, device):
+    import treenets
+
+    model = treenets.load(path, device=device)
+    if not hasattr(model, "distances"):
+        raise TreenetsError(f"{path}: not a language model (no syntactic distances to parse with)")
+    return model
+
+
+def _cmd_parse(args) -> int:
+    from treenets.tasks.parsing import layer_names, select
+    from treenets.trees import tree_from_distances
+    from treenets.trees.draw import ascii_art, bracketed, write_svg
+
+    sentences = list(args.sentences)
+    if args.file:
+        try:
+            sentences += [line for line in Path(args.file).read_text().splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TreenetsError(f"--file {args.file}: cannot read ({exc})") from None
+    if not sentences:
+        raise TreenetsError("parse: give sentences as arguments or --file")
+    lm = _load_lm(args.checkpoint, args.device)
+    num_layers = len(lm.distances(["a"])[0])
+    layer = layer_names(args.layer, num_layers, lm.default_layer)[0]
+    if args.svg:
+        Path(args.svg).mkdir(parents=True, exist_ok=True)
+    tokens = [lm.tokenize(s) for s in sentences]
+    nonempty = [t for t in tokens if t]
+    all_distances = iter(lm.distances(nonempty)) if nonempty else iter(())
+    for number, words in enumerate(tokens, start=1):
+        if not words:
+            print(f"[{number}] (empty sentence skipped)\n")
+            continue
+        distances = next(all_distances)
+        tree = tree_from_distances(words, select(distances, layer).tolist(), args.split)
+        unknown = [w for w in words if w not in lm.vocab]
+        print(f"[{number}] {' '.join(words)}")
+        if unknown:
+            print(f"    unknown words (read as <unk>): {' '.join(unknown)}")
+        print(bracketed(tree))
+        print(ascii_art(tree, words))
+        if args.distances:
+            for i, row in enumerate(distances):
+                print(f"    layer {i + 1}: " + " ".join(f"{w}={d:.2f}" for w, d in zip(words, row.tolist())))
+            print()
+        if args.svg:
+            write_svg(tree, Path(args.svg) / f"{number:04d}.svg")
+    if args.svg:
+        print(f"SVG drawings: {args.svg}")
+    return 0
+
+
+def _cmd_parse_eval(args) -> int:
+    from treenets.tasks.parsing import (
+        evaluate_baselines,
+        evaluate_model,
+        format_table,
+        layer_names,
+        load_gold,
+        multi_run_lines,
+        resolve_treebank,
+        write_outputs,
+    )
+
+    path = resolve_treebank(args.treebank, args.data)
+    sentences = load_gold(path, wsj10=args.wsj10)
+    rows, results, distances, notes = [], [], {}, []
+    for checkpoint in args.checkpoints:
+        lm = _load_lm(checkpoint, args.device)
+        num_layers = len(lm.distances(["a"])[0])
+        layers = layer_names(args.layer, num_layers, lm.default_layer)
+        model_results, model_distances, counts = evaluate_model(lm, checkpoint, sentences, layers, args.split,
+                                                                args.batch_size)
+        results += model_results
+        distances[checkpoint] = model_distances
+        rows += [(checkpoint, r.layer, r.scores.summary()) for r in model_results]
+        notes.append(f"{checkpoint}: {counts['unknown']} of {counts['words']} words not in the vocabulary "
+                     "(read as <unk>)")
+    rows += [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
+    summary = rows[0][2]
+    print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {summary['n']} sentences scored, "
+          f"{summary['empty']} empty after filtering; split: {args.split}")
+    print(format_table(rows))
+    for line in notes + multi_run_lines(results):
+        print(line)
+    if args.output:
+        write_outputs(Path(args.output), sentences, results, distances)
+        print(f"outputs: {args.output}")
+    return 0
+
+
+def _cmd_baselines(args) -> int:
+    from treenets.tasks.parsing import evaluate_baselines, format_table, load_gold, resolve_treebank
+
+    path = resolve_treebank(args.treebank, args.data)
+    sentences = load_gold(path, wsj10=args.wsj10)
+    rows = [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
+    print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {rows[0][2]['n']} sentences scored, "
+          f"{rows[0][2]['empty']} empty after filtering")
+    print(format_table(rows))
+    return 0
+
+
 def _cmd_metrics(args) -> int:
     from treenets.metrics import plot_curve, read_metrics
 
@@ -206,6 +364,7 @@ def _cmd_metrics(args) -> int:
 
 
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
+            "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines,
             "metrics": _cmd_metrics}
 
 

@@ -1,10 +1,15 @@
 """Fidelity checks against reference outputs of the official implementations (`treenets check-golden`).
 
-A fixture folder holds `config.json` (with `kind` and the official constructor arguments), `params.npz`
-(the official `state_dict`), `inputs.npz` and `outputs.npz`. Each kind rebuilds the model from the
+A model fixture holds `config.json` (with `kind` and the official constructor arguments), `params.npz`
+(the official `state_dict`), `inputs.npz` and `outputs.npz`. Each model kind rebuilds the model from the
 constructor arguments through `treenets.convert`, runs the inputs, and compares every array of
-`outputs.npz`. Models run in float64, so that the remaining difference is the reference's own float32
-rounding.
+`outputs.npz` to 1e-5. Models run in float64, so that the remaining difference is the reference's own
+float32 rounding.
+
+A `parse-eval` fixture holds `config.json` (summary means) and `sentences.jsonl` (gold tree, distances,
+the official words, gold and predicted trees and scores per sentence); it is compared with treenets'
+preprocessing, tree builder and scores, floats to 1e-9. For words and span sets the reported error is the
+number of sentences that differ.
 """
 
 from __future__ import annotations
@@ -19,17 +24,19 @@ import torch
 
 from treenets.errors import TreenetsError
 
-TOLERANCE = 1e-5
+TOLERANCE = 1e-5  # model outputs
+PARSE_TOLERANCE = 1e-9  # parse-eval scores
 
 
 @dataclass
 class Comparison:
     name: str
     max_abs_err: float  # inf when the output was not produced or has another shape
+    tolerance: float = TOLERANCE
 
     @property
     def ok(self) -> bool:
-        return self.max_abs_err <= TOLERANCE
+        return self.max_abs_err <= self.tolerance
 
 
 def _load_npz(path: Path) -> dict[str, np.ndarray]:
@@ -69,7 +76,91 @@ def _onlstm_lm(config: dict, params: dict, inputs: dict, path: Path) -> dict[str
     return {name: value.numpy() for name, value in outputs.items()}
 
 
-KINDS: dict[str, Callable] = {"onlstm-lm": _onlstm_lm}
+def _compare_model(run: Callable, directory: Path, config: dict, config_path: Path) -> list[Comparison]:
+    params = _load_npz(directory / "params.npz")
+    inputs = _load_npz(directory / "inputs.npz")
+    expected = _load_npz(directory / "outputs.npz")
+    try:
+        got = run(config, params, inputs, config_path)
+    except (KeyError, RuntimeError, ValueError) as exc:
+        raise TreenetsError(f"{directory}: the fixture does not fit kind {config['kind']!r}: {exc}") from None
+    comparisons = []
+    for name, reference in expected.items():
+        value = got.get(name)
+        if value is None or value.shape != reference.shape:
+            comparisons.append(Comparison(name, float("inf")))
+        else:
+            err = np.abs(value.astype(np.float64) - reference.astype(np.float64)).max(initial=0.0)
+            comparisons.append(Comparison(name, float(err)))
+    return comparisons
+
+
+def _parse_eval(directory: Path, config: dict, config_path: Path) -> list[Comparison]:
+    import nltk
+
+    from treenets.trees import (
+        ParseScores,
+        collapse,
+        left_branching,
+        right_branching,
+        sentence_prf,
+        spans,
+        tree_from_distances,
+        tree_words,
+    )
+
+    path = directory / "sentences.jsonl"
+    if not path.is_file():
+        raise TreenetsError(f"{path}: missing (a parse-eval fixture holds config.json and sentences.jsonl)")
+    mismatches = {"words": 0, "gold_spans": 0, "pred_spans": 0}
+    errors = {"prec": 0.0, "reca": 0.0, "f1": 0.0, "f1_right_branching": 0.0, "f1_left_branching": 0.0}
+    groups = {"all": {}, "wsj10": {}}
+    for group in groups.values():
+        group.update(model=ParseScores(), right=ParseScores(), left=ParseScores())
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            try:
+                record = json.loads(line)
+                tree = nltk.Tree.fromstring(record["tree"])
+                distances, official_words = record["distances"], record["words"]
+            except (json.JSONDecodeError, KeyError, ValueError) as exc:
+                raise TreenetsError(f"{path}:{lineno}: not a parse-eval record ({exc})") from None
+            words, gold = tree_words(tree), collapse(tree)
+            mismatches["words"] += words != official_words
+            if words != official_words or len(distances) != len(words):
+                continue
+            pred = tree_from_distances(words, distances)
+            mismatches["gold_spans"] += spans(gold) != spans(record["gold"])
+            mismatches["pred_spans"] += spans(pred) != spans(record["pred"])
+            right, left = right_branching(words), left_branching(words)
+            got = dict(zip(("prec", "reca", "f1"), sentence_prf(spans(pred), spans(gold))))
+            got["f1_right_branching"] = sentence_prf(spans(right), spans(gold))[2]
+            got["f1_left_branching"] = sentence_prf(spans(left), spans(gold))[2]
+            for key, value in got.items():
+                errors[key] = max(errors[key], abs(value - record[key]))
+            for name, group in groups.items():
+                if name == "all" or len(words) <= 10:
+                    group["model"].add(pred, gold)
+                    group["right"].add(right, gold)
+                    group["left"].add(left, gold)
+    comparisons = [Comparison(name, float(count), PARSE_TOLERANCE) for name, count in mismatches.items()]
+    comparisons += [Comparison(name, err, PARSE_TOLERANCE) for name, err in errors.items()]
+    for name, group in groups.items():
+        if name not in config:
+            continue
+        model, right, left = (group[k].summary() for k in ("model", "right", "left"))
+        ours = {"n": model["n"], "mean_f1": model["sentence_f1"], "mean_prec": model["sentence_prec"],
+                "mean_reca": model["sentence_reca"], "right_branching_f1": right["sentence_f1"],
+                "left_branching_f1": left["sentence_f1"]}
+        for key, reference in config[name].items():
+            value = ours.get(key)
+            err = float("inf") if value is None else abs(value - reference)
+            comparisons.append(Comparison(f"{name}.{key}", err, PARSE_TOLERANCE))
+    return comparisons
+
+
+MODEL_KINDS: dict[str, Callable] = {"onlstm-lm": _onlstm_lm}
+KINDS = sorted([*MODEL_KINDS, "parse-eval"])
 
 
 def check_golden(directory: str | Path) -> list[Comparison]:
@@ -88,20 +179,7 @@ def check_golden(directory: str | Path) -> list[Comparison]:
         raise TreenetsError(f"{config_path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     kind = config.get("kind")
     if kind not in KINDS:
-        raise TreenetsError(f"{config_path}: unknown kind {kind!r} (expected one of: {', '.join(sorted(KINDS))})")
-    params = _load_npz(directory / "params.npz")
-    inputs = _load_npz(directory / "inputs.npz")
-    expected = _load_npz(directory / "outputs.npz")
-    try:
-        got = KINDS[kind](config, params, inputs, config_path)
-    except (KeyError, RuntimeError, ValueError) as exc:
-        raise TreenetsError(f"{directory}: the fixture does not fit kind {kind!r}: {exc}") from None
-    comparisons = []
-    for name, reference in expected.items():
-        value = got.get(name)
-        if value is None or value.shape != reference.shape:
-            comparisons.append(Comparison(name, float("inf")))
-        else:
-            err = np.abs(value.astype(np.float64) - reference.astype(np.float64)).max(initial=0.0)
-            comparisons.append(Comparison(name, float(err)))
-    return comparisons
+        raise TreenetsError(f"{config_path}: unknown kind {kind!r} (expected one of: {', '.join(KINDS)})")
+    if kind == "parse-eval":
+        return _parse_eval(directory, config, config_path)
+    return _compare_model(MODEL_KINDS[kind], directory, config, config_path)

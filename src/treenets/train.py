@@ -240,7 +240,8 @@ class Trainer:
             for p, avg in swaps:
                 p.copy_(avg)
         try:
-            result = self.task.evaluate(self.model, split)
+            with tqdm(unit="tok", desc=f"eval {split}", leave=False, disable=None if self.progress else True) as bar:
+                result = self.task.evaluate(self.model, split, progress=bar.update)
             if self.is_main and (self.state.best is None or result[self.task.metric] < self.state.best):
                 self.state.best, self.state.best_step = result[self.task.metric], self.state.step
                 checkpoint.save(self._payload("model", self.model.state_dict()), self.out_dir / "best.pt")

@@ -258,6 +258,10 @@ class ONLSTMStack(nn.Module):
         )
         self.dropout_hidden = dropout_hidden
 
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
     def initial_state(self, batch_size: int) -> list[State]:
         return [layer.initial_state(batch_size) for layer in self.layers]
 

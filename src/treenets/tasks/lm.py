@@ -331,9 +331,9 @@ class LanguageModel:
         ]
 
     @torch.no_grad()
-    def distances(self, sentences: str | list, kind: str = "forget") -> torch.Tensor | list[torch.Tensor]:
+    def distances(self, sentences: str | list, kind: str = "forget", batch_size: int = 64):
         """Per-layer syntactic distances of every word: `[num_layers, n_words]` for a string, else a list of
-        them (sentences as in `score`).
+        them (sentences as in `score`), computed in batches of similar length.
 
         The sentence is read as `<eos> w_1 ... w_n <eos>` (the way the official parsing code wraps it) and
         the boundary positions are dropped. `kind="forget"` gives `1 - mean(master forget gate)` (the
@@ -343,10 +343,38 @@ class LanguageModel:
             raise TreenetsError(f"kind={kind!r}: expected 'forget' or 'input'")
         if isinstance(sentences, str):
             return self.distances([sentences], kind)[0]
-        rows, batch = self._encode_batch(sentences)
-        out = self.net(batch)
-        values = (out.distance_forget if kind == "forget" else out.distance_input).cpu()
-        return [values[:, 1 : 1 + len(tokens), j] for j, (tokens, _, _) in enumerate(rows)]
+        order = sorted(range(len(sentences)), key=lambda i: len(self.tokenize(sentences[i])))
+        result = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            rows, batch = self._encode_batch([sentences[i] for i in chunk])
+            out = self.net(batch)
+            values = (out.distance_forget if kind == "forget" else out.distance_input).cpu()
+            for j, (index, (tokens, _, _)) in enumerate(zip(chunk, rows)):
+                result[index] = values[:, 1 : 1 + len(tokens), j]
+        return result
+
+    @property
+    def default_layer(self) -> int:
+        """The layer whose distances parse best in the paper: the second (of three), else the only one."""
+        return min(1, self.net.rnn.num_layers - 1) if hasattr(self.net, "rnn") else 0
+
+    def parse(self, sentence: str | list[str], layer: int | str | None = None, split: str = "official"):
+        """The tree the model induces for `sentence`, as an `nltk.Tree` (nodes labelled `X`).
+
+        Args:
+            sentence: a string or a list of tokens.
+            layer: 0-based layer index, `"mean"` for the mean of the layers, None for `default_layer`.
+            split: `"official"` or `"before"` (see `treenets.trees.tree_from_distances`).
+        """
+        from treenets.trees import tree_from_distances
+        from treenets.trees.draw import to_nltk
+
+        tokens = self.tokenize(sentence)
+        distances = self.distances([tokens])[0]
+        chosen = distances.mean(0) if layer == "mean" else distances[self.default_layer if layer is None else layer]
+        tree = tree_from_distances(tokens, chosen.tolist(), split)
+        return to_nltk(tree if isinstance(tree, list) else [tree])
 
 
 @dataclass

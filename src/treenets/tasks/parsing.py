@@ -1,0 +1,226 @@
+"""Unsupervised constituency parsing: trees induced from a language model's syntactic distances, scored
+against a treebank beside the baseline trees.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import nltk
+from tqdm.auto import tqdm
+
+from treenets import data
+from treenets.errors import TreenetsError
+from treenets.trees import (
+    ParseScores,
+    balanced,
+    collapse,
+    labeled_spans,
+    left_branching,
+    random_tree,
+    read_treebank,
+    right_branching,
+    sentence_prf,
+    spans,
+    tree_from_distances,
+    tree_words,
+)
+from treenets.trees.draw import bracketed, parse_figure
+from treenets.trees.metrics import LABELS, multi_run, self_f1
+from treenets.trees.ptb import TreeSource
+
+# Short names for the treebanks staged under the data root.
+TREEBANKS = {
+    "nltk-sample": "nltk_data/corpora/treebank/combined",  # WSJ sections 00-01, 10% sample, 3,914 trees
+    "wsj22": "wsj_trees/22.auto.clean",  # WSJ section 22, 1,700 trees
+    "wsj24": "wsj_trees/dev_24.LDC99T42",  # WSJ section 24, 1,346 trees
+}
+
+
+def resolve_treebank(spec: str, root=None) -> Path:
+    """A treebank path: one of `TREEBANKS`, an existing path, or a path under the data root."""
+    if spec in TREEBANKS:
+        return data.resolve(TREEBANKS[spec], root)
+    path = Path(spec).expanduser()
+    if path.exists() or path.is_absolute():
+        return path
+    under_root = data.resolve(spec, root)
+    if under_root.exists():
+        return under_root
+    raise TreenetsError(f"--treebank {spec}: not found (a path, a path under the data root, or one of "
+                        f"{', '.join(TREEBANKS)})")
+
+
+@dataclass
+class GoldSentence:
+    words: list[str]  # the kept, normalised words
+    gold: object  # nested lists over `words` ([] if no word is kept)
+    labeled: list  # (start, end, label) of the gold phrases, for per-label recall
+    tree: nltk.Tree
+    source: TreeSource
+
+
+def load_gold(path: Path, wsj10: bool = False) -> list[GoldSentence]:
+    """The sentences of a treebank, preprocessed as in the official evaluation; `wsj10` keeps those with at
+    most 10 words after filtering."""
+    sentences = []
+    for tree, source in read_treebank(path):
+        words = tree_words(tree)
+        if wsj10 and len(words) > 10:
+            continue
+        sentences.append(GoldSentence(words, collapse(tree), labeled_spans(tree), tree, source))
+    return sentences
+
+
+def layer_names(spec: str, num_layers: int, default: int) -> list[str]:
+    """Which distances to evaluate: `"all"` (each layer and the mean), `"mean"`, `"default"`, or a 1-based
+    layer number. Returns names: `"1"`, `"2"`, ..., `"mean"`."""
+    if spec == "all":
+        return [str(i + 1) for i in range(num_layers)] + (["mean"] if num_layers > 1 else [])
+    if spec == "default":
+        return [str(default + 1)]
+    if spec == "mean":
+        return ["mean"]
+    if spec.isdigit() and 1 <= int(spec) <= num_layers:
+        return [spec]
+    raise TreenetsError(f"--layer {spec}: expected a layer number from 1 to {num_layers}, 'mean' or 'all'")
+
+
+def select(distances, name: str):
+    """One row of `[layers, words]` distances by name (`"2"` = second layer), or their mean."""
+    return distances.mean(0) if name == "mean" else distances[int(name) - 1]
+
+
+@dataclass
+class ModelResult:
+    checkpoint: str
+    layer: str
+    scores: ParseScores
+    trees: list  # predicted nested-list tree per sentence
+
+
+def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: list[str], split: str,
+                   batch_size: int = 64, progress: bool = True) -> tuple[list[ModelResult], list, dict]:
+    """Induce and score trees for every requested layer of one model.
+
+    Returns the results per layer, the distances per sentence (`[layers, words]`, None for an empty
+    sentence), and counts of the words the vocabulary did not know.
+    """
+    present = [i for i, s in enumerate(sentences) if s.words]
+    distances = [None] * len(sentences)
+    bar = tqdm(total=len(present), unit="sent", desc=f"distances {Path(checkpoint).name}", leave=False,
+               disable=None if progress else True)
+    for start in range(0, len(present), batch_size * 8):
+        chunk = present[start : start + batch_size * 8]
+        for index, value in zip(chunk, lm.distances([sentences[i].words for i in chunk], batch_size=batch_size)):
+            distances[index] = value.numpy()
+        bar.update(len(chunk))
+    bar.close()
+    words = sum(len(s.words) for s in sentences)
+    unknown = sum(w not in lm.vocab for s in sentences for w in lm.tokenize(s.words))
+    results = []
+    for name in layers:
+        scores, trees = ParseScores(), []
+        for sentence, dist in zip(sentences, distances):
+            tree = tree_from_distances(sentence.words, select(dist, name), split) if sentence.words else []
+            scores.add(tree, sentence.gold, sentence.labeled)
+            trees.append(tree)
+        results.append(ModelResult(checkpoint, name, scores, trees))
+    return results, distances, {"words": words, "unknown": unknown}
+
+
+BASELINES = ("right-branching", "left-branching", "balanced", "random")
+
+
+def evaluate_baselines(sentences: list[GoldSentence], draws: int = 5, seed: int = 0) -> dict[str, dict]:
+    """Summaries of the baseline trees; `random` is the mean over `draws` seeded draws."""
+    builders = {"right-branching": right_branching, "left-branching": left_branching, "balanced": balanced}
+    result = {}
+    for name, build in builders.items():
+        scores = ParseScores()
+        for s in sentences:
+            scores.add(build(s.words), s.gold, s.labeled)
+        result[name] = scores.summary()
+    rng = random.Random(seed)
+    summaries = []
+    for _ in range(draws):
+        scores = ParseScores()
+        for s in sentences:
+            scores.add(random_tree(s.words, rng), s.gold, s.labeled)
+        summaries.append(scores.summary())
+    result[f"random ({draws} draws)"] = {k: sum(d.get(k, 0.0) for d in summaries) / draws for k in summaries[0]}
+    return result
+
+
+COLUMNS = ("sentence_f1", "corpus_f1", "evalb_f1", "depth") + tuple(f"recall_{label}" for label in LABELS[:6])
+HEADERS = ("sent-F1", "corp-F1", "evalb-F1", "depth") + LABELS[:6]
+
+
+def format_table(rows: list[tuple[str, str, dict]]) -> str:
+    """Rows of (name, layer, summary) as a text table; F1 and recalls in percent."""
+    width = max(12, *(len(name) for name, _, _ in rows))
+    lines = [f"{'':{width}} {'layer':>5} " + " ".join(f"{h:>8}" for h in HEADERS)]
+    for name, layer, summary in rows:
+        cells = []
+        for key in COLUMNS:
+            value = summary.get(key, float("nan"))
+            cells.append(f"{value:8.2f}" if key == "depth" else f"{100 * value:8.1f}")
+        lines.append(f"{name:{width}} {layer:>5} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def multi_run_lines(results: list[ModelResult]) -> list[str]:
+    """For several checkpoints: per layer, mean/std/max sentence F1 and the mean self-F1 between runs."""
+    lines = []
+    for layer in dict.fromkeys(r.layer for r in results):
+        runs = [r for r in results if r.layer == layer]
+        if len(runs) < 2:
+            continue
+        stats = multi_run([r.scores.summary()["sentence_f1"] * 100 for r in runs])
+        pairs = [self_f1(a.trees, b.trees) * 100 for i, a in enumerate(runs) for b in runs[i + 1 :]]
+        lines.append(f"layer {layer}: sentence F1 over {stats['runs']} runs: mean {stats['mean']:.1f}, "
+                     f"std {stats['std']:.1f}, max {stats['max']:.1f}; self-F1 {sum(pairs) / len(pairs):.1f}")
+    return lines
+
+
+def write_outputs(out: Path, sentences: list[GoldSentence], results: list[ModelResult], distances: dict,
+                  figures: int = 5) -> None:
+    """`trees-<model>-layer<L>.txt` (bracketed predicted trees), `sentences.jsonl` (per sentence: words, gold,
+    distances and every model/layer's tree and scores), and figures for the first `figures` sentences of
+    3 to 20 words (PNG: predicted beside gold, distances under the words; first model, first layer)."""
+    out.mkdir(parents=True, exist_ok=True)
+    tags = {id(r): f"{Path(r.checkpoint).parent.name or 'model'}-{Path(r.checkpoint).stem}-layer{r.layer}"
+            for r in results}
+    for r in results:
+        lines = [bracketed(t) if t != [] else "" for t in r.trees]
+        (out / f"trees-{tags[id(r)]}.txt").write_text("\n".join(lines) + "\n")
+    with open(out / "sentences.jsonl", "w") as fh:
+        for i, s in enumerate(sentences):
+            record = {"source": str(s.source), "words": s.words, "gold": s.gold, "models": {}}
+            for r in results:
+                tree = r.trees[i]
+                prf = sentence_prf(spans(tree), spans(s.gold)) if s.words else (None, None, None)
+                record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
+            record["distances"] = {ckpt: (d[i].tolist() if d[i] is not None else None)
+                                   for ckpt, d in distances.items()}
+            fh.write(json.dumps(record) + "\n")
+    if not results:
+        return
+    first = results[0]
+    first_distances = distances[first.checkpoint]
+    drawn = 0
+    figure_dir = out / "figures"
+    figure_dir.mkdir(exist_ok=True)
+    for i, s in enumerate(sentences):
+        if drawn >= figures:
+            break
+        if 3 <= len(s.words) <= 20:
+            layers = first_distances[i]
+            names = [f"layer {k + 1}" for k in range(len(layers))]
+            f1 = sentence_prf(spans(first.trees[i]), spans(s.gold))[2]
+            parse_figure(s.words, first.trees[i], s.gold, layers, figure_dir / f"{i:05d}.png", names,
+                         title=f"{s.source} - layer {first.layer} - sentence F1 {100 * f1:.1f}")
+            drawn += 1

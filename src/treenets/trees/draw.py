@@ -1,0 +1,110 @@
+"""Showing trees: as `nltk.Tree`, bracketed, ASCII art, SVG (svgling), and the figure of the papers (predicted
+tree beside the gold tree, syntactic distances plotted under the words)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nltk
+
+
+def to_nltk(tree, label: str = "X") -> nltk.Tree | str:
+    """A nested-list tree as an `nltk.Tree` with every node labelled `label` (a lone word stays a string)."""
+    if not isinstance(tree, list):
+        return tree
+    return nltk.Tree(label, [to_nltk(child, label) for child in tree])
+
+
+def bracketed(tree) -> str:
+    """`(X (X the cat) sat)`; a lone word as `(X word)`."""
+    node = to_nltk(tree)
+    return node.pformat(margin=10**9) if isinstance(node, nltk.Tree) else f"(X {node})"
+
+
+def _indexed(tree, counter: list[int]):
+    if not isinstance(tree, list):
+        counter[0] += 1
+        return counter[0] - 1
+    return nltk.Tree("X", [_indexed(child, counter) for child in tree])
+
+
+def ascii_art(tree, words: list[str]) -> str:
+    """The tree drawn with text characters, words along the bottom in sentence order."""
+    from nltk.tree.prettyprinter import TreePrettyPrinter
+
+    indexed = _indexed(tree if isinstance(tree, list) else [tree], [0])
+    return TreePrettyPrinter(indexed, sentence=list(words)).text()
+
+
+def write_svg(tree, path: str | Path) -> None:
+    """The tree drawn as SVG (svgling) to `path`."""
+    import svgling
+
+    node = to_nltk(tree if isinstance(tree, list) else [tree])
+    Path(path).write_text(svgling.draw_tree(node).get_svg().tostring())
+
+
+def _layout(tree, x0: int = 0):
+    """Node coordinates: leaves at x = word index, y = 0; a node at the mean x of its children, one above
+    the highest. Returns (x, y, edges, next x)."""
+    if not isinstance(tree, list):
+        return x0, 0, [], x0 + 1
+    xs, ys, edges, x = [], [], [], x0
+    for child in tree:
+        cx, cy, child_edges, x = _layout(child, x)
+        xs.append(cx)
+        ys.append(cy)
+        edges.extend(child_edges)
+    px, py = sum(xs) / len(xs), max(ys) + 1
+    edges.extend(((px, py), (cx, cy)) for cx, cy in zip(xs, ys))
+    return px, py, edges, x
+
+
+def _draw(ax, tree, words, title):
+    _, height, edges, _ = _layout(tree if isinstance(tree, list) else [tree])
+    for (x1, y1), (x2, y2) in edges:
+        ax.plot([x1, x2], [y1, y2], color="black", linewidth=1)
+    ax.set_xticks(range(len(words)))
+    ax.set_xticklabels(words, rotation=45, ha="right", fontsize=9)
+    ax.set_yticks([])
+    ax.set_xlim(-0.5, len(words) - 0.5)
+    ax.set_ylim(-0.3, height + 0.3)
+    ax.set_title(title, fontsize=10)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+
+
+def parse_figure(words, predicted, gold, distances, path: str | Path, layer_names=None, title: str = "") -> None:
+    """Predicted tree beside the gold tree, and under them each layer's distances as bars, to PNG or SVG.
+
+    Args:
+        words: the sentence.
+        predicted, gold: nested-list trees over `words`.
+        distances: `[layers][words]` distances (the one used for `predicted` among them).
+        path: output file; its suffix chooses the format.
+        layer_names: a label per row of `distances`.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = len(distances)
+    width = max(6.0, 0.55 * len(words))
+    fig = plt.figure(figsize=(2 * width, 3.2 + 1.2 * rows))
+    grid = fig.add_gridspec(1 + rows, 2, height_ratios=[3] + [1] * rows)
+    _draw(fig.add_subplot(grid[0, 0]), predicted, words, "predicted")
+    _draw(fig.add_subplot(grid[0, 1]), gold, words, "gold")
+    names = layer_names or [f"layer {i + 1}" for i in range(rows)]
+    for row, (values, name) in enumerate(zip(distances, names)):
+        ax = fig.add_subplot(grid[1 + row, 0])
+        ax.bar(range(len(words)), values, color="tab:blue", width=0.6)
+        ax.set_xlim(-0.5, len(words) - 0.5)
+        ax.set_ylabel(name, fontsize=8)
+        ax.set_xticks(range(len(words)))
+        ax.set_xticklabels(words if row == rows - 1 else [], rotation=45, ha="right", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,103 @@
+"""Parsing with a trained language model: `treenets parse`, `parse-eval`, `baselines`, `model.parse`."""
+
+from __future__ import annotations
+
+import json
+
+import nltk
+import pytest
+import yaml
+
+import treenets
+from treenets.cli import main
+from treenets.tasks.parsing import load_gold
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A tiny language model trained for one epoch, and a small treebank over its words."""
+    from helpers import tiny_config, write_corpus
+
+    root = tmp_path_factory.mktemp("parsing")
+    corpus = write_corpus(root / "corpus")
+    config = root / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
+    assert main(["train", str(config), "--out", str(root / "run"), "--no-progress"]) == 0
+    treebank = root / "tiny.mrg"
+    treebank.write_text(
+        "( (S (NP (DT the) (NN dog)) (VP (VBD bird) (PP (IN of) (NP (DT a) (NN fish)))) (. .)) )\n"
+        "( (S (NP (NNP Tree)) (VP (VBZ house) (NP (DT the) (NNS car) (NNS road))) (. .)) )\n"
+        "( (S (NP (-NONE- *)) (. .)) )\n"  # nothing left after filtering
+        "( (NP (NN zebra) (NN city)) )\n"  # an unknown word
+    )
+    return root
+
+
+def test_model_parse_returns_an_nltk_tree(run):
+    lm = treenets.load(run / "run" / "best.pt")
+    tree = lm.parse("the dog bird of a fish")
+    assert isinstance(tree, nltk.Tree) and tree.leaves() == ["the", "dog", "bird", "of", "a", "fish"]
+    assert lm.parse("dog").leaves() == ["dog"]
+    assert lm.parse("the dog bird", layer="mean").leaves() == ["the", "dog", "bird"]
+
+
+def test_parse_command_prints_trees_distances_and_svg(run, tmp_path, capsys):
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("the dog bird\n\nfish of zebra\n")
+    svg = tmp_path / "svg"
+    assert main(["parse", str(run / "run" / "best.pt"), "a dog of bird", "--file", str(sentences), "--distances",
+                 "--svg", str(svg), "--layer", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] a dog of bird" in out and "(X " in out
+    assert "unknown words (read as <unk>): zebra" in out
+    assert "layer 2: " in out  # every layer's distances
+    assert len(list(svg.glob("*.svg"))) == 3
+    assert (svg / "0001.svg").read_text().startswith("<svg")
+
+
+def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):
+    checkpoint = str(run / "run" / "best.pt")
+    out_dir = tmp_path / "out"
+    assert main(["parse-eval", checkpoint, checkpoint, "--treebank", str(run / "tiny.mrg"),
+                 "--output", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "3 sentences scored, 1 empty after filtering" in out
+    lines = out.splitlines()
+    for name in ("right-branching", "left-branching", "balanced", "random (5 draws)"):
+        assert any(line.startswith(name) for line in lines)
+    rows = [line.split()[1] for line in lines if line.startswith(checkpoint + " ")]
+    assert rows == ["1", "2", "mean"] * 2  # 2 runs x (layers 1, 2, mean)
+    assert "1 of 13 words not in the vocabulary" in out  # zebra
+    assert "std 0.0" in out and "self-F1 100.0" in out
+    records = [json.loads(line) for line in (out_dir / "sentences.jsonl").read_text().splitlines()]
+    assert len(records) == 4 and records[0]["words"] == ["the", "dog", "bird", "of", "a", "fish"]
+    assert records[2]["distances"][checkpoint] is None  # the empty sentence
+    assert len(list(out_dir.glob("trees-*.txt"))) == 3
+    assert (next(out_dir.glob("figures/*.png"))).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_parse_eval_bad_input(run, tmp_path, capsys):
+    assert main(["parse-eval", str(run / "run" / "best.pt"), "--treebank", str(tmp_path / "none.mrg")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["parse-eval", str(run / "run" / "best.pt"), "--treebank", str(run / "tiny.mrg"),
+                 "--layer", "7"]) == 2
+    assert "--layer 7" in capsys.readouterr().err
+    assert main(["parse", str(run / "run" / "best.pt")]) == 2
+
+
+def test_baselines_match_the_published_right_branching(data_root, capsys):
+    assert main(["baselines", "--treebank", "nltk-sample", "--random-draws", "1"]) == 0
+    out = capsys.readouterr().out
+    right = next(line for line in out.splitlines() if line.startswith("right-branching")).split()
+    left = next(line for line in out.splitlines() if line.startswith("left-branching")).split()
+    assert (right[1], left[1]) == ("39.9", "8.6")
+    assert main(["baselines", "--treebank", "nltk-sample", "--wsj10", "--random-draws", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "555 sentences scored" in out
+    right = next(line for line in out.splitlines() if line.startswith("right-branching")).split()
+    assert right[1] == "58.6"
+
+
+def test_wsj_sections_load(data_root):
+    assert len(load_gold(data_root / "wsj_trees" / "22.auto.clean")) == 1700
+    assert len(load_gold(data_root / "wsj_trees" / "dev_24.LDC99T42")) == 1346
