@@ -31,7 +31,8 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	cd benchmarks && ../$(BIN)/python lm_throughput.py && ../$(BIN)/python parse_throughput.py
+	cd benchmarks && ../$(BIN)/python lm_throughput.py && ../$(BIN)/python parse_throughput.py && \
+		../$(BIN)/python treelstm_throughput.py
 
 clean:
 	rm -rf $(VENV) runs build src/*.egg-info .pytest_cache

@@ -18,7 +18,7 @@ import argparse
 import time
 
 import torch
-from lm_throughput import CONFIGS, VOCAB, make_reference, make_treenets
+from lm_throughput import VOCAB, make_models
 
 from treenets.data import data_root
 from treenets.tasks.lm import EOS, LanguageModel
@@ -62,9 +62,9 @@ def main():
     words = sorted({w for s in sentences for w in s.words})
     vocab = Vocab(["<unk>", EOS] + words[: VOCAB - 2])
     torch.manual_seed(0)
-    net = make_treenets(CONFIGS["paper"]).eval()
+    net, ref, *_ = make_models("onlstm-paper")
+    net, ref = net.eval(), ref.eval()
     lm = LanguageModel(net, vocab, config=None)
-    ref = make_reference(CONFIGS["paper"]).eval()
     ref.load_state_dict({k.replace("embedding", "encoder").replace("rnn.layers", "cells"): v
                          for k, v in net.state_dict().items()})
     runs = [("treenets, batched", lambda: batched(lm, sentences, args.batch_size)),

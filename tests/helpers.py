@@ -32,7 +32,7 @@ def tiny_config(corpus: Path, **sections) -> dict:
     config = {
         "task": "lm",
         "data": {"path": str(corpus), "batch_size": 4, "eval_batch_size": 2, "test_batch_size": 1, "bptt": 12},
-        "model": {"emb_size": 8, "hidden_size": 12, "num_layers": 2, "chunk_size": 4, "dropout": 0.2,
+        "model": {"name": "onlstm", "emb_size": 8, "hidden_size": 12, "num_layers": 2, "chunk_size": 4, "dropout": 0.2,
                   "dropout_hidden": 0.1, "dropout_input": 0.2, "dropout_embedding": 0.1, "weight_drop": 0.3},
         "optim": {"lr": 5.0},
         "train": {"seed": 7, "epochs": 3, "log_interval": 1, "threads": 1},

@@ -15,7 +15,7 @@ CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
     config = load_config(path)
-    assert config.task == "lm"
+    assert config.task == path.read_text().split("task: ")[1].split()[0]  # the file's task, validated
 
 
 def test_paper_recipe():
@@ -37,7 +37,8 @@ def test_unknown_key_names_file_key_and_suggestion():
 
 
 def test_overrides_are_typed_and_named():
-    config = build_config({"task": "lm"}, overrides=["optim.lr=10", "model.tie_weights=false"])
+    config = build_config({"task": "lm", "model": {"name": "onlstm"}}, overrides=["optim.lr=10",
+                                                                                  "model.tie_weights=false"])
     assert config.optim.lr == 10.0 and config.model.tie_weights is False
     with pytest.raises(TreenetsError, match=r"^--set optim.lr=fast: optim.lr"):
         build_config({"task": "lm"}, overrides=["optim.lr=fast"])
@@ -47,13 +48,15 @@ def test_overrides_are_typed_and_named():
 
 def test_chunk_size_must_divide_layer_sizes():
     with pytest.raises(TreenetsError, match="hidden_size=1150 is not divisible by chunk_size=4"):
-        build_config({"task": "lm", "model": {"emb_size": 400, "chunk_size": 4}}, source="c.yaml")
+        build_config({"task": "lm", "model": {"name": "onlstm", "emb_size": 400, "chunk_size": 4}}, source="c.yaml")
 
 
 @pytest.mark.parametrize("raw,message", [
-    ({"task": "mt"}, "unknown task 'mt'"),
-    ({}, "missing key 'task'"),
-    ({"task": "lm", "model": {"dropout": 1.5}}, "model.dropout"),
+    ({"task": "mt"}, "task: unknown .mt. \\(expected one of: lm, sentence-lm, relatedness, sentiment\\)"),
+    ({}, "task: missing \\(expected one of: lm, sentence-lm, relatedness, sentiment\\)"),
+    ({"task": "relatedness", "model": {"name": "binary-treelstm"}}, "binary-treelstm needs data.trees"),
+    ({"task": "lm", "model": {"name": "onlstm", "dropout": 1.5}}, "model.dropout"),
+    ({"task": "lm", "model": {"dropout": 0.5}}, "model.name: missing \\(expected one of: onlstm, prpn\\)"),
     ({"task": "lm", "data": {"batch_size": 0}}, "data.batch_size"),
     ([1, 2], "expected a mapping"),
 ])

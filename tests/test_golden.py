@@ -51,7 +51,7 @@ def _write_fixture(folder, nlayers=2, ninp=10, nhid=15, chunk_size=5, wdrop=0.3,
             out = model(tokens[t : t + 1], state)
             state = out.state
             logits.append(model.decoder(out.output))
-            dists.append(out.distance_forget)
+            dists.append(out.distances)
     outputs = {"logits": torch.cat(logits).numpy(), "distance_forget": torch.cat(dists, dim=1).numpy()}
     for layer, (h, c) in enumerate(state):
         outputs[f"h_final_{layer}"], outputs[f"c_final_{layer}"] = h.numpy(), c.numpy()

@@ -125,8 +125,8 @@ def test_language_model_outputs_and_distances():
     with torch.no_grad():
         out = model(tokens)
     assert out.output.shape == (6, 2, 8)
-    assert out.distance_forget.shape == out.distance_input.shape == (3, 6, 2)
-    assert torch.all((out.distance_forget >= 0) & (out.distance_forget <= 1))
+    assert out.distances.shape == out.distance_input.shape == (3, 6, 2)
+    assert torch.all((out.distances >= 0) & (out.distances <= 1))
     assert [tuple(h.shape) for h, _ in out.state] == [(2, 12), (2, 12), (2, 8)]
     assert model.decoder.weight is model.embedding.weight  # tied
 

@@ -73,6 +73,10 @@ def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):
     assert len(records) == 4 and records[0]["words"] == ["the", "dog", "bird", "of", "a", "fish"]
     assert records[2]["distances"][checkpoint] is None  # the empty sentence
     assert len(list(out_dir.glob("trees-*.txt"))) == 3
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert [row["model"] for row in summary][-4:] == ["right-branching", "left-branching", "balanced",
+                                                      "random (5 draws)"]
+    assert all("sentence_f1" in row and "recall_NP" in row for row in summary)
     assert (next(out_dir.glob("figures/*.png"))).read_bytes()[:4] == b"\x89PNG"
 
 
@@ -101,3 +105,41 @@ def test_baselines_match_the_published_right_branching(data_root, capsys):
 def test_wsj_sections_load(data_root):
     assert len(load_gold(data_root / "wsj_trees" / "22.auto.clean")) == 1700
     assert len(load_gold(data_root / "wsj_trees" / "dev_24.LDC99T42")) == 1346
+
+
+def _random_treebank(path, count=60, seed=0):
+    import random
+
+    rng = random.Random(seed)
+    nouns, verbs = ["cat", "dog", "bird", "fish", "tree", "house"], ["eat", "see", "run", "take", "give"]
+    lines = []
+    for _ in range(count):
+        np1 = f"(NP (DT the) (NN {rng.choice(nouns)}))"
+        np2 = f"(NP (DT a) (JJ {rng.choice(['big', 'small', 'old'])}) (NN {rng.choice(nouns)}))"
+        lines.append(f"(TOP (S {np1} (VP (VBD {rng.choice(verbs)}) {np2}) (. .)))")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_sentence_level_prpn_trains_and_parses(tmp_path, capsys):
+    train_trees = _random_treebank(tmp_path / "train.trees")
+    valid_trees = _random_treebank(tmp_path / "valid.trees", count=10, seed=1)
+    config = {"task": "sentence-lm",
+              "data": {"train": [str(train_trees)], "valid": [str(valid_trees)], "min_count": 1, "batch_size": 8,
+                       "eval_batch_size": 4},
+              "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 4,
+                        "nlookback": 2, "dropout": 0.1, "idropout": 0.1, "rdropout": 0.0},
+              "optim": {"name": "adam", "lr": 0.003, "nt_asgd": False, "lr_scale_by_length": False},
+              "train": {"epochs": 2, "seed": 3, "threads": 1, "log_interval": 1}}
+    path = tmp_path / "up.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    lm = treenets.load(tmp_path / "run" / "best.pt")
+    assert (lm.bos, lm.eos) == ("<s>", "</s>")
+    assert lm.vocab.words[:3] == ["<unk>", "<s>", "</s>"]
+    assert lm.parse("the cat see a big dog").leaves() == ["the", "cat", "see", "a", "big", "dog"]
+    capsys.readouterr()
+    assert main(["parse-eval", str(tmp_path / "run" / "best.pt"), "--treebank", str(valid_trees)]) == 0
+    out = capsys.readouterr().out
+    assert "10 sentences scored" in out
+    assert [line.split()[1] for line in out.splitlines() if line.startswith(str(tmp_path))][:1] == ["1"]

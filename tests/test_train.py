@@ -17,10 +17,20 @@ from treenets import checkpoint, train
 from treenets.config import build_config
 from treenets.train import Trainer, nt_asgd_triggered
 
+PRPN = {"model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3, "nlookback": 2,
+                  "dropout": 0.2, "idropout": 0.1, "rdropout": 0.1, "res": 1},
+        "optim": {"name": "adam", "lr": 0.003, "betas": [0.0, 0.999], "nt_asgd": False, "lr_scale_by_length": False,
+                  "lr_plateau_factor": 0.5, "lr_plateau_patience": 0},
+        "data": {"variable_bptt": False, "random_offset": True},
+        "loss": {"ar": 0.0, "tar": 0.0}}
 
-def _trainer(corpus, out, resume=None, **train_options):
-    config = build_config(tiny_config(corpus, train=train_options))
-    return Trainer(config, out, resume=resume, progress=False, log=lambda *_: None)
+
+def _trainer(corpus, out, resume=None, sections=None, **train_options):
+    raw = tiny_config(corpus, train=train_options)
+    for section, values in (sections or {}).items():
+        raw[section] = {"name": values["name"]} if section == "model" else raw.get(section, {})
+        raw[section].update(values)
+    return Trainer(build_config(raw), out, resume=resume, progress=False, log=lambda *_: None)
 
 
 def _states(path):
@@ -35,18 +45,22 @@ def test_nt_asgd_trigger():
     assert not nt_asgd_triggered([5.0, 4.0, 3.0, 3.1], 2.9, nonmono=1)  # a new best never triggers
 
 
-def test_resume_continues_bit_for_bit_across_the_asgd_switch(tmp_path, corpus, monkeypatch):
-    # Switch to averaged SGD at the end of the second epoch, so the resumed half must restore its state.
+@pytest.mark.parametrize("sections", [None, PRPN], ids=["onlstm-nt-asgd", "prpn-adam-plateau"])
+def test_resume_continues_bit_for_bit(tmp_path, corpus, monkeypatch, sections):
+    # ON-LSTM: switch to averaged SGD at the end of the second epoch, so the resumed half must restore its
+    # state. PRPN: Adam moments, the plateau schedule and the per-epoch random offset must be restored.
     monkeypatch.setattr(train, "nt_asgd_triggered", lambda history, loss, nonmono: len(history) == 1)
-    per_epoch = _trainer(corpus, tmp_path / "probe").task.batches_per_epoch()
+    per_epoch = _trainer(corpus, tmp_path / "probe", sections=sections).task.batches_per_epoch()
     total, half = int(2.6 * per_epoch), int(2.3 * per_epoch)
 
-    straight = _trainer(corpus, tmp_path / "a", max_steps=total).run()
-    assert straight.reason == "max_steps" and straight.state.optimizer == "asgd"
+    straight = _trainer(corpus, tmp_path / "a", sections=sections, max_steps=total).run()
+    assert straight.reason == "max_steps"
+    assert straight.state.optimizer == ("adam" if sections else "asgd")
 
-    first = _trainer(corpus, tmp_path / "b", max_steps=half).run()
-    assert first.state.step == half and first.state.optimizer == "asgd"
-    resumed = _trainer(corpus, tmp_path / "b", resume=tmp_path / "b" / "last.pt", max_steps=total)
+    first = _trainer(corpus, tmp_path / "b", sections=sections, max_steps=half).run()
+    assert first.state.step == half
+    resumed = _trainer(corpus, tmp_path / "b", resume=tmp_path / "b" / "last.pt", sections=sections,
+                       max_steps=total)
     assert resumed.state.step == half
     resumed.run()
 
@@ -115,6 +129,6 @@ def test_two_process_ddp_keeps_replicas_equal(tmp_path, config_file):
     assert len(prints) == 2 and prints[0] == prints[1]
     assert saved["trainer"]["step"] == 4 and len(saved["ranks"]) == 2
     # Each process read its own half of the batch: their saved hidden states differ.
-    h0 = saved["ranks"][0]["task"]["hidden"][0][0]
-    h1 = saved["ranks"][1]["task"]["hidden"][0][0]
+    h0 = saved["ranks"][0]["task"]["hidden"][0]  # layer 1 h of each process
+    h1 = saved["ranks"][1]["task"]["hidden"][0]
     assert h0.shape == h1.shape == (2, 12) and not torch.equal(h0, h1)

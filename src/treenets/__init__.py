@@ -14,7 +14,9 @@ def load(path, device="cpu"):
         device: where to put the model (`"cpu"`, `"cuda"`, a `torch.device`).
 
     Returns:
-        For a language model, a `treenets.tasks.lm.LanguageModel` with `score(...)` and `distances(...)`.
+        a language model (`treenets.tasks.lm.LanguageModel`: `score`, `distances`, `parse`), a relatedness
+        model (`RelatednessPredictor.predict(a, b, a_parents, b_parents)`) or a sentiment classifier
+        (`SentimentPredictor.predict(tree_or_sentence)`), each with its vocabulary and config.
     """
     from treenets.api import load as _load
 

@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-minutes", type=float, metavar="M",
                        help="stop after M minutes of this run (train.max_minutes)")
     train.add_argument("--threads", type=int, metavar="N", help="torch intra-op threads (train.threads)")
+    train.add_argument("--embeddings", metavar="FILE",
+                       help="word vectors for relatedness/sentiment: a GloVe-format text file, or a .pth matrix in "
+                            "vocabulary order (data.embeddings)")
+    train.add_argument("--freeze-embeddings", action="store_true",
+                       help="keep the word vectors fixed (model.freeze_embeddings)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_device(train, default=None, default_text="train.device of the config, auto")
     _add_data(train)
@@ -134,6 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
                            help="random-tree draws averaged (default: 5)")
     _add_data(baselines)
 
+    predict = commands.add_parser(
+        "predict", help="score a sentence pair (relatedness) or classify a sentence (sentiment)",
+        description="Use a relatedness or sentiment checkpoint on your own input; prints JSON.")
+    predict.add_argument("checkpoint", help="a relatedness or sentiment checkpoint")
+    predict.add_argument("--pair", nargs=2, metavar=("A", "B"), help="relatedness: two tokenised sentences")
+    predict.add_argument("--parents", nargs=2, metavar=("PA", "PB"),
+                         help="relatedness with a Tree-LSTM: each sentence's parents as in SICK's .parents "
+                              "(dependency) or .cparents (constituency) files")
+    predict.add_argument("--tree", help="sentiment with a Tree-LSTM: a bracketed binary tree, e.g. "
+                                        "'(X (X It) (X works))' (labels are ignored)")
+    predict.add_argument("--sentence", help="sentiment with an LSTM: a tokenised sentence")
+    _add_device(predict, default="cpu", default_text="cpu")
+
     metrics = commands.add_parser("metrics", help="print a run's validation curve, optionally plot it",
                                   description="Read RUN/metrics.jsonl and print every evaluation.")
     metrics.add_argument("run", help="run folder (or its metrics.jsonl)")
@@ -144,11 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_train(args) -> int:
     from treenets import checkpoint
     from treenets.config import build_config, load_config
-    from treenets.train import Trainer
+    from treenets.train import Trainer, fmt_metric
 
     overrides = list(args.overrides)
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
-                        (args.threads, "train.threads"), (args.device, "train.device")):
+                        (args.threads, "train.threads"), (args.device, "train.device"),
+                        (args.embeddings, "data.embeddings"), (args.freeze_embeddings or None,
+                                                                "model.freeze_embeddings")):
         if option is not None:
             overrides.append(f"{key}={option}")
     resume = args.resume
@@ -181,11 +201,11 @@ def _cmd_train(args) -> int:
     result = trainer.run()
     if trainer.is_main:
         metric = trainer.task.metric
-        valid = f"{result.valid[metric]:.2f}" if result.valid else "n/a"
+        valid = fmt_metric(result.valid[metric]) if result.valid else "n/a"
         print(f"stopped ({result.reason}) at step {result.state.step}, epoch {result.state.epoch}: "
               f"validation {metric} {valid}")
         print(f"checkpoint (resume): {out / 'last.pt'}")
-        print(f"best weights:        {out / 'best.pt'} (validation {metric} {result.state.best:.2f})")
+        print(f"best weights:        {out / 'best.pt'} (validation {metric} {fmt_metric(result.state.best)})")
         print(f"metrics:             {out / 'metrics.jsonl'}")
         if result.reason in ("SIGINT", "SIGTERM"):
             print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
@@ -194,6 +214,7 @@ def _cmd_train(args) -> int:
 
 def _cmd_eval(args) -> int:
     from treenets import checkpoint
+    from treenets.api import wrapper_for
     from treenets.config import build_config
     from treenets.train import make_task, resolve_device
     from treenets.vocab import Vocab
@@ -202,13 +223,13 @@ def _cmd_eval(args) -> int:
     config = build_config(saved["config"], source=f"{args.checkpoint} (saved config)")
     device = resolve_device(args.device)
     task = make_task(config, Vocab(saved["vocab"]), args.data, device, splits=(args.split,))
-    model = task.build_model()
+    model = wrapper_for(config.task).build_net(config, len(saved["vocab"]))
     checkpoint.load_weights(model, saved["model"], args.checkpoint)
     if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
         print("note: this is a train state; the averaged weights are in best.pt", file=sys.stderr)
     from tqdm.auto import tqdm
 
-    with tqdm(total=task.streams[args.split].numel(), unit="tok", desc=f"eval {args.split}", leave=False) as bar:
+    with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False) as bar:
         result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size, progress=bar.update)
     print(json.dumps({"checkpoint": str(args.checkpoint), "split": args.split, **result}))
     return 0
@@ -268,7 +289,7 @@ def _cmd_parse(args) -> int:
     if not sentences:
         raise TreenetsError("parse: give sentences as arguments or --file")
     lm = _load_lm(args.checkpoint, args.device)
-    num_layers = len(lm.distances(["a"])[0])
+    num_layers = lm.net.num_layers
     layer = layer_names(args.layer, num_layers, lm.default_layer)[0]
     if args.svg:
         Path(args.svg).mkdir(parents=True, exist_ok=True)
@@ -315,7 +336,7 @@ def _cmd_parse_eval(args) -> int:
     rows, results, distances, notes = [], [], {}, []
     for checkpoint in args.checkpoints:
         lm = _load_lm(checkpoint, args.device)
-        num_layers = len(lm.distances(["a"])[0])
+        num_layers = lm.net.num_layers
         layers = layer_names(args.layer, num_layers, lm.default_layer)
         model_results, model_distances, counts = evaluate_model(lm, checkpoint, sentences, layers, args.split,
                                                                 args.batch_size)
@@ -333,6 +354,8 @@ def _cmd_parse_eval(args) -> int:
         print(line)
     if args.output:
         write_outputs(Path(args.output), sentences, results, distances)
+        summary = [{"model": name, "layer": layer, **values} for name, layer, values in rows]
+        (Path(args.output) / "summary.json").write_text(json.dumps(summary, indent=1))
         print(f"outputs: {args.output}")
     return 0
 
@@ -349,14 +372,38 @@ def _cmd_baselines(args) -> int:
     return 0
 
 
+def _cmd_predict(args) -> int:
+    import treenets
+
+    model = treenets.load(args.checkpoint, device=args.device)
+    task = model.config.task
+    if task == "relatedness":
+        if not args.pair:
+            raise TreenetsError("predict: a relatedness model needs --pair A B (and --parents for a Tree-LSTM)")
+        parents = args.parents or (None, None)
+        result = model.predict(args.pair[0], args.pair[1], parents[0], parents[1])
+    elif task == "sentiment":
+        text = args.tree or args.sentence
+        if not text:
+            raise TreenetsError("predict: a sentiment model needs --tree (Tree-LSTM) or --sentence (LSTM)")
+        result = model.predict(text)
+    else:
+        raise TreenetsError(f"{args.checkpoint}: a {task} checkpoint; use `treenets parse` or `treenets eval`")
+    print(json.dumps(result))
+    return 0
+
+
 def _cmd_metrics(args) -> int:
     from treenets.metrics import plot_curve, read_metrics
+    from treenets.train import fmt_metric
 
     records = read_metrics(args.run)
     evals = [r for r in records if r["event"] == "eval"]
-    print(f"{'step':>8} {'epoch':>6} {'split':>6} {'loss':>8} {'ppl':>9}")
+    skip = {"event", "step", "epoch", "split", "averaged"}
+    print(f"{'step':>8} {'epoch':>6} {'split':>6}  metrics")
     for r in evals:
-        print(f"{r['step']:8d} {r['epoch']:6d} {r['split']:>6} {r['loss']:8.4f} {r.get('ppl', float('nan')):9.2f}")
+        values = "  ".join(f"{k} {fmt_metric(v)}" for k, v in r.items() if k not in skip and isinstance(v, float))
+        print(f"{r['step']:8d} {r['epoch']:6d} {r['split']:>6}  {values}")
     if args.plot:
         plot_curve(records, args.plot)
         print(f"plot: {args.plot}")
@@ -364,7 +411,7 @@ def _cmd_metrics(args) -> int:
 
 
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
-            "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines,
+            "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines, "predict": _cmd_predict,
             "metrics": _cmd_metrics}
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -60,6 +61,27 @@ class ONLSTMConfig(Section):
         return [self.emb_size] + [self.hidden_size] * (self.num_layers - 1) + [self.emb_size]
 
 
+class PRPNConfig(Section):
+    """PRPN language model; the official `main_LM.py` option names are the same."""
+
+    name: Literal["prpn"] = "prpn"
+    emb_size: PositiveInt = 800  # [emsize]
+    hidden_size: PositiveInt = 1200  # [nhid]
+    num_layers: PositiveInt = 2  # [nlayers] reading layers
+    nslots: PositiveInt = 15  # memory slots: how many past states the attention sees
+    nlookback: PositiveInt = 5  # the parsing convolution reads nlookback + 1 embeddings
+    resolution: PositiveFloat = 0.1  # temperature of the memory gates
+    dropout: Probability = 0.7  # on the first reading layer's input and the decoder's input
+    idropout: Probability = 0.5  # everywhere else
+    rdropout: Probability = 0.5  # on the hidden state each reading layer feeds its cell
+    tie_weights: bool = True  # [tied]
+    hard: bool = True  # hardtanh memory gates instead of sigmoid ones
+    res: Annotated[int, Field(ge=0)] = 0  # residual blocks in the predict network
+
+
+ModelConfig = Annotated[ONLSTMConfig | PRPNConfig, Field(discriminator="name")]
+
+
 class PTBDataConfig(Section):
     """A word-level corpus in the Mikolov PTB format: one sentence per line, `<eos>` appended to each."""
 
@@ -72,6 +94,22 @@ class PTBDataConfig(Section):
     test_batch_size: PositiveInt = 1
     bptt: Annotated[int, Field(ge=2)] = 70
     variable_bptt: bool = True  # AWD-LSTM: N(bptt, 5) lengths, bptt/2 with probability 0.05
+    random_offset: bool = False  # PRPN: every epoch cuts the stream into columns from a random offset
+
+
+class SentenceDataConfig(Section):
+    """Sentences of treebanks, one per batch row (the PRPN unsupervised-parsing recipe).
+
+    Treebanks are paths (files or folders of .mrg), paths under the data root, or the names nltk-sample,
+    wsj22, wsj24. Words are preprocessed as for parsing evaluation (word tags only, lower-cased, digits -> N).
+    """
+
+    train: list[str] = ["nltk-sample", "wsj22"]
+    valid: list[str] = ["wsj24"]
+    min_count: PositiveInt = 3  # training words seen fewer times are read as <unk> (official: 3)
+    batch_size: PositiveInt = 64
+    eval_batch_size: PositiveInt = 64
+    shuffle: bool = True  # a new order of the training sentences every epoch
 
 
 class LMLossConfig(Section):
@@ -80,7 +118,7 @@ class LMLossConfig(Section):
 
 
 class OptimConfig(Section):
-    name: Literal["sgd", "adam"] = "sgd"
+    name: Literal["sgd", "adam", "adagrad"] = "sgd"
     lr: PositiveFloat = 30.0
     clip: NonNegativeFloat = 0.25  # max gradient norm; 0 = no clipping
     weight_decay: NonNegativeFloat = 1.2e-6
@@ -89,6 +127,8 @@ class OptimConfig(Section):
     lr_scale_by_length: bool = True  # lr x seq_len / bptt for variable-length BPTT batches
     betas: tuple[float, float] = (0.9, 0.999)
     eps: PositiveFloat = 1e-8
+    lr_plateau_factor: Annotated[float, Field(gt=0.0, lt=1.0)] | None = None  # multiply lr on a plateau
+    lr_plateau_patience: Annotated[int, Field(ge=0)] = 2  # epochs without a new best validation loss
 
 
 class TrainConfig(Section):
@@ -105,43 +145,155 @@ class TrainConfig(Section):
 class LMConfig(Section):
     task: Literal["lm"]
     data: PTBDataConfig = PTBDataConfig()
-    model: ONLSTMConfig = ONLSTMConfig()
+    model: ModelConfig = ONLSTMConfig()
     loss: LMLossConfig = LMLossConfig()
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
 
 
-TASKS = {"lm": LMConfig}
-Config = Annotated[LMConfig, Field(discriminator="task")]
+class SentenceLMConfig(Section):
+    task: Literal["sentence-lm"]
+    data: SentenceDataConfig = SentenceDataConfig()
+    model: ModelConfig = PRPNConfig()
+    loss: LMLossConfig = LMLossConfig(ar=0.0, tar=0.0)
+    optim: OptimConfig = OptimConfig()
+    train: TrainConfig = TrainConfig()
+
+
+TreeEncoder = Literal["childsum-treelstm", "binary-treelstm", "lstm", "bilstm"]
+
+
+class RelatednessModelConfig(Section):
+    """Tree-LSTM (or LSTM) sentence encoder and the similarity head of Tai et al. (2015)."""
+
+    name: TreeEncoder = "childsum-treelstm"
+    emb_size: PositiveInt = 300  # [input_dim] the word vectors' size
+    mem_size: PositiveInt = 150  # [mem_dim]
+    hidden_size: PositiveInt = 50  # [hidden_dim] of the similarity head
+    num_classes: Annotated[int, Field(ge=2)] = 5  # relatedness scores 1..num_classes
+    head_state: Literal["h", "c"] = "h"  # the root state the head compares: h (paper) or c (official port)
+    freeze_embeddings: bool = False
+
+
+class SICKDataConfig(Section):
+    path: str = "sick"  # folder with train/, dev/ (SICK trial), test/ and the vocabulary
+    vocab: str = "sick.vocab"  # one word per line, under `path`; 4 special tokens go in front
+    trees: Literal["dependency", "constituency"] = "dependency"  # *.parents or *.cparents (binarised)
+    embeddings: str | None = "sick/sick_embed.pth"  # a [vocab, emb] matrix in vocabulary order, or GloVe text
+    batch_size: PositiveInt = 25
+    eval_batch_size: PositiveInt = 100
+
+
+class RelatednessConfig(Section):
+    task: Literal["relatedness"]
+    data: SICKDataConfig = SICKDataConfig()
+    model: RelatednessModelConfig = RelatednessModelConfig()
+    optim: OptimConfig = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, clip=0.0, nt_asgd=False,
+                                     lr_scale_by_length=False)
+    train: TrainConfig = TrainConfig(epochs=10, log_interval=20, seed=123)
+
+    @model_validator(mode="after")
+    def _trees_fit_the_encoder(self):
+        if self.model.name == "binary-treelstm" and self.data.trees == "dependency":
+            raise ValueError("model.name binary-treelstm needs data.trees: constituency (dependency trees have "
+                             "any number of children; use childsum-treelstm)")
+        return self
+
+
+class SentimentModelConfig(Section):
+    """Tree-LSTM (or LSTM) encoder with a softmax classifier (on every node for Tree-LSTMs)."""
+
+    name: TreeEncoder = "binary-treelstm"
+    emb_size: PositiveInt = 300
+    mem_size: PositiveInt = 150
+    dropout: Probability = 0.5  # on the classifier's input
+    freeze_embeddings: bool = False
+
+
+class SSTDataConfig(Section):
+    path: str = "sst/trainDevTestTrees_PTB/trees"  # train.txt, dev.txt, test.txt
+    classes: Literal["fine", "binary"] = "fine"
+    embeddings: str | None = None  # GloVe-format text file; None: random initialisation
+    batch_size: PositiveInt = 25
+    eval_batch_size: PositiveInt = 100
+
+
+class SentimentConfig(Section):
+    task: Literal["sentiment"]
+    data: SSTDataConfig = SSTDataConfig()
+    model: SentimentModelConfig = SentimentModelConfig()
+    optim: OptimConfig = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, clip=0.0, nt_asgd=False,
+                                     lr_scale_by_length=False)
+    train: TrainConfig = TrainConfig(epochs=10, log_interval=50, seed=123)
+
+    @model_validator(mode="after")
+    def _trees_fit_the_encoder(self):
+        if self.model.name == "childsum-treelstm":
+            raise ValueError("model.name: SST trees are binary constituency trees; use binary-treelstm (or lstm, "
+                             "bilstm)")
+        return self
+
+
+TASKS = {"lm": LMConfig, "sentence-lm": SentenceLMConfig, "relatedness": RelatednessConfig,
+         "sentiment": SentimentConfig}
+AnyConfig = LMConfig | SentenceLMConfig | RelatednessConfig | SentimentConfig
+Config = Annotated[AnyConfig, Field(discriminator="task")]
 _ADAPTER = TypeAdapter(Config)
 
 
-def _allowed_keys(loc: tuple) -> list[str]:
-    """The field names valid at the parent of `loc`, walking the schema (discriminator tags are skipped)."""
-    cls: Any = LMConfig
-    for part in loc[:-1]:
-        fields = getattr(cls, "model_fields", {})
-        if part in fields:
-            cls = fields[part].annotation
-    return sorted(getattr(cls, "model_fields", {}))
+def _unwrap(annotation):
+    """The model classes an annotation allows: `X`, `X | Y`, `Annotated[X | Y, ...]` -> [X, Y]."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, UnionType):
+        return [a for a in get_args(annotation) if hasattr(a, "model_fields")]
+    return [annotation] if hasattr(annotation, "model_fields") else []
+
+
+def _tag_of(cls) -> str | None:
+    for key in ("task", "name"):
+        field = cls.model_fields.get(key)
+        if field is not None and get_origin(field.annotation) is Literal:
+            return get_args(field.annotation)[0]
+    return None
+
+
+def _schema_path(loc: tuple) -> tuple[list, tuple]:
+    """Walk `loc` through the schema; returns the classes at the end and the key path without union tags."""
+    classes, path = list(TASKS.values()), []
+    for part in loc:
+        fields = classes[0].model_fields if len(classes) == 1 else {}
+        tagged = [c for c in classes if _tag_of(c) == part]
+        if part not in fields and tagged:  # a discriminated union's tag: choose that member
+            classes = tagged
+            continue
+        path.append(part)
+        classes = _unwrap(fields[part].annotation) if part in fields else []
+    return classes, tuple(path)
 
 
 def _format_error(error: dict, source: str, overrides: dict[str, str]) -> str:
-    loc = tuple(p for p in error["loc"] if p != "lm")
+    _, loc = _schema_path(tuple(error["loc"]))
     key = ".".join(str(p) for p in loc)
     related = [opt for k, opt in overrides.items() if k == key or k.startswith(key + ".")]
     where = f"--set {related[0]}" if key in overrides else source
     if related and key not in overrides:
         where += " with " + ", ".join(f"--set {opt}" for opt in related)
     if error["type"] == "extra_forbidden":
-        allowed = _allowed_keys(loc)
+        classes, _ = _schema_path(tuple(error["loc"])[:-1])
+        allowed = sorted(classes[0].model_fields) if classes else []
         hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
         return f"{where}: unknown key {key!r} (expected one of: {', '.join(allowed)}){suggestion}"
-    if error["type"] == "union_tag_not_found":
-        return f"{where}: missing key 'task' (expected one of: {', '.join(TASKS)})"
-    if error["type"] == "union_tag_invalid":
-        return f"{where}: task: unknown task {error['input'].get('task')!r} (expected one of: {', '.join(TASKS)})"
+    if error["type"] in ("union_tag_not_found", "union_tag_invalid"):
+        classes, _ = _schema_path(tuple(error["loc"]))
+        options = classes or list(TASKS.values())
+        tag = "task" if options[0] in TASKS.values() else "name"
+        expected = ", ".join(str(_tag_of(c)) for c in options)
+        if error["type"] == "union_tag_not_found":
+            return f"{where}: {'.'.join([*map(str, loc), tag])}: missing (expected one of: {expected})"
+        value = error["input"].get(tag) if isinstance(error["input"], dict) else error["input"]
+        return f"{where}: {'.'.join([*map(str, loc), tag])}: unknown {value!r} (expected one of: {expected})"
     message = error["msg"].removeprefix("Value error, ")
     return f"{where}: {key or 'config'}: {message}"
 
@@ -172,7 +324,7 @@ def parse_overrides(items: list[str]) -> dict[str, tuple[Any, str]]:
     return parsed
 
 
-def build_config(raw: dict, source: str = "config", overrides: list[str] = ()) -> LMConfig:
+def build_config(raw: dict, source: str = "config", overrides: list[str] = ()) -> AnyConfig:
     """Validate a config dict, after applying `--set` overrides.
 
     Raises:
@@ -192,7 +344,7 @@ def build_config(raw: dict, source: str = "config", overrides: list[str] = ()) -
         raise TreenetsError("\n".join(lines)) from None
 
 
-def load_config(path: str | Path, overrides: list[str] = ()) -> LMConfig:
+def load_config(path: str | Path, overrides: list[str] = ()) -> AnyConfig:
     """Read and validate a YAML config file; see `build_config`."""
     path = Path(path)
     try:
@@ -206,6 +358,6 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> LMConfig:
     return build_config(raw if raw is not None else {}, source=str(path), overrides=overrides)
 
 
-def to_dict(config: LMConfig) -> dict:
+def to_dict(config: AnyConfig) -> dict:
     """Plain (YAML/JSON/`weights_only`-safe) dict of a config."""
     return config.model_dump(mode="json")

@@ -14,6 +14,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn.onlstm import ONLSTMLanguageModel
+from treenets.nn.prpn import PRPNLanguageModel
 
 
 def _as_tensor(value) -> torch.Tensor:
@@ -46,24 +47,103 @@ def onlstm_lm_from_official(state_dict: Mapping, ntoken: int, ninp: int, nhid: i
         for official, ours in (("ih.0", "ih"), ("hh", "hh")):
             for kind in ("weight", "bias"):
                 renamed[f"rnn.cells.{layer}.{official}.{kind}"] = f"rnn.layers.{layer}.{ours}.{kind}"
+    _check_tied(state_dict, tie_weights)
+    _load_renamed(model, state_dict, renamed, f"an official ON-LSTM state_dict for nlayers={nlayers}",
+                  f"ntoken={ntoken}, ninp={ninp}, nhid={nhid}, chunk_size={chunk_size}")
+    return model.eval()
+
+
+def prpn_lm_from_official(state_dict: Mapping, ntoken: int, ninp: int, nhid: int, nlayers: int, nslots: int = 5,
+                          nlookback: int = 1, resolution: float = 0.1, dropout: float = 0.4,
+                          idropout: float = 0.4, rdropout: float = 0.1, tie_weights: bool = False,
+                          hard: bool = False, res: int = 1, **_ignored) -> PRPNLanguageModel:
+    """A `PRPNLanguageModel` holding the weights of an official `model_PRPN.PRPN` (yikangshen/PRPN).
+
+    Args:
+        state_dict: the official `state_dict` (tensors or numpy arrays), BatchNorm running statistics included.
+        ntoken, ninp, nhid, nlayers, nslots, nlookback, resolution, dropout, idropout, rdropout, tie_weights,
+            hard, res: the official constructor arguments (defaults as in the official constructor).
+
+    Raises:
+        TreenetsError: if a key is missing or unexpected, or a shape does not match the arguments.
+    """
+    if nlookback < 1:
+        raise TreenetsError(f"nlookback={nlookback}: the official parsing network needs at least 1")
+    model = PRPNLanguageModel(ntoken, ninp, nhid, nlayers, nslots, nlookback, resolution, dropout, idropout,
+                              rdropout, tie_weights, hard, res)
+    bn = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+    renamed = {"encoder.weight": "embedding.weight", "decoder.weight": "decoder.weight",
+               "decoder.bias": "decoder.bias"}
+    for official, ours, kinds in (("parser.gate.1", "parser.conv", ("weight", "bias")),
+                                  ("parser.gate.2", "parser.norm", bn),
+                                  ("parser.gate.5", "parser.out", ("weight", "bias")),
+                                  ("predictor.projector_pred.1", "predictor.query", ("weight", "bias")),
+                                  ("predictor.ffd.1", "predictor.fc", ("weight", "bias")),
+                                  ("predictor.ffd.2", "predictor.norm", bn)):
+        renamed.update({f"{official}.{k}": f"{ours}.{k}" for k in kinds})
+    for j in range(nlayers):
+        for official, ours, kinds in (("memory_rnn.ih.0", "ih", ("weight", "bias")),
+                                      ("memory_rnn.ih.1", "ih_norm", ("gamma", "beta")),
+                                      ("memory_rnn.hh.0", "hh", ("weight", "bias")),
+                                      ("memory_rnn.hh.1", "hh_norm", ("gamma", "beta")),
+                                      ("memory_rnn.c_norm", "c_norm", ("gamma", "beta")),
+                                      ("projector_summ.1", "query", ("weight", "bias"))):
+            renamed.update({f"reader.{j}.{official}.{k}": f"readers.{j}.{ours}.{k}" for k in kinds})
+    for k in range(res):
+        for official, ours, kinds in (("0", "fc1", ("weight", "bias")), ("1", "bn1", bn),
+                                      ("4", "fc2", ("weight", "bias")), ("5", "bn2", bn)):
+            renamed.update({f"predictor.res.res.{k}.{official}.{n}": f"predictor.blocks.{k}.{ours}.{n}"
+                            for n in kinds})
+    _check_tied(state_dict, tie_weights)
+    _load_renamed(model, state_dict, renamed, f"an official PRPN state_dict for nlayers={nlayers}, res={res}",
+                  f"ntoken={ntoken}, ninp={ninp}, nhid={nhid}, nslots={nslots}, nlookback={nlookback}")
+    return model.eval()
+
+
+def childsum_similarity_from_official(state_dict: Mapping, vocab: int, in_dim: int, mem_dim: int, hidden_dim: int,
+                                      num_classes: int = 5, **_ignored):
+    """A `RelatednessModel` (Child-Sum Tree-LSTM + similarity head) holding the weights of the official
+    PyTorch port's `SimilarityTreeLSTM` (dasguptar/treelstm.pytorch). Its head compares the root c states,
+    as the port does (`head_state="c"`).
+
+    Args:
+        state_dict: the port's `state_dict` (`emb.weight`, `childsumtreelstm.*`, `similarity.*`).
+        vocab, in_dim, mem_dim, hidden_dim, num_classes: the port's constructor arguments.
+    """
+    from treenets.config import RelatednessModelConfig
+    from treenets.tasks.relatedness import RelatednessModel
+
+    config = RelatednessModelConfig(name="childsum-treelstm", emb_size=in_dim, mem_size=mem_dim,
+                                    hidden_size=hidden_dim, num_classes=num_classes, head_state="c")
+    model = RelatednessModel(vocab, config)
+    renamed = {"emb.weight": "emb.weight"}
+    for part in ("ioux", "iouh", "fx", "fh"):
+        renamed.update({f"childsumtreelstm.{part}.{k}": f"encoder.{part}.{k}" for k in ("weight", "bias")})
+    for part in ("wh", "wp"):
+        renamed.update({f"similarity.{part}.{k}": f"similarity.{part}.{k}" for k in ("weight", "bias")})
+    _load_renamed(model, state_dict, renamed, "an official SimilarityTreeLSTM state_dict",
+                  f"vocab={vocab}, in_dim={in_dim}, mem_dim={mem_dim}, hidden_dim={hidden_dim}")
+    return model.eval()
+
+
+def _check_tied(state_dict: Mapping, tie_weights: bool) -> None:
+    if tie_weights and "encoder.weight" in state_dict and "decoder.weight" in state_dict and not torch.equal(
+            _as_tensor(state_dict["encoder.weight"]), _as_tensor(state_dict["decoder.weight"])):
+        raise TreenetsError("tie_weights is set but encoder.weight and decoder.weight differ")
+
+
+def _load_renamed(model, state_dict: Mapping, renamed: dict, what: str, arguments: str) -> None:
+    """Load `state_dict` into `model` under the names `renamed` maps its keys to, checking keys and shapes."""
     missing = sorted(set(renamed) - set(state_dict))
     unexpected = sorted(set(state_dict) - set(renamed))
     if missing or unexpected:
-        raise TreenetsError(
-            f"not an official ON-LSTM state_dict for nlayers={nlayers}: missing {missing or 'nothing'}, "
-            f"unexpected {unexpected or 'nothing'}"
-        )
+        raise TreenetsError(f"not {what}: missing {missing or 'nothing'}, unexpected {unexpected or 'nothing'}")
     ours = model.state_dict()
     converted = {}
     for official, name in renamed.items():
         tensor = _as_tensor(state_dict[official]).to(ours[name].dtype)
         if tensor.shape != ours[name].shape:
-            raise TreenetsError(
-                f"{official}: shape {tuple(tensor.shape)} does not match {tuple(ours[name].shape)} "
-                f"expected from ntoken={ntoken}, ninp={ninp}, nhid={nhid}, chunk_size={chunk_size}"
-            )
+            raise TreenetsError(f"{official}: shape {tuple(tensor.shape)} does not match {tuple(ours[name].shape)} "
+                                f"expected from {arguments}")
         converted[name] = tensor
-    if tie_weights and not torch.equal(converted["embedding.weight"], converted["decoder.weight"]):
-        raise TreenetsError("tie_weights is set but encoder.weight and decoder.weight differ")
     model.load_state_dict(converted)
-    return model.eval()

@@ -67,12 +67,59 @@ def _onlstm_lm(config: dict, params: dict, inputs: dict, path: Path) -> dict[str
     with torch.no_grad():
         run = model(torch.from_numpy(inputs["tokens"]))
         outputs["logits"] = model.decoder(run.output)
-        outputs["distance_forget"] = run.distance_forget
+        outputs["distance_forget"] = run.distances
         outputs["distance_input"] = run.distance_input
         for layer, (h, c) in enumerate(run.state):
             outputs[f"h_final_{layer}"], outputs[f"c_final_{layer}"] = h, c
         if "tokens2" in inputs:
             outputs["logits2"] = model.decoder(model(torch.from_numpy(inputs["tokens2"]), run.state).output)
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def _prpn_lm(config: dict, params: dict, inputs: dict, path: Path) -> dict[str, np.ndarray]:
+    from treenets.convert import prpn_lm_from_official
+
+    args = {k: _arg(config, k, path) for k in ("ntoken", "ninp", "nhid", "nlayers")}
+    optional = ("nslots", "nlookback", "resolution", "dropout", "idropout", "rdropout", "tie_weights", "hard", "res")
+    args.update({k: config[k] for k in optional if k in config})
+    model = prpn_lm_from_official(params, **args).double()
+    outputs = {}
+    with torch.no_grad():
+        run = model(torch.from_numpy(inputs["tokens"]))
+        outputs["logits"] = model.decoder(run.output)
+        outputs["gates"] = run.distances[0].t()
+        if "tokens2" in inputs:
+            outputs["logits2"] = model.decoder(model(torch.from_numpy(inputs["tokens2"]), run.state).output)
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def _childsum_similarity(config: dict, params: dict, inputs: dict, path: Path) -> dict[str, np.ndarray]:
+    """All pairs in one batch of trees (level by level), compared with the port's tree-at-a-time outputs."""
+    from treenets.convert import childsum_similarity_from_official
+    from treenets.nn.treelstm import TreeBatch
+    from treenets.trees.parents import parse_parents
+
+    args = {k: _arg(config, k, path) for k in ("vocab", "in_dim", "mem_dim", "hidden_dim")}
+    model = childsum_similarity_from_official(params, num_classes=config.get("num_classes", 5), **args).double()
+    pairs = sorted(int(key.rsplit("_", 1)[1]) for key in inputs if key.startswith("a_parents_"))
+    trees, ids = [], []
+    for side in ("a", "b"):
+        for k in pairs:
+            tokens = inputs[f"{side}_tokens_{k}"]
+            parents = " ".join(str(int(p)) for p in inputs[f"{side}_parents_{k}"])
+            trees.append(parse_parents(parents, [str(t) for t in tokens], f"{path.parent} {side}_parents_{k}"))
+            ids.append(torch.from_numpy(tokens))
+    outputs = {}
+    with torch.no_grad():
+        batch = TreeBatch.build(trees)
+        h, c = model.encoder(batch, batch.node_inputs(model.emb(torch.cat(ids))))
+        roots_h, roots_c = h[batch.roots], c[batch.roots]
+        log_probs = model.similarity(roots_c[: len(pairs)], roots_c[len(pairs) :])
+    for i, k in enumerate(pairs):
+        for side, offset in (("a", 0), ("b", len(pairs))):
+            outputs[f"{side}_root_c_{k}"] = roots_c[offset + i : offset + i + 1]
+            outputs[f"{side}_root_h_{k}"] = roots_h[offset + i : offset + i + 1]
+        outputs[f"log_probs_{k}"] = log_probs[i : i + 1]
     return {name: value.numpy() for name, value in outputs.items()}
 
 
@@ -159,7 +206,8 @@ def _parse_eval(directory: Path, config: dict, config_path: Path) -> list[Compar
     return comparisons
 
 
-MODEL_KINDS: dict[str, Callable] = {"onlstm-lm": _onlstm_lm}
+MODEL_KINDS: dict[str, Callable] = {"onlstm-lm": _onlstm_lm, "prpn-lm": _prpn_lm,
+                                    "childsum-treelstm-similarity": _childsum_similarity}
 KINDS = sorted([*MODEL_KINDS, "parse-eval"])
 
 

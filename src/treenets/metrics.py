@@ -27,20 +27,27 @@ def read_metrics(run: str | Path) -> list[dict]:
 
 
 def plot_curve(records: list[dict], out: str | Path) -> None:
-    """Training and validation perplexity against optimizer steps, on a log scale, to a PNG file."""
+    """The learning curve against optimizer steps, to a PNG file: training and validation perplexity for
+    language models (log scale), else the validation metric (Pearson, accuracy) and the training loss."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    train = [r for r in records if r["event"] == "train" and "ppl" in r]
     valid = [r for r in records if r["event"] == "eval" and r.get("split") == "valid"]
+    train = [r for r in records if r["event"] == "train"]
+    key = next((k for k in ("ppl", "pearson", "root_accuracy") if valid and k in valid[0]), "loss")
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot([r["step"] for r in train], [r["ppl"] for r in train], label="train (running)", alpha=0.6)
-    ax.plot([r["step"] for r in valid], [r["ppl"] for r in valid], "o-", label="validation")
-    ax.set_yscale("log")
+    if key == "ppl":
+        ax.plot([r["step"] for r in train], [r["ppl"] for r in train], label="train (running)", alpha=0.6)
+        ax.set_yscale("log")
+    else:
+        twin = ax.twinx()
+        twin.plot([r["step"] for r in train], [r["loss"] for r in train], color="tab:gray", alpha=0.5)
+        twin.set_ylabel("training loss")
+    ax.plot([r["step"] for r in valid], [r[key] for r in valid], "o-", color="tab:orange", label=f"validation {key}")
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("perplexity")
+    ax.set_ylabel(key)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()

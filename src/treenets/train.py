@@ -32,6 +32,13 @@ from treenets.errors import TreenetsError
 from treenets.vocab import Vocab
 
 
+def fmt_metric(value: float | None) -> str:
+    """A metric for people: 134.93 -> '134.93', 0.86761 -> '0.8676'."""
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}" if abs(value) >= 10 else f"{value:.4f}"
+
+
 def resolve_device(name: str) -> torch.device:
     """`auto` -> cuda if available else cpu; a CUDA device that is not there is an error."""
     if name == "auto":
@@ -48,19 +55,27 @@ def resolve_device(name: str) -> torch.device:
 def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, splits=None):
     """The task object for `config.task`."""
     from treenets.tasks.lm import LMTask
+    from treenets.tasks.relatedness import RelatednessTask
+    from treenets.tasks.sentences import SentenceLMTask
+    from treenets.tasks.sentiment import SentimentTask
 
-    tasks = {"lm": LMTask}
+    tasks = {"lm": LMTask, "sentence-lm": SentenceLMTask, "relatedness": RelatednessTask,
+             "sentiment": SentimentTask}
     kwargs = {"splits": splits} if splits else {}
     return tasks[config.task](config, vocab=vocab, root=root, device=device or torch.device("cpu"), rank=rank,
                               world=world, **kwargs)
 
 
 def make_optimizer(optim, params, kind: str) -> torch.optim.Optimizer:
-    """`kind` is `sgd`, `asgd` (averaged SGD, as after the NT-ASGD switch) or `adam`."""
+    """`kind` is `sgd`, `asgd` (averaged SGD, as after the NT-ASGD switch), `adam` or `adagrad`.
+    Parameters that do not require gradients (frozen embeddings) are left out."""
+    params = [p for p in params if p.requires_grad]
     if kind == "asgd":
         return torch.optim.ASGD(params, lr=optim.lr, t0=0, lambd=0.0, weight_decay=optim.weight_decay)
     if kind == "sgd":
         return torch.optim.SGD(params, lr=optim.lr, weight_decay=optim.weight_decay)
+    if kind == "adagrad":
+        return torch.optim.Adagrad(params, lr=optim.lr, weight_decay=optim.weight_decay)
     return torch.optim.Adam(params, lr=optim.lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay)
 
 
@@ -159,8 +174,9 @@ class Trainer:
         self.task = make_task(config, vocab, root, device, self.rank, self.world)
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         self.model = self.task.build_model().to(device)
-        self.state = TrainerState(optimizer="adam" if config.optim.name == "adam" else "sgd")
+        self.state = TrainerState(optimizer=config.optim.name)
         self.optimizer = make_optimizer(config.optim, self.model.parameters(), self.state.optimizer)
+        self.scheduler = self._make_scheduler()
         torch.manual_seed(config.train.seed + self.rank)  # different dropout masks in every process
         if saved is not None:
             self._restore(saved, resume)
@@ -173,6 +189,14 @@ class Trainer:
         if self.is_main:
             (self.out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
         self._signal = None
+
+    def _make_scheduler(self):
+        """Learning rate x factor when validation has not improved for `patience` epochs (PRPN's recipe)."""
+        optim = self.config.optim
+        if optim.lr_plateau_factor is None:
+            return None
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, "min", optim.lr_plateau_factor,
+                                                          optim.lr_plateau_patience, threshold=0)
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -202,6 +226,7 @@ class Trainer:
         if self.is_main:
             payload = self._payload("train-state", self.model.state_dict())
             payload.update(optimizer={"kind": self.state.optimizer, "state": self.optimizer.state_dict()},
+                           scheduler=self.scheduler.state_dict() if self.scheduler else None,
                            ranks=ranks, replica_fingerprints=prints)
             checkpoint.save(payload, path)
         return path
@@ -212,18 +237,21 @@ class Trainer:
         opt = saved["optimizer"]
         self.optimizer = make_optimizer(self.config.optim, self.model.parameters(), opt["kind"])
         self.optimizer.load_state_dict(opt["state"])
+        self.scheduler = self._make_scheduler()
+        if self.scheduler is not None and saved.get("scheduler"):
+            self.scheduler.load_state_dict(saved["scheduler"])
         ranks = saved["ranks"]
         if len(ranks) == self.world:
             mine = ranks[self.rank]
             torch.set_rng_state(mine["rng"]["torch"])
             if "cuda" in mine["rng"] and self.device.type == "cuda":
                 torch.cuda.set_rng_state(mine["rng"]["cuda"], self.device)
-            self.task.load_state_dict(_to_device(mine["task"], self.device))
+            self.task.load_state_dict(_to_device(mine["task"], self.device), self.model)
         else:
             self.log(f"warning: {path} was written by {len(ranks)} processes, this run has {self.world}: "
                      "the data position is kept, the hidden state and dropout RNG restart")
             state = dict(ranks[0]["task"], hidden=None)
-            self.task.load_state_dict(state)
+            self.task.load_state_dict(state, self.model)
 
     # --- evaluation ------------------------------------------------------------------------------------
     def _averaged(self):
@@ -231,6 +259,11 @@ class Trainer:
         if self.state.optimizer != "asgd":
             return []
         return [(p, self.optimizer.state[p]["ax"]) for p in self.model.parameters() if "ax" in self.optimizer.state[p]]
+
+    def _improves(self, value: float) -> bool:
+        if self.state.best is None:
+            return True
+        return value > self.state.best if getattr(self.task, "higher_is_better", False) else value < self.state.best
 
     def evaluate(self, split="valid") -> dict:
         """Evaluate on `split`, with the averaged weights when averaged SGD is on."""
@@ -242,7 +275,7 @@ class Trainer:
         try:
             with tqdm(unit="tok", desc=f"eval {split}", leave=False, disable=None if self.progress else True) as bar:
                 result = self.task.evaluate(self.model, split, progress=bar.update)
-            if self.is_main and (self.state.best is None or result[self.task.metric] < self.state.best):
+            if self.is_main and self._improves(result[self.task.metric]):
                 self.state.best, self.state.best_step = result[self.task.metric], self.state.step
                 checkpoint.save(self._payload("model", self.model.state_dict()), self.out_dir / "best.pt")
         finally:
@@ -294,7 +327,8 @@ class Trainer:
         return summed
 
     def _end_epoch(self) -> dict:
-        """Validate, keep the best weights, and apply the NT-ASGD trigger (official `main.py` semantics)."""
+        """Validate, keep the best weights, apply the NT-ASGD trigger (official ON-LSTM `main.py` semantics) and
+        the plateau schedule (official PRPN `main_LM.py`)."""
         result = self.evaluate("valid")
         optim, state = self.config.optim, self.state
         loss = result["loss"]
@@ -302,7 +336,10 @@ class Trainer:
             self.log(f"epoch {state.epoch}: validation stopped improving; switching to averaged SGD")
             state.optimizer = "asgd"
             self.optimizer = make_optimizer(optim, self.model.parameters(), "asgd")
+            self.scheduler = self._make_scheduler()
         state.history.append(loss)
+        if self.scheduler is not None:
+            self.scheduler.step(loss)
         return result
 
     def run(self) -> TrainResult:
@@ -340,7 +377,7 @@ class Trainer:
                 bar.close()
                 if reason is None:
                     valid = self._end_epoch()
-                    self.log(f"epoch {state.epoch}: valid {self.task.metric} {valid[self.task.metric]:.2f} "
+                    self.log(f"epoch {state.epoch}: valid {self.task.metric} {fmt_metric(valid[self.task.metric])} "
                              f"(step {state.step})")
                     state.epoch += 1
                     state.epoch_step = 0
@@ -359,14 +396,18 @@ class Trainer:
         elapsed = max(time.monotonic() - window["start"], 1e-9)
         loss = window["loss"] / max(window["units"], 1)
         speed = window["units"] * self.world / elapsed
-        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss,
-                  "ppl": math.exp(min(loss, 50.0)), "lr": self.optimizer.param_groups[0]["lr"],
-                  f"{self.task.units}_per_s": speed, "optimizer": self.state.optimizer}
+        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss}
+        if self.task.metric == "ppl":
+            record["ppl"] = math.exp(min(loss, 50.0))
+        record.update({"lr": self.optimizer.param_groups[0]["lr"], f"{self.task.units}_per_s": speed,
+                       "optimizer": self.state.optimizer})
         self.metrics.write(record)
-        bar.set_postfix(loss=f"{loss:.3f}", ppl=f"{record['ppl']:.1f}", tok_s=f"{speed:.0f}")
+        shown = {"loss": f"{loss:.3f}", **({"ppl": f"{record['ppl']:.1f}"} if "ppl" in record else {}),
+                 f"{self.task.units}/s": f"{speed:.0f}"}
+        bar.set_postfix(shown)
         if bar.disable and self.is_main:  # no progress bar (not a terminal, or --no-progress): a log line
-            self.log(f"epoch {self.state.epoch} step {self.state.step}: loss {loss:.3f} ppl {record['ppl']:.1f} "
-                     f"{speed:.0f} {self.task.units}/s lr {record['lr']:g}")
+            values = " ".join(f"{k} {v}" for k, v in shown.items())
+            self.log(f"epoch {self.state.epoch} step {self.state.step}: {values} lr {record['lr']:g}")
         window.update(loss=0.0, units=0, start=time.monotonic())
 
 

@@ -284,8 +284,8 @@ class LMOutput(NamedTuple):
     output: torch.Tensor  # [T, B, E]: last layer after output dropout, the decoder's input
     state: list[State]
     last_layer: torch.Tensor  # [T, B, E]: last layer before dropout (for AR and TAR)
-    distance_forget: torch.Tensor  # [L, T, B]
-    distance_input: torch.Tensor  # [L, T, B]
+    distances: torch.Tensor  # [L, T, B]: 1 - mean(master forget gate), the syntactic distance per layer
+    distance_input: torch.Tensor  # [L, T, B]: mean(master input gate)
 
 
 class ONLSTMLanguageModel(nn.Module):
@@ -316,6 +316,15 @@ class ONLSTMLanguageModel(nn.Module):
         """Build from a `treenets.config.ONLSTMConfig`."""
         fields = config.model_dump(exclude={"name"})
         return cls(vocab_size, **fields)
+
+    @property
+    def num_layers(self) -> int:
+        return self.rnn.num_layers
+
+    @property
+    def default_parse_layer(self) -> int:
+        """The layer whose distances the paper parses with: the second (of three); the first of one."""
+        return min(1, self.num_layers - 1)
 
     def initial_state(self, batch_size: int) -> list[State]:
         return self.rnn.initial_state(batch_size)

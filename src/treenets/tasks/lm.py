@@ -18,10 +18,13 @@ import torch.nn.functional as F
 from treenets import data
 from treenets.errors import TreenetsError
 from treenets.nn.onlstm import ONLSTMLanguageModel
+from treenets.nn.prpn import PRPNLanguageModel
 from treenets.vocab import Vocab
 
 EOS = "<eos>"
 UNK = "<unk>"
+# The tokens around a sentence read on its own, as each task trains the model to see them.
+BOUNDARIES = {"lm": (EOS, EOS), "sentence-lm": ("<s>", "</s>")}
 
 
 def read_lm_file(path: Path) -> list[list[str]]:
@@ -112,6 +115,12 @@ class BPTTStream:
         self.batched, self.bptt, self.variable = batched, bptt, variable
         self.generator = torch.Generator().manual_seed(seed)
         self.position = 0
+        self.offset = 0  # where in the 1-D stream the columns were cut (see `LMTask`, `random_offset`)
+
+    def draw_offset(self, limit: int) -> int:
+        """A random start in [0, limit) from the stream's generator (0 when limit is 0)."""
+        self.offset = int(torch.randint(0, max(limit, 1), (), generator=self.generator).item())
+        return self.offset
 
     def __len__(self) -> int:
         """Windows per pass at the nominal length."""
@@ -135,15 +144,37 @@ class BPTTStream:
         return Window(self.batched[i : i + length], self.batched[i + 1 : i + 1 + length], scale)
 
     def state_dict(self) -> dict:
-        return {"position": self.position, "generator": self.generator.get_state()}
+        return {"position": self.position, "offset": self.offset, "generator": self.generator.get_state()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.position = int(state["position"])
+        self.position, self.offset = int(state["position"]), int(state["offset"])
         self.generator.set_state(state["generator"])
 
 
 def detach_state(state):
-    return [(h.detach(), c.detach()) for h, c in state]
+    """The same nested state (lists, tuples, named tuples of tensors) cut from its autograd history."""
+    return map_state(state, torch.Tensor.detach)
+
+
+def map_state(state, fn):
+    if isinstance(state, torch.Tensor):
+        return fn(state)
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        return type(state)(*(map_state(s, fn) for s in state))
+    return type(state)(map_state(s, fn) for s in state)
+
+
+def flatten_state(state) -> list[torch.Tensor]:
+    """The tensors of a nested state in order (a checkpoint stores these, not the named tuples)."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    return [t for s in state for t in flatten_state(s)]
+
+
+def unflatten_state(template, tensors: list[torch.Tensor]):
+    """`template`'s structure filled with `tensors` (in `flatten_state` order)."""
+    it = iter(tensors)
+    return map_state(template, lambda _: next(it))
 
 
 def _unwrap(model):
@@ -188,19 +219,27 @@ class LMTask:
             self.vocab = Vocab.from_corpus(sentences["train"], unk=UNK)
         self.streams = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
         if "train" in self.splits:
-            train = shard_columns(batchify(self.streams["train"], cfg.batch_size), self.rank, self.world)
-            self.train_stream = BPTTStream(train.to(self.device), cfg.bptt, cfg.variable_bptt, self.config.train.seed)
+            self.train_stream = BPTTStream(self._cut_train(0), cfg.bptt, cfg.variable_bptt, self.config.train.seed)
             self.hidden = None
 
+    def _cut_train(self, offset: int) -> torch.Tensor:
+        """This process's columns of the training stream, cut from `offset` on."""
+        batched = batchify(self.streams["train"][offset:], self.config.data.batch_size)
+        return shard_columns(batched, self.rank, self.world).to(self.device)
+
     # --- the interface of the training loop -------------------------------------------------------------
-    def build_model(self) -> ONLSTMLanguageModel:
+    def build_model(self) -> ONLSTMLanguageModel | PRPNLanguageModel:
         return LanguageModel.build_net(self.config, len(self.vocab))
 
     def batches_per_epoch(self) -> int:
         return len(self.train_stream)
 
     def next_batch(self) -> Window | None:
-        window = self.train_stream.next_window()
+        stream = self.train_stream
+        if stream.position == 0 and self.config.data.random_offset:  # PRPN: a new cut every epoch
+            stream.batched = self._cut_train(stream.draw_offset(self.streams["train"].numel() %
+                                                                self.config.data.batch_size))
+        window = stream.next_window()
         if window is None:
             self.hidden = None  # every epoch starts from a zero state, as in the official code
         return window
@@ -252,13 +291,18 @@ class LMTask:
         return {"loss": loss, "ppl": math.exp(loss), "tokens": int(total[1].item())}
 
     def state_dict(self) -> dict:
-        hidden = None if self.hidden is None else [list(t) for t in detach_state(self.hidden)]
+        hidden = None if self.hidden is None else flatten_state(detach_state(self.hidden))
         return {"stream": self.train_stream.state_dict(), "hidden": hidden}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, model) -> None:
+        """Restore the data position and the hidden state (shaped like `model`'s)."""
         self.train_stream.load_state_dict(state["stream"])
+        self.train_stream.batched = self._cut_train(self.train_stream.offset)
         hidden = state["hidden"]
-        self.hidden = None if hidden is None else [(h.to(self.device), c.to(self.device)) for h, c in hidden]
+        if hidden is not None:
+            template = _unwrap(model).initial_state(self.train_stream.batched.size(1))
+            hidden = unflatten_state(template, [h.to(self.device) for h in hidden])
+        self.hidden = hidden
 
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -273,14 +317,17 @@ class LanguageModel:
     Words outside the vocabulary are read as `<unk>` and reported.
     """
 
-    @staticmethod
-    def build_net(config, vocab_size: int) -> ONLSTMLanguageModel:
-        """The network described by `config.model`, freshly initialised."""
-        return ONLSTMLanguageModel.from_config(config.model, vocab_size)
+    NETS = {"onlstm": ONLSTMLanguageModel, "prpn": PRPNLanguageModel}
 
-    def __init__(self, net: ONLSTMLanguageModel, vocab: Vocab, config, device="cpu"):
+    @classmethod
+    def build_net(cls, config, vocab_size: int):
+        """The network described by `config.model`, freshly initialised."""
+        return cls.NETS[config.model.name].from_config(config.model, vocab_size)
+
+    def __init__(self, net, vocab: Vocab, config, device="cpu"):
         self.net, self.vocab, self.config = net.eval(), vocab, config
         self.device = torch.device(device)
+        self.bos, self.eos = BOUNDARIES[config.task] if config is not None else (EOS, EOS)
         words = vocab.words
         self._lower = not any(w != w.lower() for w in words if w not in (EOS, UNK))
         self._digits = "N" in vocab and not any(_DIGITS.search(w) for w in words)
@@ -295,23 +342,25 @@ class LanguageModel:
 
     def _encode_batch(self, sentences: list):
         """Tokens, ids and unknown words of each sentence, and a right-padded `[T, B]` batch of
-        `<eos> w_1 ... w_n <eos>` (padding at the end does not change earlier positions of a left-to-right model)."""
+        `<bos> w_1 ... w_n <eos>` (padding at the end does not change earlier positions of a left-to-right
+        model)."""
         rows = []
         for sentence in sentences:
             tokens = self.tokenize(sentence)
             if not tokens:
                 raise TreenetsError(f"empty sentence {sentence!r}: expected at least one word")
-            ids, unknown = self.vocab.encode([EOS] + tokens + [EOS])
+            ids, unknown = self.vocab.encode([self.bos] + tokens + [self.eos])
             rows.append((tokens, ids, unknown))
         width = max(len(ids) for _, ids, _ in rows)
-        batch = torch.full((width, len(rows)), self.vocab.index[EOS], dtype=torch.long)
+        batch = torch.full((width, len(rows)), self.vocab.index[self.eos], dtype=torch.long)
         for j, (_, ids, _) in enumerate(rows):
             batch[: len(ids), j] = torch.tensor(ids)
         return rows, batch.to(self.device)
 
     @torch.no_grad()
     def score(self, sentences: str | list) -> SentenceScore | list[SentenceScore]:
-        """Log-probabilities of each word and of the closing `<eos>`, each sentence read after an `<eos>`.
+        """Log-probabilities of each word and of the closing boundary token, each sentence read after the
+        opening one (`<eos>` for a stream language model, `<s>`/`</s>` for a sentence-level one).
 
         Args:
             sentences: one sentence as a string, or a list of sentences (strings or token lists).
@@ -331,33 +380,36 @@ class LanguageModel:
         ]
 
     @torch.no_grad()
-    def distances(self, sentences: str | list, kind: str = "forget", batch_size: int = 64):
-        """Per-layer syntactic distances of every word: `[num_layers, n_words]` for a string, else a list of
-        them (sentences as in `score`), computed in batches of similar length.
+    def distances(self, sentences: str | list, input_gate: bool = False, batch_size: int = 64):
+        """Per-layer syntactic distances of every word: `[layers, n_words]` for a string, else a list of them
+        (sentences as in `score`), computed in batches of similar length.
 
-        The sentence is read as `<eos> w_1 ... w_n <eos>` (the way the official parsing code wraps it) and
-        the boundary positions are dropped. `kind="forget"` gives `1 - mean(master forget gate)` (the
-        distance used for parsing), `kind="input"` gives `mean(master input gate)`.
+        The sentence is read between the boundary tokens the model was trained with (`<eos>` on both sides
+        for a stream language model, as the official ON-LSTM parsing code does; `<s>`, `</s>` for a
+        sentence-level one, as PRPN's) and the boundary positions are dropped. The distances are the ones
+        the model parses with (ON-LSTM: `1 - mean(master forget gate)` per layer; PRPN: the parsing network's
+        gate, one row); with `input_gate=True`, ON-LSTM's `mean(master input gate)` instead.
         """
-        if kind not in ("forget", "input"):
-            raise TreenetsError(f"kind={kind!r}: expected 'forget' or 'input'")
         if isinstance(sentences, str):
-            return self.distances([sentences], kind)[0]
+            return self.distances([sentences], input_gate, batch_size)[0]
         order = sorted(range(len(sentences)), key=lambda i: len(self.tokenize(sentences[i])))
         result = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             rows, batch = self._encode_batch([sentences[i] for i in chunk])
             out = self.net(batch)
-            values = (out.distance_forget if kind == "forget" else out.distance_input).cpu()
+            values = getattr(out, "distance_input", None) if input_gate else out.distances
+            if values is None:
+                raise TreenetsError(f"{type(self.net).__name__} has no input-gate distances")
+            values = values.cpu()
             for j, (index, (tokens, _, _)) in enumerate(zip(chunk, rows)):
                 result[index] = values[:, 1 : 1 + len(tokens), j]
         return result
 
     @property
     def default_layer(self) -> int:
-        """The layer whose distances parse best in the paper: the second (of three), else the only one."""
-        return min(1, self.net.rnn.num_layers - 1) if hasattr(self.net, "rnn") else 0
+        """The layer of distances parsed by default (the paper's choice: ON-LSTM's second, PRPN's only one)."""
+        return self.net.default_parse_layer
 
     def parse(self, sentence: str | list[str], layer: int | str | None = None, split: str = "official"):
         """The tree the model induces for `sentence`, as an `nltk.Tree` (nodes labelled `X`).

@@ -1,0 +1,127 @@
+"""Tree-LSTM throughput on SICK: level-batched (treenets) versus one node at a time (the official style).
+
+SICK training pairs with their dependency trees, a Child-Sum Tree-LSTM (300-d input, memory 150) and the
+similarity head (50 hidden), 2 threads. The reference below is written the way the official PyTorch port
+runs: recursion over one tree, one node at a time, one pair at a time, gradients accumulated over 25 pairs
+before an optimizer step; inference one pair at a time under `torch.no_grad`. treenets runs 25 pairs (50
+trees) per batch, all the nodes of one height at once. Also: a full SICK training epoch (Child-Sum) and a
+full SST training epoch (binary Tree-LSTM, classifier on every node), in seconds.
+
+    python benchmarks/treelstm_throughput.py [--pairs 500] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+
+from treenets.config import RelatednessConfig, SentimentConfig
+from treenets.data import data_root
+from treenets.tasks.relatedness import RelatednessTask, sparse_target
+from treenets.tasks.sentiment import SentimentTask
+
+
+def reference_pair(model, pair, task):
+    """Log-probabilities of one pair, the official way: recursion, node by node (same weights as `model`)."""
+    cell = model.encoder
+
+    def node(tree, x, j):
+        kids = [node(tree, x, k) for k in tree.children[j]]
+        if kids:
+            child_c, child_h = torch.cat([k[0] for k in kids]), torch.cat([k[1] for k in kids])
+        else:
+            child_c = child_h = x.new_zeros(1, cell.mem_dim)
+        i, o, u = (cell.ioux(x[j : j + 1]) + cell.iouh(child_h.sum(0, keepdim=True))).chunk(3, dim=1)
+        f = torch.sigmoid(cell.fh(child_h) + cell.fx(x[j : j + 1]).repeat(len(child_h), 1))
+        c = torch.sigmoid(i) * torch.tanh(u) + (f * child_c).sum(0, keepdim=True)
+        return c, torch.sigmoid(o) * torch.tanh(c)
+
+    roots = []
+    for tree in (pair.left, pair.right):
+        x = model.emb(torch.tensor(task.vocab.encode(tree.words)[0]))
+        roots.append(node(tree, x, tree.root)[1])
+    return model.similarity(*roots)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=500, help="SICK training pairs timed per way")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    root = data_root()
+    config = RelatednessConfig(task="relatedness", data={"embeddings": None})
+    task = RelatednessTask(config, root=str(root), splits=("train",))
+    torch.manual_seed(0)
+    model = task.build_model()
+    pairs = task.pairs["train"][: args.pairs]
+    nodes = sum(p.left.size + p.right.size for p in pairs)
+    opt = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    rows = []
+
+    def timed(fn):
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    def train_reference():
+        opt.zero_grad()
+        for k, pair in enumerate(pairs):
+            target = sparse_target(torch.tensor([pair.score]), 5)
+            F.kl_div(reference_pair(model, pair, task), target, reduction="batchmean").backward()
+            if (k + 1) % 25 == 0:
+                opt.step()
+                opt.zero_grad()
+
+    def train_batched():
+        for start in range(0, len(pairs), 25):
+            batch = task._batch(pairs[start : start + 25])
+            opt.zero_grad()
+            task.train_loss(model, batch)[0].backward()
+            opt.step()
+
+    def infer_reference():
+        with torch.no_grad():
+            for pair in pairs:
+                reference_pair(model, pair, task)
+
+    def infer_batched():
+        task.predict(model, pairs, batch_size=25)
+
+    model.train()
+    t_ref, t_ours = timed(train_reference), timed(train_batched)
+    rows.append(("train", t_ref, t_ours))
+    model.eval()
+    t_ref, t_ours = timed(infer_reference), timed(infer_batched)
+    rows.append(("inference", t_ref, t_ours))
+    print(f"torch {torch.__version__}, {args.threads} threads, {len(pairs)} SICK pairs ({nodes} nodes), batch 25, "
+          "Child-Sum 300/150/50")
+    print(f"{'phase':10} {'way':16} {'pairs/s':>9} {'nodes/s':>9} {'ratio':>6}")
+    for phase, t_ref, t_ours in rows:
+        print(f"{phase:10} {'one at a time':16} {len(pairs) / t_ref:9.1f} {nodes / t_ref:9.0f} {'':>6}")
+        print(f"{phase:10} {'level-batched':16} {len(pairs) / t_ours:9.1f} {nodes / t_ours:9.0f} {t_ref / t_ours:6.1f}")
+
+    task = RelatednessTask(config, root=str(root), splits=("train",))
+    model = task.build_model().train()
+    opt = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    seconds = timed(lambda: _epoch(task, model, opt))
+    print(f"full SICK training epoch ({len(task.pairs['train'])} pairs, Child-Sum): {seconds:.1f} s")
+    sst = SentimentTask(SentimentConfig(task="sentiment"), root=str(root), splits=("train",))
+    model = sst.build_model().train()
+    opt = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    seconds = timed(lambda: _epoch(sst, model, opt))
+    print(f"full SST training epoch ({len(sst.trees['train'])} trees, binary Tree-LSTM, fine-grained): {seconds:.1f} s")
+
+
+def _epoch(task, model, opt):
+    while (batch := task.next_batch()) is not None:
+        opt.zero_grad()
+        task.train_loss(model, batch)[0].backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()

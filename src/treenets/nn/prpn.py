@@ -1,0 +1,286 @@
+"""PRPN: Parsing-Reading-Predict Networks (Shen, Lin, Huang & Courville, ICLR 2018), a language model whose
+parsing network predicts syntactic distances that gate attention over past states.
+
+Notation (time t, batch B, `nslots` = S memory slots, slot k holding the state of step t-1-k):
+
+Parsing network (all steps at once)::
+
+    d_t, d'_t = sigmoid(Conv1(ReLU(BN(Conv_{L+1}(e_{t-L}, ..., e_t)))))     gate (the distance) and next-step gate
+    a_{t,k}  = prod_{j <= k} f(d_t - d_{t-j})                             memory gate over the slots
+    a'_{t,k} = prod_{j <= k} f(d'_t - d_{t-j})                            memory gate of the prediction
+    f(x)     = sigmoid(10 x / resolution + 5)            (soft)
+             = (hardtanh(2 x / resolution + 1) + 1) / 2   (hard)
+
+Reading network (per layer, per step): attention over its own S past (h, c), masked by a_t::
+
+    q_t = W_q [x_t ; h_{t-1}],   p_{t,k} = a_{t,k} exp(h_{t-1-k} . q_t / sqrt(H)) / sum_j (...)
+    (h~, c~) = sum_k p_{t,k} (h_{t-1-k}, c_{t-1-k})
+    [i f g o] = LN(W x_t) + LN(U h~);  c_t = s(f) c~ + s(i) tanh(g);  h_t = s(o) tanh(LN(c_t))
+
+Predict network: attention of the last layer's h_t over its past S states masked by a'_t, then
+`tanh(BN(W [h_t ; m_t]))` (after optional residual blocks) feeds the decoder.
+
+The semantics follow the official code (yikangshen/PRPN): its LayerNorm (unbiased standard deviation, eps
+added to it), its masked softmax (`exp(x - max) * mask / (sum + 1e-8)`), dropout placement, and the initial
+parsing state (zero embeddings, gate history +inf, i.e. nothing to attend to before the first word).
+
+Speed: the parsing network, the input projections of every reading layer and the whole predict network run
+over all steps at once; only the reading layers' recurrence runs step by step, one layer after another.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LayerNorm(nn.Module):
+    """PRPN's layer normalisation: `gamma * (x - mean) / (std + eps) + beta`, std unbiased."""
+
+    def __init__(self, features: int, eps: float = 1e-6):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(features))
+        self.beta = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.gamma * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.beta
+
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The official masked softmax over the last dimension: `exp(x - max(x)) * mask / (sum + 1e-8)`."""
+    e = torch.exp(logits - logits.max(dim=-1, keepdim=True).values) * mask
+    return e / (e.sum(dim=-1, keepdim=True) + 1e-8)
+
+
+def _dropout(x, p, training):
+    return F.dropout(x, p, training) if p else x
+
+
+def memory_gates(query: torch.Tensor, gates: torch.Tensor, previous: torch.Tensor, resolution: float,
+                 hard: bool) -> torch.Tensor:
+    """Memory gates `a_{t,k} = prod_{j <= k} f(q_t - d_{t-j})` for k = 0..S-1.
+
+    Args:
+        query: q [B, T] (the gate d itself, or the next-step gate d').
+        gates: d [B, T].
+        previous: the S gates before the first step [B, S], oldest first (+inf where there was none).
+        resolution, hard: the temperature and the form of f (see the module docstring).
+
+    Returns:
+        [T, B, S]
+    """
+    history = torch.cat([previous, gates], dim=1)  # [B, S + T]
+    # earlier[b, t, k] = d_{t-k}: the window of S gates ending at t, most recent first.
+    earlier = history.unfold(1, previous.size(1), 1)[:, 1:].flip(-1)
+    x = query.unsqueeze(-1) - earlier
+    f = (F.hardtanh(x / resolution * 2 + 1) + 1) / 2 if hard else torch.sigmoid(x / resolution * 10 + 5)
+    return torch.cumprod(f, dim=2).transpose(0, 1)
+
+
+class ParserState(NamedTuple):
+    embeddings: torch.Tensor  # [nlookback, B, E]: the last embeddings, the convolution's left context
+    gates: torch.Tensor  # [B, S]: the last S gates (+inf before the first word)
+
+
+class ParsingNetwork(nn.Module):
+    """Gates (syntactic distances) from a window of `nlookback + 1` embeddings, and the memory gates."""
+
+    def __init__(self, emb_size, hidden_size, nslots, nlookback, resolution, dropout, hard):
+        super().__init__()
+        self.conv = nn.Conv1d(emb_size, hidden_size, nlookback + 1)
+        self.norm = nn.BatchNorm1d(hidden_size)
+        self.out = nn.Conv1d(hidden_size, 2, 1, groups=2)  # one half of the channels each: gate, next gate
+        self.nslots, self.nlookback, self.resolution, self.dropout, self.hard = (
+            nslots, nlookback, resolution, dropout, hard)
+
+    def initial_state(self, batch: int) -> ParserState:
+        weight = self.conv.weight
+        return ParserState(weight.new_zeros(self.nlookback, batch, self.conv.in_channels),
+                           weight.new_full((batch, self.nslots), math.inf))
+
+
+    def forward(self, emb: torch.Tensor, state: ParserState):
+        """emb [T, B, E] -> memory gates [T, B, S], next-step memory gates [T, B, S], gates [B, T], state."""
+        window = torch.cat([state.embeddings, emb])  # [L + T, B, E]
+        x = _dropout(window.permute(1, 2, 0), self.dropout, self.training)
+        x = _dropout(F.relu(self.norm(self.conv(x))), self.dropout, self.training)
+        gates = torch.sigmoid(self.out(x))  # [B, 2, T]
+        gate, gate_next = gates[:, 0], gates[:, 1]
+        memory = memory_gates(gate, gate, state.gates, self.resolution, self.hard)
+        memory_next = memory_gates(gate_next, gate, state.gates, self.resolution, self.hard)
+        history = torch.cat([state.gates, gate], dim=1)
+        new_state = ParserState(window[window.size(0) - self.nlookback :], history[:, -self.nslots :])
+        return memory, memory_next, gate, new_state
+
+
+class Memory(NamedTuple):
+    h: torch.Tensor  # [B, S, H], slot 0 the most recent
+    c: torch.Tensor  # [B, S, H]
+
+
+class ReadingLayer(nn.Module):
+    """One reading layer: an LSTM cell (layer-normalised) reading an attention-weighted mix of its past."""
+
+    def __init__(self, input_size, hidden_size, nslots, dropout, idropout):
+        super().__init__()
+        self.ih = nn.Linear(input_size, 4 * hidden_size)
+        self.ih_norm = LayerNorm(4 * hidden_size)
+        self.hh = nn.Linear(hidden_size, 4 * hidden_size)
+        self.hh_norm = LayerNorm(4 * hidden_size)
+        self.c_norm = LayerNorm(hidden_size)
+        self.query = nn.Linear(input_size + hidden_size, hidden_size)  # the official projector_summ
+        self.input_size, self.hidden_size, self.nslots = input_size, hidden_size, nslots
+        self.dropout, self.idropout = dropout, idropout
+
+    def initial_state(self, batch: int) -> Memory:
+        zeros = self.ih.weight.new_zeros(batch, self.nslots, self.hidden_size)
+        return Memory(zeros, zeros)
+
+    def forward(self, x: torch.Tensor, memory: Memory, memory_gate: torch.Tensor, rmask: torch.Tensor):
+        """x [T, B, I], memory gates [T, B, S], rmask [H] -> outputs [T, B, H], memory."""
+        train, size = self.training, self.input_size
+        # Everything that depends on x alone, for all steps at once (dropout masks as the official per step).
+        query_x = F.linear(_dropout(x, self.idropout, train), self.query.weight[:, :size], self.query.bias)
+        gates_x = self.ih_norm(self.ih(_dropout(x, self.dropout, train)))
+        query_h_weight = self.query.weight[:, size:]
+        scale = 1.0 / math.sqrt(self.hidden_size)
+        mem_h, mem_c = memory
+        outputs = []
+        for t in range(x.size(0)):
+            query = query_x[t] + F.linear(_dropout(mem_h[:, 0], self.idropout, train), query_h_weight)
+            query = _dropout(query, self.idropout, train)
+            weights = masked_softmax(torch.bmm(mem_h, query.unsqueeze(-1)).squeeze(-1) * scale, memory_gate[t])
+            read_h = torch.bmm(weights.unsqueeze(1), mem_h).squeeze(1)
+            read_c = torch.bmm(weights.unsqueeze(1), mem_c).squeeze(1)
+            gates = gates_x[t] + self.hh_norm(self.hh(read_h * rmask))
+            i, f, g, o = gates.chunk(4, dim=1)
+            c = torch.sigmoid(f) * read_c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(self.c_norm(c))
+            mem_h = torch.cat([h.unsqueeze(1), mem_h[:, :-1]], dim=1)
+            mem_c = torch.cat([c.unsqueeze(1), mem_c[:, :-1]], dim=1)
+            outputs.append(h)
+        return torch.stack(outputs), Memory(mem_h, mem_c)
+
+
+class ResidualBlock(nn.Module):
+    """`relu(BN(W2 dropout(relu(BN(W1 x)))) + x)`."""
+
+    def __init__(self, size, dropout):
+        super().__init__()
+        self.fc1, self.bn1 = nn.Linear(size, size), nn.BatchNorm1d(size)
+        self.fc2, self.bn2 = nn.Linear(size, size), nn.BatchNorm1d(size)
+        self.dropout = dropout
+
+    def forward(self, x):
+        y = _dropout(F.relu(self.bn1(self.fc1(x))), self.dropout, self.training)
+        return F.relu(self.bn2(self.fc2(y)) + x)
+
+
+class PredictNetwork(nn.Module):
+    """Attention of h_t over its S predecessors, masked by the next-step memory gate, then a feed-forward
+    layer to the embedding size."""
+
+    def __init__(self, hidden_size, out_size, nslots, dropout, res):
+        super().__init__()
+        self.query = nn.Linear(hidden_size, hidden_size)  # the official projector_pred
+        self.blocks = nn.ModuleList(ResidualBlock(2 * hidden_size, dropout) for _ in range(res))
+        self.fc = nn.Linear(2 * hidden_size, out_size)
+        self.norm = nn.BatchNorm1d(out_size)
+        self.nslots, self.dropout = nslots, dropout
+
+    def initial_state(self, batch: int) -> torch.Tensor:
+        return self.fc.weight.new_zeros(batch, self.nslots, self.query.in_features)
+
+    def forward(self, h: torch.Tensor, memory: torch.Tensor, memory_gate_next: torch.Tensor):
+        """h [T, B, H] (last reading layer), memory [B, S, H], gates [T, B, S] -> output [T*B, E], memory."""
+        steps, slots, train = h.size(0), self.nslots, self.training
+        query = _dropout(self.query(_dropout(h, self.dropout, train)), self.dropout, train)
+        # past[k] [T, B, H]: the state of step t-1-k for every t (from the carried memory for the first ones).
+        history = torch.cat([memory.transpose(0, 1).flip(0), h])  # [S + T, B, H], oldest first
+        past = [history[slots - 1 - k : slots - 1 - k + steps] for k in range(slots)]
+        scale = 1.0 / math.sqrt(h.size(-1))
+        logits = torch.stack([(p * query).sum(-1) for p in past], dim=-1) * scale  # [T, B, S]
+        weights = masked_softmax(logits, memory_gate_next)
+        read = sum(weights[..., k : k + 1] * p for k, p in enumerate(past))
+        x = torch.cat([h, read], dim=-1).view(steps * h.size(1), -1)
+        for block in self.blocks:
+            x = block(x)
+        out = torch.tanh(self.norm(self.fc(_dropout(x, self.dropout, train))))
+        new_memory = history[-slots:].flip(0).transpose(0, 1)
+        return out, new_memory
+
+
+class PRPNState(NamedTuple):
+    reader: list  # Memory per reading layer
+    parser: ParserState
+    predictor: torch.Tensor  # [B, S, H]
+
+
+class PRPNOutput(NamedTuple):
+    output: torch.Tensor  # [T, B, E]: the decoder's input (after dropout)
+    state: PRPNState
+    last_layer: torch.Tensor  # [T, B, E]: the same before dropout
+    distances: torch.Tensor  # [1, T, B]: the parsing network's gate d_t, the syntactic distance
+
+
+class PRPNLanguageModel(nn.Module):
+    """The PRPN language model: embedding, parsing network, reading layers, predict network, decoder.
+
+    Args (official names in brackets): vocab_size [ntoken], emb_size [ninp], hidden_size [nhid],
+    num_layers [nlayers] reading layers, nslots, nlookback, resolution, dropout (on the first reading layer's
+    input and the decoder's input), idropout (everywhere else), rdropout (one mask per forward on the hidden
+    state each reading layer feeds its cell), tie_weights [tied], hard, res (residual blocks).
+    """
+
+    def __init__(self, vocab_size, emb_size=800, hidden_size=1200, num_layers=2, nslots=15, nlookback=5,
+                 resolution=0.1, dropout=0.7, idropout=0.5, rdropout=0.5, tie_weights=True, hard=True, res=0):
+        super().__init__()
+        if nlookback < 1:
+            raise ValueError("nlookback must be at least 1")
+        self.embedding = nn.Embedding(vocab_size, emb_size)
+        self.parser = ParsingNetwork(emb_size, hidden_size, nslots, nlookback, resolution, idropout, hard)
+        self.readers = nn.ModuleList(
+            ReadingLayer(emb_size if i == 0 else hidden_size, hidden_size, nslots,
+                         dropout if i == 0 else idropout, idropout) for i in range(num_layers))
+        self.predictor = PredictNetwork(hidden_size, emb_size, nslots, idropout, res)
+        self.decoder = nn.Linear(emb_size, vocab_size)
+        nn.init.uniform_(self.embedding.weight, -0.01, 0.01)
+        nn.init.zeros_(self.decoder.bias)
+        if tie_weights:
+            self.decoder.weight = self.embedding.weight
+        else:
+            nn.init.uniform_(self.decoder.weight, -0.01, 0.01)
+        self.hidden_size, self.dropout, self.rdropout = hidden_size, dropout, rdropout
+
+    @classmethod
+    def from_config(cls, config, vocab_size: int) -> PRPNLanguageModel:
+        """Build from a `treenets.config.PRPNConfig`."""
+        return cls(vocab_size, **config.model_dump(exclude={"name"}))
+
+    num_layers = 1  # rows of distances: the parsing network's gate
+    default_parse_layer = 0
+
+    def initial_state(self, batch_size: int) -> PRPNState:
+        return PRPNState([r.initial_state(batch_size) for r in self.readers],
+                         self.parser.initial_state(batch_size), self.predictor.initial_state(batch_size))
+
+    def forward(self, tokens: torch.Tensor, state: PRPNState | None = None) -> PRPNOutput:
+        """Run `tokens` [T, B] from `state` (the initial state if None)."""
+        state = state if state is not None else self.initial_state(tokens.size(1))
+        emb = self.embedding(tokens)
+        memory_gate, memory_gate_next, gate, parser_state = self.parser(emb, state.parser)
+        rmask = _dropout(emb.new_ones(len(self.readers), self.hidden_size), self.rdropout, self.training)
+        h, memories = emb, []
+        for reader, memory, mask in zip(self.readers, state.reader, rmask):
+            h, memory = reader(h, memory, memory_gate, mask)
+            memories.append(memory)
+        out, predictor_state = self.predictor(h, state.predictor, memory_gate_next)
+        out = out.view(tokens.size(0), tokens.size(1), -1)
+        dropped = _dropout(out, self.dropout, self.training)
+        return PRPNOutput(dropped, PRPNState(memories, parser_state, predictor_state), out,
+                          gate.t().unsqueeze(0))

@@ -1,0 +1,187 @@
+"""Tree-LSTMs (Tai, Socher & Manning, ACL 2015), run over a batch of trees level by level.
+
+Child-Sum Tree-LSTM (section 3.1), for trees whose children are unordered (dependency trees)::
+
+    h~_j  = sum_{k in C(j)} h_k
+    i_j   = s(W_i x_j + U_i h~_j + b_i),   o_j = s(W_o x_j + U_o h~_j + b_o),   u_j = tanh(W_u x_j + U_u h~_j + b_u)
+    f_jk  = s(W_f x_j + U_f h_k + b_f)                                   one forget gate per child
+    c_j   = i_j * u_j + sum_k f_jk * c_k,   h_j = o_j * tanh(c_j)
+
+N-ary Tree-LSTM (section 3.2), for trees with at most N ordered children (binary constituency trees)::
+
+    i_j   = s(W_i x_j + sum_l U_i^l h_jl + b_i)        (o_j, u_j alike)
+    f_jk  = s(W_f x_j + sum_l U_f^kl h_jl + b_f)       a forget gate per child, each reading all children
+    c_j   = i_j * u_j + sum_l f_jl * c_jl,   h_j = o_j * tanh(c_j)
+
+x_j is the word of node j; nodes without a word (phrases) have x_j = 0. Missing children are zero states.
+
+Speed: the official implementations visit one node at a time. Here a batch of trees is one node array and
+every step of the loop computes all the nodes of one height (all whose children are done, across all trees)
+with batched matrix products and index sums; the input projections of all nodes are computed at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from treenets.errors import TreenetsError
+from treenets.trees.parents import ParentTree
+
+
+@dataclass
+class Level:
+    nodes: torch.Tensor  # [n] the nodes of this height (indices into the batch's node array)
+    child: torch.Tensor  # [e] child node of each edge into these nodes
+    slot: torch.Tensor  # [e] which of `nodes` the edge goes into (its position in `nodes`)
+    order: torch.Tensor  # [e] the child's position among its siblings (0-based, sentence order)
+
+
+@dataclass
+class TreeBatch:
+    """Trees flattened into one node array (tree after tree) and scheduled by height."""
+
+    num_nodes: int
+    offsets: list[int]  # first node of each tree
+    roots: torch.Tensor  # [trees] root node of each tree
+    word_nodes: torch.Tensor  # [w] the nodes that carry a word (dependency: all; constituency: the leaves)
+    levels: list[Level]
+    max_children: int
+
+    @classmethod
+    def build(cls, trees: list[ParentTree], device=None) -> TreeBatch:
+        offsets, total = [], 0
+        for tree in trees:
+            offsets.append(total)
+            total += tree.size
+        by_height: dict[int, list[tuple[int, int]]] = {}  # height -> (tree, node) pairs
+        word_nodes, roots, max_children = [], [], 0
+        for t, (tree, offset) in enumerate(zip(trees, offsets)):
+            roots.append(offset + tree.root)
+            word_nodes.extend(offset + i for i in range(len(tree.words)))
+            for node in range(tree.size):
+                by_height.setdefault(tree.height[node], []).append((t, node))
+                max_children = max(max_children, len(tree.children[node]))
+        levels = []
+        for height in sorted(by_height):
+            nodes, child, slot, order = [], [], [], []
+            for position, (t, node) in enumerate(by_height[height]):
+                nodes.append(offsets[t] + node)
+                for k, kid in enumerate(trees[t].children[node]):
+                    child.append(offsets[t] + kid)
+                    slot.append(position)
+                    order.append(k)
+            levels.append(Level(*(torch.tensor(x, dtype=torch.long, device=device)
+                                  for x in (nodes, child, slot, order))))
+        return cls(total, offsets, torch.tensor(roots, dtype=torch.long, device=device),
+                   torch.tensor(word_nodes, dtype=torch.long, device=device), levels, max_children)
+
+    def node_inputs(self, embedded_words: torch.Tensor) -> torch.Tensor:
+        """`[num_nodes, dim]` inputs: the embedded words at their nodes, zeros at phrases."""
+        x = embedded_words.new_zeros(self.num_nodes, embedded_words.size(-1))
+        return x.index_copy(0, self.word_nodes, embedded_words)
+
+
+class ChildSumTreeLSTM(nn.Module):
+    """Child-Sum Tree-LSTM; parameter names follow the official PyTorch port (ioux, iouh, fx, fh)."""
+
+    def __init__(self, in_dim: int, mem_dim: int):
+        super().__init__()
+        self.ioux = nn.Linear(in_dim, 3 * mem_dim)  # W_i, W_o, W_u (rows in that order)
+        self.iouh = nn.Linear(mem_dim, 3 * mem_dim)  # U_i, U_o, U_u
+        self.fx = nn.Linear(in_dim, mem_dim)  # W_f
+        self.fh = nn.Linear(mem_dim, mem_dim)  # U_f
+        self.mem_dim = mem_dim
+
+    def forward(self, batch: TreeBatch, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """inputs [num_nodes, in_dim] -> (h, c) of every node, each [num_nodes, mem_dim]."""
+        iou_x, f_x = self.ioux(inputs), self.fx(inputs)  # every node's input projections at once
+        h = inputs.new_zeros(batch.num_nodes, self.mem_dim)
+        c = inputs.new_zeros(batch.num_nodes, self.mem_dim)
+        for level in batch.levels:
+            n = level.nodes.numel()
+            child_h, child_c = h[level.child], c[level.child]
+            h_sum = child_h.new_zeros(n, self.mem_dim).index_add(0, level.slot, child_h)
+            f = torch.sigmoid(f_x[level.nodes[level.slot]] + self.fh(child_h))  # one forget gate per child
+            fc = child_c.new_zeros(n, self.mem_dim).index_add(0, level.slot, f * child_c)
+            i, o, u = (iou_x[level.nodes] + self.iouh(h_sum)).chunk(3, dim=1)
+            c_level = torch.sigmoid(i) * torch.tanh(u) + fc
+            h_level = torch.sigmoid(o) * torch.tanh(c_level)
+            h = h.index_copy(0, level.nodes, h_level)
+            c = c.index_copy(0, level.nodes, c_level)
+        return h, c
+
+
+class NaryTreeLSTM(nn.Module):
+    """N-ary Tree-LSTM over trees with at most `n_ary` ordered children per node (binary: `n_ary=2`)."""
+
+    def __init__(self, in_dim: int, mem_dim: int, n_ary: int = 2):
+        super().__init__()
+        self.iou_x = nn.Linear(in_dim, 3 * mem_dim)  # W_i, W_o, W_u
+        self.f_x = nn.Linear(in_dim, mem_dim, bias=False)  # W_f (b_f is in `children`)
+        # [h_1 ... h_N] -> U_i, U_o, U_u (summed over children) and U_f^{kl} for each of the N forget gates
+        self.children_proj = nn.Linear(n_ary * mem_dim, (3 + n_ary) * mem_dim)
+        self.mem_dim, self.n_ary = mem_dim, n_ary
+
+    def forward(self, batch: TreeBatch, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """inputs [num_nodes, in_dim] -> (h, c) of every node, each [num_nodes, mem_dim]."""
+        if batch.max_children > self.n_ary:
+            raise TreenetsError(f"a node has {batch.max_children} children; this {self.n_ary}-ary Tree-LSTM takes "
+                                f"at most {self.n_ary} (binarize the trees)")
+        mem, n_ary = self.mem_dim, self.n_ary
+        iou_x, f_x = self.iou_x(inputs), self.f_x(inputs)
+        h = inputs.new_zeros(batch.num_nodes, mem)
+        c = inputs.new_zeros(batch.num_nodes, mem)
+        for level in batch.levels:
+            n = level.nodes.numel()
+            # Children in their positions; absent ones stay zero.
+            kids_h = h.new_zeros(n, n_ary, mem).index_put((level.slot, level.order), h[level.child])
+            kids_c = c.new_zeros(n, n_ary, mem).index_put((level.slot, level.order), c[level.child])
+            gates = self.children_proj(kids_h.view(n, n_ary * mem))
+            i, o, u = (iou_x[level.nodes] + gates[:, : 3 * mem]).chunk(3, dim=1)
+            f = torch.sigmoid(f_x[level.nodes].unsqueeze(1) + gates[:, 3 * mem :].view(n, n_ary, mem))
+            c_level = torch.sigmoid(i) * torch.tanh(u) + (f * kids_c).sum(1)
+            h_level = torch.sigmoid(o) * torch.tanh(c_level)
+            h = h.index_copy(0, level.nodes, h_level)
+            c = c.index_copy(0, level.nodes, c_level)
+        return h, c
+
+
+class SequenceLSTM(nn.Module):
+    """The sequential baselines of the paper: an LSTM (or BiLSTM) over the words; a sentence's vector is the
+    last state (BiLSTM: the forward last and backward first states, concatenated)."""
+
+    def __init__(self, in_dim: int, mem_dim: int, bidirectional: bool = False, layers: int = 1):
+        super().__init__()
+        self.lstm = nn.LSTM(in_dim, mem_dim, num_layers=layers, bidirectional=bidirectional)
+        self.mem_dim, self.bidirectional = mem_dim, bidirectional
+
+    @property
+    def out_dim(self) -> int:
+        return self.mem_dim * (2 if self.bidirectional else 1)
+
+    def forward(self, embedded: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """embedded [T, B, in] (right-padded), lengths [B] -> (h, c) sentence vectors [B, out_dim]."""
+        packed = nn.utils.rnn.pack_padded_sequence(embedded, lengths.cpu(), enforce_sorted=False)
+        _, (h, c) = self.lstm(packed)
+        if self.bidirectional:
+            return torch.cat([h[-2], h[-1]], dim=-1), torch.cat([c[-2], c[-1]], dim=-1)
+        return h[-1], c[-1]
+
+
+class SimilarityHead(nn.Module):
+    """The distance-and-angle head for relatedness (section 4.2): from two sentence vectors,
+    `p = softmax(W_p sigmoid(W_x (h_L * h_R) + W_+ |h_L - h_R| + b_h) + b_p)` over the scores 1..K.
+    Parameter names follow the official port (wh, wp)."""
+
+    def __init__(self, mem_dim: int, hidden_dim: int, num_classes: int = 5):
+        super().__init__()
+        self.wh = nn.Linear(2 * mem_dim, hidden_dim)
+        self.wp = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities [B, num_classes]."""
+        features = torch.cat([left * right, (left - right).abs()], dim=1)
+        return torch.log_softmax(self.wp(torch.sigmoid(self.wh(features))), dim=1)

@@ -1,0 +1,193 @@
+"""Trees as parent pointers, the form Tree-LSTMs read: SICK's `*.parents` (dependency) and `*.cparents`
+(constituency) lines, and bracketed sentiment trees (SST).
+
+A `ParentTree` has nodes 0..n-1 with `parents[i]` the parent of node i (-1 for the root). Dependency trees
+have one node per word (node i = word i). Constituency trees have the words as leaves 0..w-1 and the phrases
+after them. Every check names what is wrong: cycles, several or no roots, parents out of range, a line of
+the wrong length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from treenets.errors import TreenetsError
+
+
+@dataclass(frozen=True)
+class ParentTree:
+    parents: tuple[int, ...]  # parent of each node, -1 for the root
+    words: tuple[str, ...] = ()  # the words; word i is node i
+    labels: tuple[int, ...] | None = None  # a label per node (sentiment), -1 where there is none
+    children: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    height: tuple[int, ...] = field(init=False, repr=False, compare=False)  # 0 for leaves
+
+    def __post_init__(self):
+        n = len(self.parents)
+        kids: list[list[int]] = [[] for _ in range(n)]
+        for node, parent in enumerate(self.parents):
+            if parent >= 0:
+                kids[parent].append(node)
+        heights, first = [0] * n, list(range(n))
+        for node in _bottom_up(self.parents, kids):
+            # Children in sentence order (by their first word), which N-ary cells depend on.
+            kids[node].sort(key=lambda k: first[k])
+            if kids[node]:
+                first[node] = min(node, first[kids[node][0]]) if node < len(self.words) else first[kids[node][0]]
+            heights[node] = 1 + max((heights[k] for k in kids[node]), default=-1)
+        object.__setattr__(self, "children", tuple(tuple(k) for k in kids))
+        object.__setattr__(self, "height", tuple(heights))
+
+    @property
+    def size(self) -> int:
+        return len(self.parents)
+
+    @property
+    def root(self) -> int:
+        return self.parents.index(-1)
+
+
+def _bottom_up(parents, kids) -> list[int]:
+    """Nodes children-first (post-order from the root)."""
+    order, stack = [], [parents.index(-1)]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(kids[node])
+    return order[::-1]
+
+
+def check_parents(parents: list[int], where: str) -> None:
+    """Exactly one root, parents in range, no cycle; raises naming `where`."""
+    n = len(parents)
+    roots = [i for i, p in enumerate(parents) if p == -1]
+    if len(roots) != 1:
+        raise TreenetsError(f"{where}: {len(roots)} roots (nodes {[r + 1 for r in roots][:5]}); expected exactly one")
+    for i, p in enumerate(parents):
+        if not -1 <= p < n or p == i:
+            raise TreenetsError(f"{where}: node {i + 1} has parent {p + 1}, expected 0 (root) or 1..{n}, "
+                                "not itself")
+    state = [0] * n  # 0 unseen, 1 on the current path, 2 reaches the root
+    for start in range(n):
+        path, node = [], start
+        while node != -1 and state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = parents[node]
+        if node != -1 and state[node] == 1:
+            raise TreenetsError(f"{where}: cycle through node {node + 1}")
+        for visited in path:
+            state[visited] = 2
+
+
+def parse_parents(line: str, words: list[str], where: str, constituency: bool = False) -> ParentTree:
+    """A tree from a line of 1-based parent indices (0 = root).
+
+    Args:
+        line: e.g. `"2 0 2"`.
+        words: the sentence's tokens.
+        where: `file:line` for messages.
+        constituency: `cparents` form (the words are the first nodes, phrases follow); else one node per word.
+
+    Raises:
+        TreenetsError: for non-integers, a wrong number of entries, several roots, or a cycle.
+    """
+    try:
+        parents = [int(x) - 1 for x in line.split()]
+    except ValueError:
+        raise TreenetsError(f"{where}: expected integers (1-based parents, 0 = root), got {line[:40]!r}") from None
+    if constituency:
+        if len(parents) < len(words):
+            raise TreenetsError(f"{where}: {len(parents)} parents for {len(words)} words; a constituency tree "
+                                "lists every word, then its phrases")
+    elif len(parents) != len(words):
+        raise TreenetsError(f"{where}: {len(parents)} parents for {len(words)} words; expected one per word")
+    check_parents(parents, where)
+    if constituency and any(parents[i] < len(words) and parents[i] != -1 for i in range(len(parents))):
+        raise TreenetsError(f"{where}: a word is the parent of another node; in a constituency tree only "
+                            "phrases (nodes after the words) have children")
+    return ParentTree(tuple(parents), tuple(words))
+
+
+def parse_bracketed(text: str, where: str, require_labels: bool = True) -> ParentTree:
+    """A labelled tree from `(3 (2 It) (4 (4 works) (2 .)))`: each node `(label child ...)`, words at leaves.
+
+    Words become nodes 0..w-1 in order, phrases follow in post-order; every node keeps its label. With
+    `require_labels=False` a label may be any token (`(S (NP It) (VP works))`) and is kept as -1.
+    """
+    tokens = text.replace("(", " ( ").replace(")", " ) ").split()
+    pos = 0
+    words: list[str] = []
+    phrases: list[tuple[int, list]] = []  # (label, children as ("w", i) or ("p", j))
+
+    def node():
+        nonlocal pos
+        if pos >= len(tokens) or tokens[pos] != "(":
+            raise TreenetsError(f"{where}: expected '(' at token {pos + 1}")
+        pos += 1
+        if pos >= len(tokens):
+            raise TreenetsError(f"{where}: unexpected end after '('")
+        try:
+            label = int(tokens[pos])
+        except ValueError:
+            if require_labels:
+                raise TreenetsError(f"{where}: label {tokens[pos]!r} is not an integer") from None
+            label = -1
+        pos += 1
+        kids = []
+        while pos < len(tokens) and tokens[pos] != ")":
+            if tokens[pos] == "(":
+                kids.append(node())
+            else:
+                words.append(tokens[pos])
+                kids.append(("w", len(words) - 1, label))
+                pos += 1
+        if pos >= len(tokens):
+            raise TreenetsError(f"{where}: unbalanced brackets (a ')' is missing)")
+        pos += 1
+        if not kids:
+            raise TreenetsError(f"{where}: empty node with label {label}")
+        if len(kids) == 1 and kids[0][0] == "w":  # a preterminal: the word node carries the label
+            return ("w", kids[0][1], label)
+        phrases.append((label, kids))
+        return ("p", len(phrases) - 1, label)
+
+    top = node()
+    if pos != len(tokens):
+        raise TreenetsError(f"{where}: text after the tree ends")
+    n_words = len(words)
+    parents = [-1] * (n_words + len(phrases))
+    labels = [-1] * len(parents)
+
+    def index(ref):
+        return ref[1] if ref[0] == "w" else n_words + ref[1]
+
+    for j, (label, kids) in enumerate(phrases):
+        labels[n_words + j] = label
+        for kid in kids:
+            parents[index(kid)] = n_words + j
+            labels[index(kid)] = kid[2]
+    labels[index(top)] = top[2]
+    return ParentTree(tuple(parents), tuple(words), tuple(labels))
+
+
+def binarize(tree: ParentTree) -> ParentTree:
+    """The same tree with every node of more than two children split right-branching: children
+    `[a, b, c, d]` become `[a, x1]`, `x1 -> [b, x2]`, `x2 -> [c, d]`; new nodes come last, unlabelled (-1)."""
+    parents = list(tree.parents)
+    labels = list(tree.labels) if tree.labels is not None else None
+    for node in range(tree.size):
+        kids = tree.children[node]
+        if len(kids) <= 2:
+            continue
+        owner = node
+        for kid in kids[1:-1]:
+            parents.append(owner)
+            if labels is not None:
+                labels.append(-1)
+            owner = len(parents) - 1
+            parents[kid] = owner
+        parents[kids[-1]] = owner
+    if len(parents) == tree.size:
+        return tree
+    return ParentTree(tuple(parents), tree.words, tuple(labels) if labels is not None else None)

@@ -1,0 +1,132 @@
+"""PRPN: gate computations by hand, the golden fixture and other official configurations, training."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from treenets.cli import main
+from treenets.convert import prpn_lm_from_official
+from treenets.golden import check_golden
+from treenets.nn.prpn import LayerNorm, PRPNLanguageModel, masked_softmax, memory_gates
+
+
+def sig(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def test_soft_memory_gates_by_hand():
+    # d = [.5, .45, .6], S = 3, nothing before the first word (+inf).
+    gates = torch.tensor([[0.5, 0.45, 0.6]], dtype=torch.float64)
+    previous = torch.full((1, 3), math.inf, dtype=torch.float64)
+    a = memory_gates(gates, gates, previous, resolution=0.1, hard=False)[:, 0]  # [T, S]
+    # f(x) = sigmoid(10 x / 0.1 + 5); t = 1 compares .45 with [.45, .5, none]: [s(5), s(0), 0] -> cumprod
+    assert a[1].tolist() == pytest.approx([sig(5), sig(5) * 0.5, 0.0])
+    # t = 2 compares .6 with [.6, .45, .5]: f = [s(5), s(20), s(15)]
+    assert a[2].tolist() == pytest.approx([sig(5), sig(5) * sig(20), sig(5) * sig(20) * sig(15)])
+    assert a[0].tolist() == pytest.approx([sig(5), 0.0, 0.0])
+
+
+def test_hard_memory_gates_by_hand():
+    gates = torch.tensor([[0.5, 0.45, 0.6]])
+    query = torch.tensor([[0.52, 0.3, 0.9]])  # a next-step gate
+    previous = torch.tensor([[math.inf, math.inf, 0.55]])  # one gate before the segment
+    a = memory_gates(query, gates, previous, resolution=0.1, hard=True)[:, 0]
+    # f(x) = (hardtanh(20 x + 1) + 1) / 2: x >= 0 -> 1, x <= -0.1 -> 0, linear in between.
+    # t = 0: .52 against [.5, .55, inf]: f = [1, (hardtanh(-.6 + 1) + 1) / 2 = .7, 0] -> cumprod [1, .7, 0]
+    assert a[0].tolist() == pytest.approx([1.0, 0.7, 0.0])
+    # t = 1: .3 against [.45, .5, .55]: f(-.15) = 0 -> all 0
+    assert a[1].tolist() == pytest.approx([0.0, 0.0, 0.0])
+    # t = 2: .9 against [.6, .45, .5]: all 1
+    assert a[2].tolist() == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_masked_softmax_and_layer_norm():
+    p = masked_softmax(torch.tensor([[1.0, 2.0, 3.0]]), torch.tensor([[1.0, 0.0, 1.0]]))
+    e1, e3 = math.exp(1 - 3), 1.0
+    assert p[0].tolist() == pytest.approx([e1 / (e1 + e3 + 1e-8), 0.0, e3 / (e1 + e3 + 1e-8)])
+    assert masked_softmax(torch.tensor([[1.0, 2.0]]), torch.zeros(1, 2)).tolist() == [[0.0, 0.0]]
+    x = torch.tensor([[1.0, 2.0, 3.0, 6.0]])
+    std = torch.tensor([1.0, 2.0, 3.0, 6.0]).std().item()  # unbiased, as the official code
+    assert LayerNorm(4)(x)[0].tolist() == pytest.approx([(v - 3.0) / (std + 1e-6) for v in [1, 2, 3, 6]])
+
+
+def test_official_prpn_fixture_passes(golden_root, capsys):
+    assert main(["check-golden", str(golden_root / "prpn-lm")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "PASS 3/3"
+
+
+def _official_keys(model: PRPNLanguageModel, nlayers: int, res: int) -> dict:
+    """Our weights under the official names (the inverse of `treenets.convert`)."""
+    mapping = {"embedding": "encoder", "parser.conv": "parser.gate.1", "parser.norm": "parser.gate.2",
+               "parser.out": "parser.gate.5", "predictor.query": "predictor.projector_pred.1",
+               "predictor.fc": "predictor.ffd.1", "predictor.norm": "predictor.ffd.2"}
+    for j in range(nlayers):
+        for ours, official in (("ih_norm", "memory_rnn.ih.1"), ("hh_norm", "memory_rnn.hh.1"),
+                               ("ih", "memory_rnn.ih.0"), ("hh", "memory_rnn.hh.0"), ("c_norm", "memory_rnn.c_norm"),
+                               ("query", "projector_summ.1")):
+            mapping[f"readers.{j}.{ours}"] = f"reader.{j}.{official}"
+    for k in range(res):
+        for ours, official in (("fc1", "0"), ("bn1", "1"), ("fc2", "4"), ("bn2", "5")):
+            mapping[f"predictor.blocks.{k}.{ours}"] = f"predictor.res.res.{k}.{official}"
+    result = {}
+    for name, tensor in model.state_dict().items():
+        prefix, leaf = name.rsplit(".", 1)
+        result[f"{mapping.get(prefix, prefix)}.{leaf}"] = tensor.numpy().copy()
+    return result
+
+
+@pytest.mark.parametrize("nlayers,nslots,nlookback,hard,res,tied", [
+    (1, 1, 1, True, 0, True), (2, 4, 3, False, 2, False), (3, 2, 2, True, 1, True)])
+def test_other_official_configurations(tmp_path, nlayers, nslots, nlookback, hard, res, tied):
+    """A fixture for another configuration; its outputs come from running the model one step at a time
+    (state carried), so the all-steps-at-once parsing and predict networks are checked against the step
+    semantics, and the fixture machinery against another layout."""
+    torch.manual_seed(0)
+    args = dict(ntoken=31, ninp=8, nhid=10, nlayers=nlayers, nslots=nslots, nlookback=nlookback,
+                resolution=0.1, dropout=0.3, idropout=0.2, rdropout=0.1, tie_weights=tied, hard=hard, res=res)
+    source = PRPNLanguageModel(31, 8, 10, nlayers, nslots, nlookback, 0.1, 0.3, 0.2, 0.1, tied, hard, res)
+    with torch.no_grad():
+        for module in source.modules():  # non-trivial running statistics
+            if isinstance(module, torch.nn.BatchNorm1d):
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 2.0)
+    params = _official_keys(source, nlayers, res)
+    model = prpn_lm_from_official(params, **args)
+    tokens = torch.randint(0, 31, (7, 3))
+    with torch.no_grad():
+        state, logits, gates = None, [], []
+        for t in range(7):
+            out = model(tokens[t : t + 1], state)
+            state = out.state
+            logits.append(model.decoder(out.output))
+            gates.append(out.distances[0].t())
+        logits2 = model.decoder(model(tokens[:3], state).output)
+    folder = tmp_path / "fixture"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"kind": "prpn-lm", **args}))
+    np.savez(folder / "params.npz", **params)
+    np.savez(folder / "inputs.npz", tokens=tokens.numpy(), tokens2=tokens[:3].numpy())
+    np.savez(folder / "outputs.npz", logits=torch.cat(logits).numpy(), gates=torch.cat(gates, dim=1).numpy(),
+             logits2=logits2.numpy())
+    results = check_golden(folder)
+    assert [c.name for c in results] == ["logits", "gates", "logits2"]
+    assert all(c.ok for c in results), results
+
+
+def test_training_mode_backward_and_dropout():
+    torch.manual_seed(0)
+    model = PRPNLanguageModel(20, 8, 10, 2, nslots=3, nlookback=2, dropout=0.3, idropout=0.2, rdropout=0.2, res=1)
+    tokens = torch.randint(0, 20, (6, 4))
+    out = model(tokens)
+    model.decoder(out.output).sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    assert not torch.equal(model(tokens).output, model(tokens).output)  # dropout on
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens).output, model(tokens).output)
+        assert torch.all((model(tokens).distances >= 0) & (model(tokens).distances <= 1))
