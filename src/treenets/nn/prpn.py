@@ -48,7 +48,8 @@ class LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        return self.gamma * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.beta
+        std, mean = torch.std_mean(x, -1, keepdim=True)
+        return torch.addcdiv(self.beta, self.gamma * (x - mean), std + self.eps)
 
 
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -58,7 +59,22 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def _dropout(x, p, training):
-    return F.dropout(x, p, training) if p else x
+    """Dropout (kept units scaled by 1 / (1 - p)); masks from `rand`, about twice as fast as `bernoulli_`."""
+    if not training or not p:
+        return x
+    return x * ((torch.rand_like(x) >= p).to(x.dtype) / (1.0 - p))
+
+
+def _step_masks(p: float, training: bool, steps: int, shape, like: torch.Tensor):
+    """Independent dropout masks for every step, drawn at once (scaled by 1 / (1 - p)), or None."""
+    if not training or not p:
+        return [None] * steps
+    masks = (torch.rand(steps, *shape, device=like.device) >= p).to(like.dtype) / (1.0 - p)
+    return masks.unbind(0)
+
+
+def _apply(x, mask):
+    return x if mask is None else x * mask
 
 
 def memory_gates(query: torch.Tensor, gates: torch.Tensor, previous: torch.Tensor, resolution: float,
@@ -143,28 +159,31 @@ class ReadingLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: Memory, memory_gate: torch.Tensor, rmask: torch.Tensor):
         """x [T, B, I], memory gates [T, B, S], rmask [H] -> outputs [T, B, H], memory."""
-        train, size = self.training, self.input_size
+        train, size, steps, batch = self.training, self.input_size, x.size(0), x.size(1)
         # Everything that depends on x alone, for all steps at once (dropout masks as the official per step).
         query_x = F.linear(_dropout(x, self.idropout, train), self.query.weight[:, :size], self.query.bias)
         gates_x = self.ih_norm(self.ih(_dropout(x, self.dropout, train)))
         query_h_weight = self.query.weight[:, size:]
+        h_masks = _step_masks(self.idropout, train, steps, (batch, self.hidden_size), x)
+        query_masks = _step_masks(self.idropout, train, steps, (batch, self.hidden_size), x)
         scale = 1.0 / math.sqrt(self.hidden_size)
-        mem_h, mem_c = memory
+        # The memory as lists of the last S states, most recent first: indexing a stacked tensor step after
+        # step would make autograd fill and add full-size gradients at every step.
+        mem_h, mem_c = list(memory.h.unbind(1)), list(memory.c.unbind(1))
         outputs = []
-        for t in range(x.size(0)):
-            query = query_x[t] + F.linear(_dropout(mem_h[:, 0], self.idropout, train), query_h_weight)
-            query = _dropout(query, self.idropout, train)
-            weights = masked_softmax(torch.bmm(mem_h, query.unsqueeze(-1)).squeeze(-1) * scale, memory_gate[t])
-            read_h = torch.bmm(weights.unsqueeze(1), mem_h).squeeze(1)
-            read_c = torch.bmm(weights.unsqueeze(1), mem_c).squeeze(1)
-            gates = gates_x[t] + self.hh_norm(self.hh(read_h * rmask))
-            i, f, g, o = gates.chunk(4, dim=1)
+        steps_in = zip(query_x.unbind(0), gates_x.unbind(0), memory_gate.unbind(0), h_masks, query_masks)
+        for query_x_t, gates_x_t, gate_t, h_mask, query_mask in steps_in:
+            query = _apply(query_x_t + F.linear(_apply(mem_h[0], h_mask), query_h_weight), query_mask)
+            stacked_h, stacked_c = torch.stack(mem_h, 1), torch.stack(mem_c, 1)  # [B, S, H]
+            weights = masked_softmax(torch.bmm(stacked_h, query.unsqueeze(-1)).squeeze(-1) * scale, gate_t)
+            read_h = torch.bmm(weights.unsqueeze(1), stacked_h).squeeze(1)
+            read_c = torch.bmm(weights.unsqueeze(1), stacked_c).squeeze(1)
+            i, f, g, o = (gates_x_t + self.hh_norm(self.hh(read_h * rmask))).chunk(4, dim=1)
             c = torch.sigmoid(f) * read_c + torch.sigmoid(i) * torch.tanh(g)
             h = torch.sigmoid(o) * torch.tanh(self.c_norm(c))
-            mem_h = torch.cat([h.unsqueeze(1), mem_h[:, :-1]], dim=1)
-            mem_c = torch.cat([c.unsqueeze(1), mem_c[:, :-1]], dim=1)
+            mem_h, mem_c = [h] + mem_h[:-1], [c] + mem_c[:-1]
             outputs.append(h)
-        return torch.stack(outputs), Memory(mem_h, mem_c)
+        return torch.stack(outputs), Memory(torch.stack(mem_h, 1), torch.stack(mem_c, 1))
 
 
 class ResidualBlock(nn.Module):
