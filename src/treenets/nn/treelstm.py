@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -52,31 +53,35 @@ class TreeBatch:
 
     @classmethod
     def build(cls, trees: list[ParentTree], device=None) -> TreeBatch:
-        offsets, total = [], 0
-        for tree in trees:
-            offsets.append(total)
-            total += tree.size
-        by_height: dict[int, list[tuple[int, int]]] = {}  # height -> (tree, node) pairs
-        word_nodes, roots, max_children = [], [], 0
-        for t, (tree, offset) in enumerate(zip(trees, offsets)):
-            roots.append(offset + tree.root)
-            word_nodes.extend(offset + i for i in range(len(tree.words)))
-            for node in range(tree.size):
-                by_height.setdefault(tree.height[node], []).append((t, node))
-                max_children = max(max_children, len(tree.children[node]))
+        sizes = np.array([t.size for t in trees])
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        shift = np.repeat(offsets, sizes)
+        local_parent = np.concatenate([t.parents for t in trees])
+        parent = np.where(local_parent >= 0, local_parent + shift, -1)
+        height = np.concatenate([t.height for t in trees])
+        sibling = np.concatenate([t.sibling for t in trees])
+        # Nodes grouped by height (stable: tree order within a level); each node's position in its level.
+        nodes = np.argsort(height, kind="stable")
+        starts = np.searchsorted(height[nodes], np.arange(height.max() + 2))
+        position = np.empty_like(nodes)
+        position[nodes] = np.arange(len(nodes)) - starts[height[nodes]]
+        # Edges grouped by the height of their parent.
+        child = np.nonzero(parent >= 0)[0]
+        child = child[np.argsort(height[parent[child]], kind="stable")]
+        edge_starts = np.searchsorted(height[parent[child]], np.arange(height.max() + 2))
+
+        def tensor(x):
+            return torch.from_numpy(np.ascontiguousarray(x)).to(device)
+
         levels = []
-        for height in sorted(by_height):
-            nodes, child, slot, order = [], [], [], []
-            for position, (t, node) in enumerate(by_height[height]):
-                nodes.append(offsets[t] + node)
-                for k, kid in enumerate(trees[t].children[node]):
-                    child.append(offsets[t] + kid)
-                    slot.append(position)
-                    order.append(k)
-            levels.append(Level(*(torch.tensor(x, dtype=torch.long, device=device)
-                                  for x in (nodes, child, slot, order))))
-        return cls(total, offsets, torch.tensor(roots, dtype=torch.long, device=device),
-                   torch.tensor(word_nodes, dtype=torch.long, device=device), levels, max_children)
+        for h in range(height.max() + 1):
+            edges = child[edge_starts[h] : edge_starts[h + 1]]
+            levels.append(Level(tensor(nodes[starts[h] : starts[h + 1]]), tensor(edges),
+                                tensor(position[parent[edges]]), tensor(sibling[edges])))
+        words = np.concatenate([offset + np.arange(len(t.words)) for t, offset in zip(trees, offsets)])
+        roots = offsets + np.array([t.root for t in trees])
+        max_children = max((len(k) for t in trees for k in t.children), default=0)
+        return cls(int(sizes.sum()), offsets.tolist(), tensor(roots), tensor(words), levels, max_children)
 
     def node_inputs(self, embedded_words: torch.Tensor) -> torch.Tensor:
         """`[num_nodes, dim]` inputs: the embedded words at their nodes, zeros at phrases."""
@@ -109,9 +114,16 @@ class ChildSumTreeLSTM(nn.Module):
             i, o, u = (iou_x[level.nodes] + self.iouh(h_sum)).chunk(3, dim=1)
             c_level = torch.sigmoid(i) * torch.tanh(u) + fc
             h_level = torch.sigmoid(o) * torch.tanh(c_level)
-            h = h.index_copy(0, level.nodes, h_level)
-            c = c.index_copy(0, level.nodes, c_level)
+            h, c = _write(h, c, level.nodes, h_level, c_level)
         return h, c
+
+
+def _write(h, c, nodes, h_level, c_level):
+    """The level's states into the node arrays: in place when no graph is recorded, else as new tensors
+    (autograd needs the earlier versions)."""
+    if torch.is_grad_enabled():
+        return h.index_copy(0, nodes, h_level), c.index_copy(0, nodes, c_level)
+    return h.index_copy_(0, nodes, h_level), c.index_copy_(0, nodes, c_level)
 
 
 class NaryTreeLSTM(nn.Module):
@@ -144,8 +156,7 @@ class NaryTreeLSTM(nn.Module):
             f = torch.sigmoid(f_x[level.nodes].unsqueeze(1) + gates[:, 3 * mem :].view(n, n_ary, mem))
             c_level = torch.sigmoid(i) * torch.tanh(u) + (f * kids_c).sum(1)
             h_level = torch.sigmoid(o) * torch.tanh(c_level)
-            h = h.index_copy(0, level.nodes, h_level)
-            c = c.index_copy(0, level.nodes, c_level)
+            h, c = _write(h, c, level.nodes, h_level, c_level)
         return h, c
 
 

@@ -21,6 +21,7 @@ class ParentTree:
     labels: tuple[int, ...] | None = None  # a label per node (sentiment), -1 where there is none
     children: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     height: tuple[int, ...] = field(init=False, repr=False, compare=False)  # 0 for leaves
+    sibling: tuple[int, ...] = field(init=False, repr=False, compare=False)  # position among siblings, root -1
 
     def __post_init__(self):
         n = len(self.parents)
@@ -35,8 +36,13 @@ class ParentTree:
             if kids[node]:
                 first[node] = min(node, first[kids[node][0]]) if node < len(self.words) else first[kids[node][0]]
             heights[node] = 1 + max((heights[k] for k in kids[node]), default=-1)
+        sibling = [-1] * n
+        for node_kids in kids:
+            for position, kid in enumerate(node_kids):
+                sibling[kid] = position
         object.__setattr__(self, "children", tuple(tuple(k) for k in kids))
         object.__setattr__(self, "height", tuple(heights))
+        object.__setattr__(self, "sibling", tuple(sibling))
 
     @property
     def size(self) -> int:
