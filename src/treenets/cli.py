@@ -333,9 +333,10 @@ def _cmd_parse_eval(args) -> int:
 
     path = resolve_treebank(args.treebank, args.data)
     sentences = load_gold(path, wsj10=args.wsj10)
-    rows, results, distances, notes = [], [], {}, []
+    rows, results, distances, notes, figure_layer = [], [], {}, [], None
     for checkpoint in args.checkpoints:
         lm = _load_lm(checkpoint, args.device)
+        figure_layer = figure_layer or str(lm.default_layer + 1)
         num_layers = lm.net.num_layers
         layers = layer_names(args.layer, num_layers, lm.default_layer)
         model_results, model_distances, counts = evaluate_model(lm, checkpoint, sentences, layers, args.split,
@@ -353,7 +354,7 @@ def _cmd_parse_eval(args) -> int:
     for line in notes + multi_run_lines(results):
         print(line)
     if args.output:
-        write_outputs(Path(args.output), sentences, results, distances)
+        write_outputs(Path(args.output), sentences, results, distances, figure_layer)
         summary = [{"model": name, "layer": layer, **values} for name, layer, values in rows]
         (Path(args.output) / "summary.json").write_text(json.dumps(summary, indent=1))
         print(f"outputs: {args.output}")

@@ -187,10 +187,11 @@ def multi_run_lines(results: list[ModelResult]) -> list[str]:
 
 
 def write_outputs(out: Path, sentences: list[GoldSentence], results: list[ModelResult], distances: dict,
-                  figures: int = 5) -> None:
+                  figure_layer: str | None = None, figures: int = 5) -> None:
     """`trees-<model>-layer<L>.txt` (bracketed predicted trees), `sentences.jsonl` (per sentence: words, gold,
     distances and every model/layer's tree and scores), and figures for the first `figures` sentences of
-    3 to 20 words (PNG: predicted beside gold, distances under the words; first model, first layer)."""
+    3 to 20 words (PNG: predicted beside gold, distances under the words; the first model's `figure_layer`,
+    else its first layer)."""
     out.mkdir(parents=True, exist_ok=True)
     tags = {id(r): f"{Path(r.checkpoint).parent.name or 'model'}-{Path(r.checkpoint).stem}-layer{r.layer}"
             for r in results}
@@ -209,7 +210,7 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[ModelR
             fh.write(json.dumps(record) + "\n")
     if not results:
         return
-    first = results[0]
+    first = next((r for r in results if r.layer == figure_layer), results[0])
     first_distances = distances[first.checkpoint]
     drawn = 0
     figure_dir = out / "figures"
