@@ -161,6 +161,9 @@ class SentenceLMConfig(Section):
 
 
 TreeEncoder = Literal["childsum-treelstm", "binary-treelstm", "lstm", "bilstm"]
+# The optimisation of Tai et al. (2015) for both Tree-LSTM tasks.
+TREE_LSTM_OPTIM = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, clip=0.0, nt_asgd=False,
+                              lr_scale_by_length=False)
 
 
 class RelatednessModelConfig(Section):
@@ -188,8 +191,7 @@ class RelatednessConfig(Section):
     task: Literal["relatedness"]
     data: SICKDataConfig = SICKDataConfig()
     model: RelatednessModelConfig = RelatednessModelConfig()
-    optim: OptimConfig = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, clip=0.0, nt_asgd=False,
-                                     lr_scale_by_length=False)
+    optim: OptimConfig = TREE_LSTM_OPTIM
     train: TrainConfig = TrainConfig(epochs=10, log_interval=20, seed=123)
 
     @model_validator(mode="after")
@@ -222,8 +224,7 @@ class SentimentConfig(Section):
     task: Literal["sentiment"]
     data: SSTDataConfig = SSTDataConfig()
     model: SentimentModelConfig = SentimentModelConfig()
-    optim: OptimConfig = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, clip=0.0, nt_asgd=False,
-                                     lr_scale_by_length=False)
+    optim: OptimConfig = TREE_LSTM_OPTIM
     train: TrainConfig = TrainConfig(epochs=10, log_interval=50, seed=123)
 
     @model_validator(mode="after")

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from treenets import data
 from treenets.errors import TreenetsError
 from treenets.nn.onlstm import ONLSTMLanguageModel
 from treenets.nn.prpn import PRPNLanguageModel
+from treenets.tasks.base import Task, evaluating, perplexity
 from treenets.vocab import Vocab
 
 EOS = "<eos>"
@@ -182,25 +182,9 @@ def _unwrap(model):
 
 
 @dataclass
-class LMTask:
-    """Language modelling: data, loss and metric, for the shared training loop (`treenets.train`).
+class LMTask(Task):
+    """Language modelling on a token stream: data, loss and metric for the shared training loop."""
 
-    Args:
-        config: a validated `treenets.config.LMConfig`.
-        vocab: the vocabulary of a checkpoint; None builds it from the training file.
-        root: the data root (None: the `TREENETS_DATA` / default lookup).
-        device: where batches go.
-        rank, world: this process and the number of processes (DistributedDataParallel).
-        splits: which files to read (evaluation needs only one).
-    """
-
-    config: object
-    vocab: Vocab | None = None
-    root: str | None = None
-    device: torch.device = torch.device("cpu")
-    rank: int = 0
-    world: int = 1
-    splits: tuple[str, ...] = ("train", "valid", "test")
     streams: dict = field(default_factory=dict)
 
     name = "lm"
@@ -260,12 +244,8 @@ class LMTask:
             loss = loss + reg.tar * (out.last_layer[1:] - out.last_layer[:-1]).pow(2).mean()
         return loss, xent.item() * batch.size
 
-    @torch.no_grad()
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> dict:
         """Mean cross-entropy over every target of `split` and its perplexity (all processes together)."""
-        net = _unwrap(model)
-        was_training = net.training
-        net.eval()
         size = batch_size or (self.config.data.test_batch_size if split == "test" else self.config.data.eval_batch_size)
         batched = batchify(self.streams[split], size)
         if size % self.world == 0:
@@ -275,20 +255,17 @@ class LMTask:
         stream = BPTTStream(batched.to(self.device), self.config.data.bptt, variable=False, seed=0)
         total = torch.zeros(2, dtype=torch.float64, device=self.device)
         state = None
-        while (window := stream.next_window()) is not None:
-            out = net(window.input, state)
-            state = out.state
-            logits = net.decoder(out.output)
-            total[0] += F.cross_entropy(logits.view(-1, logits.size(-1)), window.target.reshape(-1),
-                                        reduction="sum").double()
-            total[1] += window.size
-            if progress is not None:
-                progress(window.size)
-        if self.world > 1:
-            dist.all_reduce(total)
-        net.train(was_training)
-        loss = (total[0] / total[1]).item()
-        return {"loss": loss, "ppl": math.exp(loss), "tokens": int(total[1].item())}
+        with evaluating(model) as net:
+            while (window := stream.next_window()) is not None:
+                out = net(window.input, state)
+                state = out.state
+                logits = net.decoder(out.output)
+                total[0] += F.cross_entropy(logits.view(-1, logits.size(-1)), window.target.reshape(-1),
+                                            reduction="sum").double()
+                total[1] += window.size
+                if progress is not None:
+                    progress(window.size)
+        return perplexity(total, self.world)
 
     def state_dict(self) -> dict:
         hidden = None if self.hidden is None else flatten_state(detach_state(self.hidden))

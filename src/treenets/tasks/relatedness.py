@@ -19,6 +19,7 @@ from scipy import stats
 from treenets import data
 from treenets.errors import TreenetsError
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
+from treenets.tasks.base import Task, evaluating
 from treenets.tasks.batching import ShuffledBatches
 from treenets.trees.parents import ParentTree, binarize, parse_parents
 from treenets.vocab import Vocab
@@ -167,16 +168,9 @@ class PairBatch:
 
 
 @dataclass
-class RelatednessTask:
+class RelatednessTask(Task):
     """SICK relatedness for the shared training loop (`treenets.train`)."""
 
-    config: object
-    vocab: Vocab | None = None
-    root: str | None = None
-    device: torch.device = torch.device("cpu")
-    rank: int = 0
-    world: int = 1
-    splits: tuple[str, ...] = ("train", "valid", "test")
     pairs: dict = field(default_factory=dict)
 
     name = "relatedness"
@@ -212,9 +206,6 @@ class RelatednessTask:
         right = [torch.tensor(self.vocab.encode(p.right.words)[0]) for p in pairs]
         return PairBatch(pairs, left, right, torch.tensor([p.score for p in pairs]))
 
-    def batches_per_epoch(self) -> int:
-        return len(self.batches)
-
     def next_batch(self) -> PairBatch | None:
         rows = self.batches.next_rows()
         return None if rows is None else self._batch([self.pairs["train"][i] for i in rows])
@@ -229,18 +220,14 @@ class RelatednessTask:
         loss = F.kl_div(log_probs, target, reduction="batchmean")
         return loss, loss.item() * batch.size
 
-    @torch.no_grad()
     def predict(self, model, pairs: list[Pair], batch_size: int = 100) -> np.ndarray:
         """Expected scores `sum_r r p(r)` for the pairs."""
-        net = getattr(model, "module", model)
-        was_training = net.training
-        net.eval()
         scores = []
-        for start in range(0, len(pairs), batch_size):
-            log_probs = self._log_probs(net, self._batch(pairs[start : start + batch_size]))
-            classes = torch.arange(1, log_probs.size(1) + 1, dtype=log_probs.dtype, device=log_probs.device)
-            scores.append((log_probs.exp() @ classes).cpu())
-        net.train(was_training)
+        with evaluating(model) as net:
+            for start in range(0, len(pairs), batch_size):
+                log_probs = self._log_probs(net, self._batch(pairs[start : start + batch_size]))
+                classes = torch.arange(1, log_probs.size(1) + 1, dtype=log_probs.dtype, device=log_probs.device)
+                scores.append((log_probs.exp() @ classes).cpu())
         return torch.cat(scores).numpy()
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> dict:
@@ -250,13 +237,6 @@ class RelatednessTask:
         if progress is not None:
             progress(len(pairs))
         return relatedness_metrics(predicted, gold)
-
-    def state_dict(self) -> dict:
-        return self.batches.state_dict()
-
-    def load_state_dict(self, state: dict, model=None) -> None:
-        self.batches.load_state_dict(state)
-
 
 def relatedness_metrics(predicted: np.ndarray, gold: np.ndarray) -> dict:
     """Pearson's r, Spearman's rho and the mean squared error, with `loss` = MSE for the training loop."""

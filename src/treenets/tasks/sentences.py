@@ -6,15 +6,14 @@ batched with padding, and the loss is averaged over the real tokens only (a mask
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from treenets.errors import TreenetsError
+from treenets.tasks.base import Task, evaluating, perplexity
 from treenets.tasks.batching import ShuffledBatches
 from treenets.tasks.lm import LanguageModel, _unwrap
 from treenets.tasks.parsing import load_gold, resolve_treebank
@@ -66,15 +65,9 @@ def masked_cross_entropy(model, batch: SentenceBatch):
 
 
 @dataclass
-class SentenceLMTask:
+class SentenceLMTask(Task):
     """Sentence-level language modelling for the shared training loop (`treenets.train`)."""
 
-    config: object
-    vocab: Vocab | None = None
-    root: str | None = None
-    device: torch.device = torch.device("cpu")
-    rank: int = 0
-    world: int = 1
     splits: tuple[str, ...] = ("train", "valid")
     sentences: dict = field(default_factory=dict)
 
@@ -105,9 +98,6 @@ class SentenceLMTask:
     def build_model(self):
         return LanguageModel.build_net(self.config, len(self.vocab))
 
-    def batches_per_epoch(self) -> int:
-        return len(self.batches)
-
     def next_batch(self) -> SentenceBatch | None:
         rows = self.batches.next_rows()
         if rows is None:
@@ -120,28 +110,15 @@ class SentenceLMTask:
         loss = summed / batch.mask.sum()
         return loss, summed.item()
 
-    @torch.no_grad()
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> dict:
-        net = _unwrap(model)
-        was_training = net.training
-        net.eval()
         size = batch_size or self.config.data.eval_batch_size
         sentences = self.sentences[split][self.rank :: self.world]
         total = torch.zeros(2, dtype=torch.float64, device=self.device)
-        for start in range(0, len(sentences), size):
-            batch = make_batch(sentences[start : start + size], self.vocab, self.device)
-            summed, _ = masked_cross_entropy(net, batch)
-            total += torch.stack([summed.double(), batch.mask.sum().double()])
-            if progress is not None:
-                progress(batch.size)
-        if self.world > 1:
-            dist.all_reduce(total)
-        net.train(was_training)
-        loss = (total[0] / total[1]).item()
-        return {"loss": loss, "ppl": math.exp(loss), "tokens": int(total[1].item())}
-
-    def state_dict(self) -> dict:
-        return self.batches.state_dict()
-
-    def load_state_dict(self, state: dict, model=None) -> None:
-        self.batches.load_state_dict(state)
+        with evaluating(model) as net:
+            for start in range(0, len(sentences), size):
+                batch = make_batch(sentences[start : start + size], self.vocab, self.device)
+                summed, _ = masked_cross_entropy(net, batch)
+                total += torch.stack([summed.double(), batch.mask.sum().double()])
+                if progress is not None:
+                    progress(batch.size)
+        return perplexity(total, self.world)

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from treenets import data
 from treenets.errors import TreenetsError
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, TreeBatch
+from treenets.tasks.base import Task, evaluating
 from treenets.tasks.batching import ShuffledBatches
 from treenets.tasks.relatedness import load_embeddings
 from treenets.trees.parents import ParentTree, parse_bracketed
@@ -95,16 +96,9 @@ class TreesBatch:
 
 
 @dataclass
-class SentimentTask:
+class SentimentTask(Task):
     """SST sentiment for the shared training loop (`treenets.train`)."""
 
-    config: object
-    vocab: Vocab | None = None
-    root: str | None = None
-    device: torch.device = torch.device("cpu")
-    rank: int = 0
-    world: int = 1
-    splits: tuple[str, ...] = ("train", "valid", "test")
     trees: dict = field(default_factory=dict)
 
     name = "sentiment"
@@ -138,9 +132,6 @@ class SentimentTask:
     def _batch(self, trees: list[ParentTree]) -> TreesBatch:
         return TreesBatch(trees, [torch.tensor(self.vocab.encode(t.words)[0]) for t in trees])
 
-    def batches_per_epoch(self) -> int:
-        return len(self.batches)
-
     def next_batch(self) -> TreesBatch | None:
         rows = self.batches.next_rows()
         return None if rows is None else self._batch([self.trees["train"][i] for i in rows])
@@ -162,39 +153,30 @@ class SentimentTask:
         loss = F.nll_loss(log_probs, labels, ignore_index=-1)
         return loss, loss.item() * batch.size
 
-    @torch.no_grad()
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> dict:
-        net = getattr(model, "module", model)
-        was_training = net.training
-        net.eval()
         size = batch_size or self.config.data.eval_batch_size
         trees = self.trees[split]
         counts = torch.zeros(5, dtype=torch.float64)  # root correct, roots, phrase correct, phrases, nll sum
-        for start in range(0, len(trees), size):
-            batch = self._batch(trees[start : start + size])
-            log_probs, tree_batch = net(batch.trees, batch.word_ids)
-            labels, roots = self._targets(net, batch, tree_batch)
-            predicted = log_probs.argmax(-1)
-            counts[0] += (predicted[roots] == labels[roots]).sum().item()
-            counts[1] += len(roots)
-            labelled = labels >= 0
-            counts[2] += (predicted[labelled] == labels[labelled]).sum().item()
-            counts[3] += labelled.sum().item()
-            counts[4] += F.nll_loss(log_probs[roots], labels[roots], reduction="sum").item()
-            if progress is not None:
-                progress(batch.size)
-        net.train(was_training)
-        result = {"root_accuracy": counts[0].item() / counts[1].item(), "loss": counts[4].item() / counts[1].item(),
-                  "sentences": int(counts[1].item())}
-        if not net.sequential:
-            result["phrase_accuracy"] = counts[2].item() / counts[3].item()
+        with evaluating(model) as net:
+            for start in range(0, len(trees), size):
+                batch = self._batch(trees[start : start + size])
+                log_probs, tree_batch = net(batch.trees, batch.word_ids)
+                labels, roots = self._targets(net, batch, tree_batch)
+                predicted = log_probs.argmax(-1)
+                labelled = labels >= 0
+                counts += torch.tensor([(predicted[roots] == labels[roots]).sum().item(), len(roots),
+                                        (predicted[labelled] == labels[labelled]).sum().item(),
+                                        labelled.sum().item(),
+                                        F.nll_loss(log_probs[roots], labels[roots], reduction="sum").item()],
+                                       dtype=torch.float64)
+                if progress is not None:
+                    progress(batch.size)
+            result = {"root_accuracy": (counts[0] / counts[1]).item(), "loss": (counts[4] / counts[1]).item(),
+                      "sentences": int(counts[1].item())}
+            if not net.sequential:
+                result["phrase_accuracy"] = (counts[2] / counts[3]).item()
         return result
 
-    def state_dict(self) -> dict:
-        return self.batches.state_dict()
-
-    def load_state_dict(self, state: dict, model=None) -> None:
-        self.batches.load_state_dict(state)
 
 
 class SentimentPredictor:
