@@ -44,6 +44,14 @@ def test_eval_prints_perplexity(trained, capsys):
     assert result["ppl"] == pytest.approx(torch.tensor(result["loss"]).exp().item())
 
 
+def test_eval_of_several_checkpoints_adds_mean_and_std(trained, capsys):
+    best = str(trained / "run" / "best.pt")
+    assert main(["eval", best, best, "--split", "valid"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert len(lines) == 3 and lines[2]["checkpoints"] == 2
+    assert lines[2]["ppl"]["mean"] == pytest.approx(lines[0]["ppl"]) and lines[2]["ppl"]["std"] == 0.0
+
+
 def test_load_scores_sentences_and_reads_distances(trained):
     lm = treenets.load(trained / "run" / "best.pt")
     one = lm.score("the dog of bird")

@@ -68,9 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_device(train, default=None, default_text="train.device of the config, auto")
     _add_data(train)
 
-    evaluate = commands.add_parser("eval", help="evaluate a checkpoint (perplexity for language models)",
-                                   description="Evaluate a checkpoint on a split of its dataset.")
-    evaluate.add_argument("checkpoint", help="a best.pt or last.pt")
+    evaluate = commands.add_parser(
+        "eval", help="evaluate checkpoints (perplexity, Pearson/Spearman/MSE, accuracy)",
+        description="Evaluate checkpoints on a split of their dataset: one JSON line each; with several "
+                    "(e.g. seeds), a last line with the mean and standard deviation of every metric.")
+    evaluate.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="best.pt or last.pt files")
     evaluate.add_argument("--split", choices=["valid", "test"], default="valid", help="which split (default: valid)")
     evaluate.add_argument("--batch-size", type=int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
@@ -213,25 +215,35 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_eval(args) -> int:
+    import statistics
+
+    from tqdm.auto import tqdm
+
     from treenets import checkpoint
     from treenets.api import wrapper_for
     from treenets.config import build_config
     from treenets.train import make_task, resolve_device
     from treenets.vocab import Vocab
 
-    saved = checkpoint.load(args.checkpoint)
-    config = build_config(saved["config"], source=f"{args.checkpoint} (saved config)")
     device = resolve_device(args.device)
-    task = make_task(config, Vocab(saved["vocab"]), args.data, device, splits=(args.split,))
-    model = wrapper_for(config.task).build_net(config, len(saved["vocab"]))
-    checkpoint.load_weights(model, saved["model"], args.checkpoint)
-    if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
-        print("note: this is a train state; the averaged weights are in best.pt", file=sys.stderr)
-    from tqdm.auto import tqdm
-
-    with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False) as bar:
-        result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size, progress=bar.update)
-    print(json.dumps({"checkpoint": str(args.checkpoint), "split": args.split, **result}))
+    results = []
+    for path in args.checkpoints:
+        saved = checkpoint.load(path)
+        config = build_config(saved["config"], source=f"{path} (saved config)")
+        task = make_task(config, Vocab(saved["vocab"]), args.data, device, splits=(args.split,))
+        model = wrapper_for(config.task).build_net(config, len(saved["vocab"]))
+        checkpoint.load_weights(model, saved["model"], path)
+        if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
+            print(f"note: {path} is a train state; the averaged weights are in best.pt", file=sys.stderr)
+        with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False) as bar:
+            result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size, progress=bar.update)
+        print(json.dumps({"checkpoint": str(path), "split": args.split, **result}))
+        results.append(result)
+    if len(results) > 1:
+        keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
+        summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
+                   for k in keys}
+        print(json.dumps({"checkpoints": len(results), "split": args.split, **summary}))
     return 0
 
 
