@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 # The CPU build of PyTorch, installed first and explicitly; treenets itself asks for torch>=2.3.
 TORCH ?= torch==2.13.0
-DEMO_MINUTES ?= 5
+DEMO_MINUTES ?= 4
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
