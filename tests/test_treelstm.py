@@ -364,3 +364,47 @@ def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, en
     else:
         assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It works ."]) == 0
         assert json.loads(capsys.readouterr().out)["label"] in (0, 1)
+
+
+# --- the compiled level loops against the PyTorch ones ------------------------------------------------
+@pytest.mark.parametrize("cell_kind", ["childsum", "nary"])
+def test_compiled_levels_match_pytorch_loops_and_pass_gradcheck(cell_kind, monkeypatch):
+    from treenets.nn import treelstm
+    from treenets.nn.native import kernels
+
+    if kernels("treelstm") is None:
+        pytest.skip("compiled kernels unavailable")
+    rng = random.Random(11)
+    torch.manual_seed(11)
+    cell = (ChildSumTreeLSTM(3, 4) if cell_kind == "childsum" else NaryTreeLSTM(3, 4, 3)).double()
+    trees = [random_tree(rng, rng.randint(1, 9), max_children=None if cell_kind == "childsum" else 3)
+             for _ in range(6)]
+    batch = TreeBatch.build(trees)
+    x = torch.randn(batch.num_nodes, 3, dtype=torch.float64, requires_grad=True)
+
+    def run():
+        h, c = cell(batch, x)
+        loss = (h * torch.linspace(-1, 1, h.numel(), dtype=h.dtype).view_as(h)).sum() + c.pow(2).sum()
+        grads = torch.autograd.grad(loss, [x, *cell.parameters()])
+        return h, c, grads
+
+    compiled = run()
+    monkeypatch.setattr(treelstm, "_native", lambda inputs: None)
+    plain = run()
+    for a, b in zip(compiled[:2] + tuple(compiled[2]), plain[:2] + tuple(plain[2])):
+        torch.testing.assert_close(a, b)
+    monkeypatch.undo()
+    if cell_kind == "childsum":
+        def fn(iou_x, f_x, w1, b1, w2, b2):
+            return treelstm._ChildSumLevels.apply(iou_x, f_x, w1, b1, w2, b2, batch)
+
+        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(12, 4) * 0.5,
+                torch.randn(12), torch.randn(4, 4) * 0.5, torch.randn(4))
+    else:
+        def fn(x_iou, x_f, u_w, u_b):
+            return treelstm._NaryLevels.apply(x_iou, x_f, u_w, u_b, 3, batch)
+
+        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(24, 12) * 0.5,
+                torch.randn(24))
+    args = tuple(a.double().requires_grad_() for a in args)
+    assert torch.autograd.gradcheck(fn, args)

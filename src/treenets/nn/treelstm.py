@@ -17,7 +17,9 @@ x_j is the word of node j; nodes without a word (phrases) have x_j = 0. Missing 
 
 Speed: the official implementations visit one node at a time. Here a batch of trees is one node array and
 every step of the loop computes all the nodes of one height (all whose children are done, across all trees)
-with batched matrix products and index sums; the input projections of all nodes are computed at once.
+with batched matrix products and index sums; the input projections of all nodes are computed at once. On the
+CPU the level loop runs in C++ (csrc/treelstm_cpu.cpp) with a hand-derived backward that forms the weight
+gradients once for all nodes; the PyTorch loops below are the specification and run elsewhere.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import torch
 import torch.nn as nn
 
 from treenets.errors import TreenetsError
+from treenets.nn.native import kernels
 from treenets.trees.parents import ParentTree
 
 
@@ -38,6 +41,7 @@ class Level:
     child: torch.Tensor  # [e] child node of each edge into these nodes
     slot: torch.Tensor  # [e] which of `nodes` the edge goes into (its position in `nodes`)
     order: torch.Tensor  # [e] the child's position among its siblings (0-based, sentence order)
+    parent: torch.Tensor  # [e] the parent node of each edge (= nodes[slot])
 
 
 @dataclass
@@ -50,6 +54,12 @@ class TreeBatch:
     word_nodes: torch.Tensor  # [w] the nodes that carry a word (dependency: all; constituency: the leaves)
     levels: list[Level]
     max_children: int
+    parent: torch.Tensor  # [num_nodes] parent of every node, -1 for roots
+
+    def schedule(self) -> tuple[list, list, list, list, list]:
+        """The levels' nodes, children, slots, orders and edge parents as lists (for the compiled kernels)."""
+        return tuple([getattr(level, name) for level in self.levels]
+                     for name in ("nodes", "child", "slot", "order", "parent"))
 
     @classmethod
     def build(cls, trees: list[ParentTree], device=None) -> TreeBatch:
@@ -77,16 +87,70 @@ class TreeBatch:
         for h in range(height.max() + 1):
             edges = child[edge_starts[h] : edge_starts[h + 1]]
             levels.append(Level(tensor(nodes[starts[h] : starts[h + 1]]), tensor(edges),
-                                tensor(position[parent[edges]]), tensor(sibling[edges])))
+                                tensor(position[parent[edges]]), tensor(sibling[edges]), tensor(parent[edges])))
         words = np.concatenate([offset + np.arange(len(t.words)) for t, offset in zip(trees, offsets)])
         roots = offsets + np.array([t.root for t in trees])
         max_children = max((len(k) for t in trees for k in t.children), default=0)
-        return cls(int(sizes.sum()), offsets.tolist(), tensor(roots), tensor(words), levels, max_children)
+        return cls(int(sizes.sum()), offsets.tolist(), tensor(roots), tensor(words), levels, max_children,
+                   tensor(parent))
 
     def node_inputs(self, embedded_words: torch.Tensor) -> torch.Tensor:
         """`[num_nodes, dim]` inputs: the embedded words at their nodes, zeros at phrases."""
         x = embedded_words.new_zeros(self.num_nodes, embedded_words.size(-1))
         return x.index_copy(0, self.word_nodes, embedded_words)
+
+
+def _native(x: torch.Tensor):
+    """The compiled kernels when they apply (CPU float tensors), else None (the PyTorch loops run)."""
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+        return None
+    return kernels("treelstm")
+
+
+class _ChildSumLevels(torch.autograd.Function):
+    """`ChildSumTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
+
+    @staticmethod
+    def forward(ctx, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch):
+        nodes, child, slot, _, parent = batch.schedule()
+        h, c, act, f_all, h_sum = kernels("treelstm").childsum_forward(
+            iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent)
+        ctx.batch = batch
+        ctx.save_for_backward(w_iouh, w_fh, h, c, act, f_all, h_sum)
+        ctx.set_materialize_grads(False)
+        return h, c
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_h, grad_c):
+        batch = ctx.batch
+        nodes, child, slot, _, _ = batch.schedule()
+        grads = kernels("treelstm").childsum_backward(grad_h, grad_c, *ctx.saved_tensors, batch.parent, nodes,
+                                                      child, slot)
+        return (*grads, None)
+
+
+class _NaryLevels(torch.autograd.Function):
+    """`NaryTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
+
+    @staticmethod
+    def forward(ctx, x_iou, x_f, u_w, u_b, n_ary, batch):
+        nodes, child, slot, order, _ = batch.schedule()
+        h, c, kids, gates = kernels("treelstm").nary_forward(x_iou.contiguous(), x_f.contiguous(), u_w, u_b, n_ary,
+                                                             nodes, child, slot, order)
+        ctx.batch, ctx.n_ary = batch, n_ary
+        ctx.save_for_backward(u_w, c, kids, gates)
+        ctx.set_materialize_grads(False)
+        return h, c
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_h, grad_c):
+        nodes, child, slot, order, _ = ctx.batch.schedule()
+        u_w, c, kids, gates = ctx.saved_tensors
+        grads = kernels("treelstm").nary_backward(grad_h, grad_c, u_w, ctx.n_ary, c, kids, gates, nodes, child,
+                                                  slot, order)
+        return (*grads, None, None)
 
 
 class ChildSumTreeLSTM(nn.Module):
@@ -103,6 +167,9 @@ class ChildSumTreeLSTM(nn.Module):
     def forward(self, batch: TreeBatch, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """inputs [num_nodes, in_dim] -> (h, c) of every node, each [num_nodes, mem_dim]."""
         iou_x, f_x = self.ioux(inputs), self.fx(inputs)  # every node's input projections at once
+        if _native(inputs) is not None:
+            return _ChildSumLevels.apply(iou_x, f_x, self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias,
+                                         batch)
         h = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         c = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         for level in batch.levels:
@@ -144,6 +211,8 @@ class NaryTreeLSTM(nn.Module):
                                 f"at most {self.n_ary} (binarize the trees)")
         mem, n_ary = self.mem_dim, self.n_ary
         iou_x, f_x = self.iou_x(inputs), self.f_x(inputs)
+        if _native(inputs) is not None:
+            return _NaryLevels.apply(iou_x, f_x, self.children_proj.weight, self.children_proj.bias, n_ary, batch)
         h = inputs.new_zeros(batch.num_nodes, mem)
         c = inputs.new_zeros(batch.num_nodes, mem)
         for level in batch.levels:
