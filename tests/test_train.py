@@ -132,3 +132,23 @@ def test_two_process_ddp_keeps_replicas_equal(tmp_path, config_file):
     h0 = saved["ranks"][0]["task"]["hidden"][0]  # layer 1 h of each process
     h1 = saved["ranks"][1]["task"]["hidden"][0]
     assert h0.shape == h1.shape == (2, 12) and not torch.equal(h0, h1)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adagrad", "adam"])
+def test_word_vectors_out_of_weight_decay_stay_put_where_unused(kind):
+    """With `decay_embeddings: false` an embedding row that no batch used keeps its value (weight decay alone
+    would move it), while the other weights decay; with the default both move."""
+    model = torch.nn.Sequential(torch.nn.Embedding(4, 3), torch.nn.Linear(3, 2))
+    for decay_embeddings in (False, True):
+        torch.manual_seed(0)
+        for p in model.parameters():
+            torch.nn.init.normal_(p)
+        optim = build_config({"task": "lm", "optim": {"name": kind, "lr": 0.1, "weight_decay": 0.5,
+                                                      "decay_embeddings": decay_embeddings}}).optim
+        optimizer = train.make_optimizer(optim, model, kind)
+        before = [p.detach().clone() for p in model.parameters()]
+        model(torch.tensor([0, 1])).sum().backward()  # rows 2 and 3 unused
+        optimizer.step()
+        emb, weight = model[0].weight.detach(), model[1].weight.detach()
+        assert torch.equal(emb[2:], before[0][2:]) is not decay_embeddings
+        assert not torch.equal(emb[:2], before[0][:2]) and not torch.equal(weight, before[1])

@@ -122,6 +122,7 @@ class OptimConfig(Section):
     lr: PositiveFloat = 30.0
     clip: NonNegativeFloat = 0.25  # max gradient norm; 0 = no clipping
     weight_decay: NonNegativeFloat = 1.2e-6
+    decay_embeddings: bool = True  # false: no weight decay on word embeddings
     nt_asgd: bool = True  # SGD only: switch to averaged SGD when validation stops improving
     nonmono: PositiveInt = 5  # the non-monotone trigger's window (epochs)
     lr_scale_by_length: bool = True  # lr x seq_len / bptt for variable-length BPTT batches
@@ -162,8 +163,8 @@ class SentenceLMConfig(Section):
 
 TreeEncoder = Literal["childsum-treelstm", "binary-treelstm", "lstm", "bilstm"]
 # The optimisation of Tai et al. (2015) for both Tree-LSTM tasks.
-TREE_LSTM_OPTIM = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, clip=0.0, nt_asgd=False,
-                              lr_scale_by_length=False)
+TREE_LSTM_OPTIM = OptimConfig(name="adagrad", lr=0.05, weight_decay=1e-4, decay_embeddings=False, clip=0.0,
+                              nt_asgd=False, lr_scale_by_length=False)
 
 
 class RelatednessModelConfig(Section):

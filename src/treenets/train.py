@@ -66,17 +66,27 @@ def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, split
                               world=world, **kwargs)
 
 
-def make_optimizer(optim, params, kind: str) -> torch.optim.Optimizer:
+def make_optimizer(optim, model: torch.nn.Module, kind: str) -> torch.optim.Optimizer:
     """`kind` is `sgd`, `asgd` (averaged SGD, as after the NT-ASGD switch), `adam` or `adagrad`.
-    Parameters that do not require gradients (frozen embeddings) are left out."""
-    params = [p for p in params if p.requires_grad]
+    Parameters that do not require gradients (frozen embeddings) are left out; with `optim.decay_embeddings`
+    false, word embeddings get no weight decay (as the official Tree-LSTM code, which leaves them out of L2)."""
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": params}]
+    if not optim.decay_embeddings:
+        groups = [{"params": [p for p in params if id(p) not in embeddings]},
+                  {"params": [p for p in params if id(p) in embeddings], "weight_decay": 0.0}]
+    # The fused Adagrad/Adam update each tensor in one pass (4-5x faster than the per-op loop on the CPU, which
+    # matters for large embedding tables); same update, same state, so checkpoints resume either way.
+    fused = bool(params) and all(p.device.type == "cpu" for p in params)
     if kind == "asgd":
-        return torch.optim.ASGD(params, lr=optim.lr, t0=0, lambd=0.0, weight_decay=optim.weight_decay)
+        return torch.optim.ASGD(groups, lr=optim.lr, t0=0, lambd=0.0, weight_decay=optim.weight_decay)
     if kind == "sgd":
-        return torch.optim.SGD(params, lr=optim.lr, weight_decay=optim.weight_decay)
+        return torch.optim.SGD(groups, lr=optim.lr, weight_decay=optim.weight_decay)
     if kind == "adagrad":
-        return torch.optim.Adagrad(params, lr=optim.lr, weight_decay=optim.weight_decay)
-    return torch.optim.Adam(params, lr=optim.lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay)
+        return torch.optim.Adagrad(groups, lr=optim.lr, weight_decay=optim.weight_decay, fused=fused or None)
+    return torch.optim.Adam(groups, lr=optim.lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay,
+                            fused=fused or None)
 
 
 def nt_asgd_triggered(history: list[float], loss: float, nonmono: int) -> bool:
@@ -175,7 +185,7 @@ class Trainer:
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         self.model = self.task.build_model().to(device)
         self.state = TrainerState(optimizer=config.optim.name)
-        self.optimizer = make_optimizer(config.optim, self.model.parameters(), self.state.optimizer)
+        self.optimizer = make_optimizer(config.optim, self.model, self.state.optimizer)
         self.scheduler = self._make_scheduler()
         torch.manual_seed(config.train.seed + self.rank)  # different dropout masks in every process
         if saved is not None:
@@ -235,7 +245,7 @@ class Trainer:
         checkpoint.load_weights(self.model, saved["model"], path)
         self.state = TrainerState(**saved["trainer"])
         opt = saved["optimizer"]
-        self.optimizer = make_optimizer(self.config.optim, self.model.parameters(), opt["kind"])
+        self.optimizer = make_optimizer(self.config.optim, self.model, opt["kind"])
         self.optimizer.load_state_dict(opt["state"])
         self.scheduler = self._make_scheduler()
         if self.scheduler is not None and saved.get("scheduler"):
@@ -335,7 +345,7 @@ class Trainer:
         if state.optimizer == "sgd" and optim.nt_asgd and nt_asgd_triggered(state.history, loss, optim.nonmono):
             self.log(f"epoch {state.epoch}: validation stopped improving; switching to averaged SGD")
             state.optimizer = "asgd"
-            self.optimizer = make_optimizer(optim, self.model.parameters(), "asgd")
+            self.optimizer = make_optimizer(optim, self.model, "asgd")
             self.scheduler = self._make_scheduler()
         state.history.append(loss)
         if self.scheduler is not None:
@@ -348,6 +358,10 @@ class Trainer:
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         last_save = time.monotonic()
         valid, reason = None, None
+        # Weights that only weight decay moves (e.g. the N-ary W_f, whose input is zero wherever its gate
+        # matters) shrink into denormal floats, which make the CPU's matrix products tens of times slower:
+        # flush them to zero while training (the setting is process-wide, so it is switched back after).
+        flush_denormals = self.device.type == "cpu" and torch.set_flush_denormal(True)
         try:
             while state.epoch <= cfg.epochs and reason is None:
                 bar = tqdm(total=self.task.batches_per_epoch(), initial=state.epoch_step,
@@ -390,6 +404,8 @@ class Trainer:
         finally:
             for s, handler in handlers.items():
                 signal.signal(s, handler)
+            if flush_denormals:
+                torch.set_flush_denormal(False)
         return TrainResult(reason, state, valid, self.out_dir)
 
     def _log_window(self, window: dict, bar) -> None:
