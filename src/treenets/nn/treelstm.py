@@ -18,8 +18,9 @@ x_j is the word of node j; nodes without a word (phrases) have x_j = 0. Missing 
 Speed: the official implementations visit one node at a time. Here a batch of trees is one node array and
 every step of the loop computes all the nodes of one height (all whose children are done, across all trees)
 with batched matrix products and index sums; the input projections of all nodes are computed at once. On the
-CPU the level loop runs in C++ (csrc/treelstm_cpu.cpp) with a hand-derived backward that forms the weight
-gradients once for all nodes; the PyTorch loops below are the specification and run elsewhere.
+CPU the level loop runs in C++ (csrc/treelstm_cpu.cpp): per level the matrix products, and the gathers,
+activations and sums fused into loops over the level's edges and nodes; a hand-derived backward forms the
+weight gradients once for all nodes. The PyTorch loops below are the specification and run elsewhere.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@
 // `parent` [N] is each node's parent (-1 for roots).
 #include <torch/extension.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 using torch::Tensor;
@@ -18,10 +20,18 @@ Tensor zeros_like_rows(const Tensor& like, int64_t rows, int64_t cols) {
   return torch::zeros({rows, cols}, like.options());
 }
 
+template <typename T>
+inline T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
 }  // namespace
 
 // Child-Sum: returns h, c [N, m] and what the backward needs: act [N, 3m] (sigmoid(i), sigmoid(o), tanh(u)),
-// f [N, m] (each node's forget gate towards its parent), h_sum [N, m].
+// f [N, m] (each node's forget gate towards its parent), h_sum [N, m]. Per level: two matrix products, and
+// the element-wise work in two loops (one over the edges, one over the nodes) that read and write the node
+// arrays in place of a dozen gathers, scatters and activations (`_Pragma`: a `#pragma` cannot stand inside the
+// dispatch macro).
 TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor& w_iouh, const Tensor& b_iouh,
                             const Tensor& w_fh, const Tensor& b_fh, const TensorList& nodes, const TensorList& child,
                             const TensorList& slot, const TensorList& edge_parent) {
@@ -30,26 +40,50 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
   auto act = zeros_like_rows(iou_x, N, 3 * m), f_all = zeros_like_rows(iou_x, N, m);
   auto h_sum_all = zeros_like_rows(iou_x, N, m);
   const auto w_iouh_t = w_iouh.t(), w_fh_t = w_fh.t();
-  for (size_t l = 0; l < nodes.size(); ++l) {
-    const int64_t n = nodes[l].size(0);
-    auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
-    if (child[l].numel() > 0) {
-      auto child_h = h.index_select(0, child[l]), child_c = c.index_select(0, child[l]);
-      h_sum.index_add_(0, slot[l], child_h);
-      auto f = torch::sigmoid(torch::addmm(b_fh, child_h, w_fh_t).add_(f_x.index_select(0, edge_parent[l])));
-      fc.index_add_(0, slot[l], f * child_c);
-      f_all.index_copy_(0, child[l], f);
+  AT_DISPATCH_FLOATING_TYPES(iou_x.scalar_type(), "childsum_forward", [&] {
+    using T = scalar_t;
+    T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *A = act.data_ptr<T>(), *FA = f_all.data_ptr<T>();
+    T* HS = h_sum_all.data_ptr<T>();
+    const T *IX = iou_x.data_ptr<T>(), *FX = f_x.data_ptr<T>();
+    for (size_t l = 0; l < nodes.size(); ++l) {
+      const int64_t n = nodes[l].size(0), e = child[l].size(0);
+      const int64_t* nd = nodes[l].data_ptr<int64_t>();
+      auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
+      T *hs = h_sum.data_ptr<T>(), *fcp = fc.data_ptr<T>();
+      if (e > 0) {
+        auto pre_f = torch::addmm(b_fh, h.index_select(0, child[l]), w_fh_t);  // U_f h_k + b_f, per edge
+        const T* pf = pre_f.data_ptr<T>();
+        const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
+        const int64_t* pa = edge_parent[l].data_ptr<int64_t>();
+        for (int64_t k = 0; k < e; ++k) {
+          const T *hk = H + ch[k] * m, *ck = C + ch[k] * m, *fx = FX + pa[k] * m, *p = pf + k * m;
+          T *f = FA + ch[k] * m, *sum = hs + sl[k] * m, *acc = fcp + sl[k] * m;
+          _Pragma("omp simd")
+          for (int64_t x = 0; x < m; ++x) {
+            f[x] = sigmoid(p[x] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
+            acc[x] += f[x] * ck[x];
+            sum[x] += hk[x];               // h~_j
+          }
+        }
+      }
+      auto iou = torch::addmm(b_iouh, h_sum, w_iouh_t);
+      const T* pi = iou.data_ptr<T>();
+      for (int64_t j = 0; j < n; ++j) {
+        const T *p = pi + j * 3 * m, *px = IX + nd[j] * 3 * m, *acc = fcp + j * m, *sum = hs + j * m;
+        T *a = A + nd[j] * 3 * m, *cj = C + nd[j] * m, *hj = H + nd[j] * m, *hsj = HS + nd[j] * m;
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) {
+          const T i = sigmoid(p[x] + px[x]), o = sigmoid(p[m + x] + px[m + x]);
+          const T u = std::tanh(p[2 * m + x] + px[2 * m + x]);
+          const T cx = i * u + acc[x];  // c_j = i_j u_j + sum_k f_jk c_k
+          a[x] = i, a[m + x] = o, a[2 * m + x] = u;
+          cj[x] = cx;
+          hj[x] = o * std::tanh(cx);
+          hsj[x] = sum[x];
+        }
+      }
     }
-    auto iou = torch::addmm(b_iouh, h_sum, w_iouh_t).add_(iou_x.index_select(0, nodes[l]));
-    auto i = torch::sigmoid(iou.narrow(1, 0, m)), o = torch::sigmoid(iou.narrow(1, m, m));
-    auto u = torch::tanh(iou.narrow(1, 2 * m, m));
-    auto c_level = i * u + fc;
-    auto h_level = o * torch::tanh(c_level);
-    act.index_copy_(0, nodes[l], torch::cat({i, o, u}, 1));
-    h_sum_all.index_copy_(0, nodes[l], h_sum);
-    c.index_copy_(0, nodes[l], c_level);
-    h.index_copy_(0, nodes[l], h_level);
-  }
+  });
   return {h, c, act, f_all, h_sum_all};
 }
 
@@ -62,26 +96,53 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
   auto dh = grad_h.has_value() ? grad_h->contiguous().clone() : zeros_like_rows(h, N, m);
   auto dc = grad_c.has_value() ? grad_c->contiguous().clone() : zeros_like_rows(h, N, m);
   auto d_iou = zeros_like_rows(h, N, 3 * m), d_f = zeros_like_rows(h, N, m);
-  for (int64_t l = static_cast<int64_t>(nodes.size()) - 1; l >= 0; --l) {
-    // Every parent of these nodes is higher up and done: their dh, dc are complete.
-    auto dh_l = dh.index_select(0, nodes[l]), dc_l = dc.index_select(0, nodes[l]);
-    auto a = act.index_select(0, nodes[l]);
-    auto i = a.narrow(1, 0, m), o = a.narrow(1, m, m), u = a.narrow(1, 2 * m, m);
-    auto tanh_c = torch::tanh(c.index_select(0, nodes[l]));
-    auto d_o = dh_l * tanh_c;
-    dc_l = dc_l + dh_l * o * (1 - tanh_c * tanh_c);  // h = o tanh(c)
-    auto d_pre = torch::cat({dc_l * u * i * (1 - i), d_o * o * (1 - o), dc_l * i * (1 - u * u)}, 1);
-    d_iou.index_copy_(0, nodes[l], d_pre);
-    if (child[l].numel() > 0) {
-      auto d_h_sum = torch::mm(d_pre, w_iouh);          // iou = ... + U h_sum
-      auto d_fc = dc_l.index_select(0, slot[l]);        // c = ... + sum_k f_k c_k
-      auto f = f_all.index_select(0, child[l]);
-      auto d_f_pre = d_fc * c.index_select(0, child[l]) * f * (1 - f);
-      d_f.index_copy_(0, child[l], d_f_pre);
-      dh.index_add_(0, child[l], d_h_sum.index_select(0, slot[l]) + torch::mm(d_f_pre, w_fh));
-      dc.index_add_(0, child[l], d_fc * f);
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "childsum_backward", [&] {
+    using T = scalar_t;
+    T *DH = dh.data_ptr<T>(), *DC = dc.data_ptr<T>(), *DI = d_iou.data_ptr<T>(), *DF = d_f.data_ptr<T>();
+    const T *C = c.data_ptr<T>(), *A = act.data_ptr<T>(), *FA = f_all.data_ptr<T>();
+    for (int64_t l = static_cast<int64_t>(nodes.size()) - 1; l >= 0; --l) {
+      // Every parent of these nodes is higher up and done: their dh, dc are complete.
+      const int64_t n = nodes[l].size(0), e = child[l].size(0);
+      const int64_t* nd = nodes[l].data_ptr<int64_t>();
+      auto d_pre = torch::empty({n, 3 * m}, h.options()), dc_level = torch::empty({n, m}, h.options());
+      T *dp = d_pre.data_ptr<T>(), *dcl = dc_level.data_ptr<T>();
+      for (int64_t j = 0; j < n; ++j) {
+        const T *a = A + nd[j] * 3 * m, *cj = C + nd[j] * m, *dhj = DH + nd[j] * m, *dcj = DC + nd[j] * m;
+        T *d = dp + j * 3 * m, *dcx = dcl + j * m, *di = DI + nd[j] * 3 * m;
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) {
+          const T i = a[x], o = a[m + x], u = a[2 * m + x], tc = std::tanh(cj[x]);
+          const T dcv = dcj[x] + dhj[x] * o * (T(1) - tc * tc);  // h = o tanh(c)
+          dcx[x] = dcv;
+          di[x] = d[x] = dcv * u * i * (T(1) - i);
+          di[m + x] = d[m + x] = dhj[x] * tc * o * (T(1) - o);
+          di[2 * m + x] = d[2 * m + x] = dcv * i * (T(1) - u * u);
+        }
+      }
+      if (e == 0) continue;
+      const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
+      auto d_f_pre = torch::empty({e, m}, h.options());
+      T* dfp = d_f_pre.data_ptr<T>();
+      for (int64_t k = 0; k < e; ++k) {  // c = ... + sum_k f_k c_k
+        const T *f = FA + ch[k] * m, *ck = C + ch[k] * m, *dcv = dcl + sl[k] * m;
+        T *df = dfp + k * m, *dfa = DF + ch[k] * m, *dck = DC + ch[k] * m;
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) {
+          dfa[x] = df[x] = dcv[x] * ck[x] * f[x] * (T(1) - f[x]);
+          dck[x] += dcv[x] * f[x];
+        }
+      }
+      // iou = W x + U h~ + b and f_k = s(W_f x + U_f h_k + b_f): the children's dh.
+      auto d_h_sum = torch::mm(d_pre, w_iouh), d_h_f = torch::mm(d_f_pre, w_fh);
+      const T *dhs = d_h_sum.data_ptr<T>(), *dhf = d_h_f.data_ptr<T>();
+      for (int64_t k = 0; k < e; ++k) {
+        const T *from_sum = dhs + sl[k] * m, *from_f = dhf + k * m;
+        T* dhk = DH + ch[k] * m;
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) dhk[x] += from_sum[x] + from_f[x];
+      }
     }
-  }
+  });
   // Weight gradients over all nodes at once.
   auto has_parent = (parent >= 0).nonzero().squeeze(1);
   auto d_f_edges = d_f.index_select(0, has_parent);
@@ -92,34 +153,56 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
 
 // N-ary: x_iou [N, 3m] (W x + b for i, o, u), x_f [N, m] (W_f x); u_w [(3+K)m, K m], u_b [(3+K)m].
 // Returns h, c [N, m], kids_h [N, K m] (children's h in their positions), gates [N, (3+K) m] after activation.
+// Per level: one matrix product; the children are placed and the gates computed in two loops.
 TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_w, const Tensor& u_b, int64_t K,
                         const TensorList& nodes, const TensorList& child, const TensorList& slot,
                         const TensorList& order) {
-  const int64_t N = x_iou.size(0), m = x_f.size(1);
+  const int64_t N = x_iou.size(0), m = x_f.size(1), G = (3 + K) * m;
   auto h = zeros_like_rows(x_iou, N, m), c = zeros_like_rows(x_iou, N, m);
-  auto kids_all = zeros_like_rows(x_iou, N, K * m), gates_all = zeros_like_rows(x_iou, N, (3 + K) * m);
+  auto kids_all = zeros_like_rows(x_iou, N, K * m), gates_all = zeros_like_rows(x_iou, N, G);
   const auto u_t = u_w.t();
-  for (size_t l = 0; l < nodes.size(); ++l) {
-    const int64_t n = nodes[l].size(0);
-    auto kids_h = torch::zeros({n, K, m}, x_iou.options()), kids_c = torch::zeros({n, K, m}, x_iou.options());
-    if (child[l].numel() > 0) {
-      kids_h.index_put_({slot[l], order[l]}, h.index_select(0, child[l]));
-      kids_c.index_put_({slot[l], order[l]}, c.index_select(0, child[l]));
+  AT_DISPATCH_FLOATING_TYPES(x_iou.scalar_type(), "nary_forward", [&] {
+    using T = scalar_t;
+    T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *KA = kids_all.data_ptr<T>(), *GA = gates_all.data_ptr<T>();
+    const T *XI = x_iou.data_ptr<T>(), *XF = x_f.data_ptr<T>();
+    for (size_t l = 0; l < nodes.size(); ++l) {
+      const int64_t n = nodes[l].size(0), e = child[l].size(0);
+      const int64_t* nd = nodes[l].data_ptr<int64_t>();
+      auto kids_h = zeros_like_rows(x_iou, n, K * m), kids_c = zeros_like_rows(x_iou, n, K * m);
+      T *kh = kids_h.data_ptr<T>(), *kc = kids_c.data_ptr<T>();
+      const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
+      const int64_t* od = order[l].data_ptr<int64_t>();
+      for (int64_t k = 0; k < e; ++k) {  // children in their positions; absent ones stay zero
+        std::copy_n(H + ch[k] * m, m, kh + (sl[k] * K + od[k]) * m);
+        std::copy_n(C + ch[k] * m, m, kc + (sl[k] * K + od[k]) * m);
+      }
+      auto pre = torch::addmm(u_b, kids_h, u_t);  // sum_l U^l h_jl + b, for i, o, u and the K forget gates
+      const T* pp = pre.data_ptr<T>();
+      for (int64_t j = 0; j < n; ++j) {
+        const T *p = pp + j * G, *xi = XI + nd[j] * 3 * m, *xf = XF + nd[j] * m, *kcj = kc + j * K * m;
+        T *g = GA + nd[j] * G, *cj = C + nd[j] * m, *hj = H + nd[j] * m;
+        std::copy_n(kh + j * K * m, K * m, KA + nd[j] * K * m);
+        for (int64_t x = 0; x < m; ++x) cj[x] = 0;
+        for (int64_t q = 0; q < K; ++q) {
+          _Pragma("omp simd")
+          for (int64_t x = 0; x < m; ++x) {
+            const T f = sigmoid(p[(3 + q) * m + x] + xf[x]);  // f_jq = s(W_f x_j + sum_l U_f^ql h_jl + b_f)
+            g[(3 + q) * m + x] = f;
+            cj[x] += f * kcj[q * m + x];
+          }
+        }
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) {
+          const T i = sigmoid(p[x] + xi[x]), o = sigmoid(p[m + x] + xi[m + x]);
+          const T u = std::tanh(p[2 * m + x] + xi[2 * m + x]);
+          const T cx = i * u + cj[x];
+          g[x] = i, g[m + x] = o, g[2 * m + x] = u;
+          cj[x] = cx;
+          hj[x] = o * std::tanh(cx);
+        }
+      }
     }
-    auto flat = kids_h.view({n, K * m});
-    auto pre = torch::addmm(u_b, flat, u_t);
-    pre.narrow(1, 0, 3 * m).add_(x_iou.index_select(0, nodes[l]));
-    pre.narrow(1, 3 * m, K * m).view({n, K, m}).add_(x_f.index_select(0, nodes[l]).unsqueeze(1));
-    auto i = torch::sigmoid(pre.narrow(1, 0, m)), o = torch::sigmoid(pre.narrow(1, m, m));
-    auto u = torch::tanh(pre.narrow(1, 2 * m, m));
-    auto f = torch::sigmoid(pre.narrow(1, 3 * m, K * m)).view({n, K, m});
-    auto c_level = i * u + (f * kids_c).sum(1);
-    auto h_level = o * torch::tanh(c_level);
-    kids_all.index_copy_(0, nodes[l], flat);
-    gates_all.index_copy_(0, nodes[l], torch::cat({i, o, u, f.view({n, K * m})}, 1));
-    c.index_copy_(0, nodes[l], c_level);
-    h.index_copy_(0, nodes[l], h_level);
-  }
+  });
   return {h, c, kids_all, gates_all};
 }
 
