@@ -211,31 +211,59 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
                          const Tensor& u_w, int64_t K, const Tensor& c, const Tensor& kids_all,
                          const Tensor& gates_all, const TensorList& nodes, const TensorList& child,
                          const TensorList& slot, const TensorList& order) {
-  const int64_t N = c.size(0), m = c.size(1);
+  const int64_t N = c.size(0), m = c.size(1), G = (3 + K) * m;
   auto dh = grad_h.has_value() ? grad_h->contiguous().clone() : zeros_like_rows(c, N, m);
   auto dc = grad_c.has_value() ? grad_c->contiguous().clone() : zeros_like_rows(c, N, m);
-  auto d_pre_all = zeros_like_rows(c, N, (3 + K) * m);
-  for (int64_t l = static_cast<int64_t>(nodes.size()) - 1; l >= 0; --l) {
-    const int64_t n = nodes[l].size(0);
-    auto dh_l = dh.index_select(0, nodes[l]), dc_l = dc.index_select(0, nodes[l]);
-    auto g = gates_all.index_select(0, nodes[l]);
-    auto i = g.narrow(1, 0, m), o = g.narrow(1, m, m), u = g.narrow(1, 2 * m, m);
-    auto f = g.narrow(1, 3 * m, K * m).view({n, K, m});
-    auto tanh_c = torch::tanh(c.index_select(0, nodes[l]));
-    dc_l = dc_l + dh_l * o * (1 - tanh_c * tanh_c);
-    auto kids_c = torch::zeros({n, K, m}, c.options());
-    if (child[l].numel() > 0) kids_c.index_put_({slot[l], order[l]}, c.index_select(0, child[l]));
-    auto d_f = dc_l.unsqueeze(1) * kids_c * f * (1 - f);
-    auto d_pre = torch::cat({dc_l * u * i * (1 - i), dh_l * tanh_c * o * (1 - o), dc_l * i * (1 - u * u),
-                             d_f.view({n, K * m})}, 1);
-    d_pre_all.index_copy_(0, nodes[l], d_pre);
-    if (child[l].numel() > 0) {
-      auto d_kids_h = torch::mm(d_pre, u_w).view({n, K, m});
-      auto d_kids_c = dc_l.unsqueeze(1) * f;
-      dh.index_add_(0, child[l], d_kids_h.index({slot[l], order[l]}));
-      dc.index_add_(0, child[l], d_kids_c.index({slot[l], order[l]}));
+  auto d_pre_all = zeros_like_rows(c, N, G);
+  AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "nary_backward", [&] {
+    using T = scalar_t;
+    T *DH = dh.data_ptr<T>(), *DC = dc.data_ptr<T>(), *DP = d_pre_all.data_ptr<T>();
+    const T *C = c.data_ptr<T>(), *GA = gates_all.data_ptr<T>();
+    for (int64_t l = static_cast<int64_t>(nodes.size()) - 1; l >= 0; --l) {
+      // Every parent of these nodes is higher up and done: their dh, dc are complete.
+      const int64_t n = nodes[l].size(0), e = child[l].size(0);
+      const int64_t* nd = nodes[l].data_ptr<int64_t>();
+      const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
+      const int64_t* od = order[l].data_ptr<int64_t>();
+      auto kids_c = zeros_like_rows(c, n, K * m), d_pre = torch::empty({n, G}, c.options());
+      auto dc_level = torch::empty({n, m}, c.options());
+      T *kc = kids_c.data_ptr<T>(), *dp = d_pre.data_ptr<T>(), *dcl = dc_level.data_ptr<T>();
+      for (int64_t k = 0; k < e; ++k) std::copy_n(C + ch[k] * m, m, kc + (sl[k] * K + od[k]) * m);
+      for (int64_t j = 0; j < n; ++j) {
+        const T *g = GA + nd[j] * G, *cj = C + nd[j] * m, *dhj = DH + nd[j] * m, *dcj = DC + nd[j] * m;
+        const T* kcj = kc + j * K * m;
+        T *d = dp + j * G, *dcx = dcl + j * m;
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) {
+          const T i = g[x], o = g[m + x], u = g[2 * m + x], tc = std::tanh(cj[x]);
+          const T dcv = dcj[x] + dhj[x] * o * (T(1) - tc * tc);  // h = o tanh(c)
+          dcx[x] = dcv;
+          d[x] = dcv * u * i * (T(1) - i);
+          d[m + x] = dhj[x] * tc * o * (T(1) - o);
+          d[2 * m + x] = dcv * i * (T(1) - u * u);
+        }
+        for (int64_t q = 0; q < K; ++q) {  // c = ... + sum_q f_q c_q
+          const T* f = g + (3 + q) * m;
+          _Pragma("omp simd")
+          for (int64_t x = 0; x < m; ++x) d[(3 + q) * m + x] = dcx[x] * kcj[q * m + x] * f[x] * (T(1) - f[x]);
+        }
+        std::copy_n(d, G, DP + nd[j] * G);
+      }
+      if (e == 0) continue;
+      auto d_kids_h = torch::mm(d_pre, u_w);  // [n, K m]: the children's dh through all the gates
+      const T* dkh = d_kids_h.data_ptr<T>();
+      for (int64_t k = 0; k < e; ++k) {
+        const T *from = dkh + (sl[k] * K + od[k]) * m, *f = GA + nd[sl[k]] * G + (3 + od[k]) * m;
+        const T* dcv = dcl + sl[k] * m;
+        T *dhk = DH + ch[k] * m, *dck = DC + ch[k] * m;
+        _Pragma("omp simd")
+        for (int64_t x = 0; x < m; ++x) {
+          dhk[x] += from[x];
+          dck[x] += dcv[x] * f[x];
+        }
+      }
     }
-  }
+  });
   auto d_x_f = d_pre_all.narrow(1, 3 * m, K * m).view({N, K, m}).sum(1);
   return {d_pre_all.narrow(1, 0, 3 * m).contiguous(), d_x_f, torch::mm(d_pre_all.t(), kids_all),
           d_pre_all.sum(0)};
