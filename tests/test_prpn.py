@@ -130,3 +130,29 @@ def test_training_mode_backward_and_dropout():
     with torch.no_grad():
         torch.testing.assert_close(model(tokens).output, model(tokens).output)
         assert torch.all((model(tokens).distances >= 0) & (model(tokens).distances <= 1))
+
+
+@pytest.mark.parametrize("nslots,hard,dtype", [(1, True, torch.float64), (4, False, torch.float64),
+                                               (15, True, torch.float32)])
+def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype, monkeypatch):
+    """The compiled evaluation loop of the reading layers (ring of slots) against `ReadingLayer.forward`,
+    over two segments with the state carried (the second starts with full, rotated slots)."""
+    from treenets.nn import prpn
+    from treenets.nn.native import kernels
+
+    if kernels("prpn") is None:
+        pytest.skip("compiled kernels unavailable")
+    torch.manual_seed(3)
+    model = PRPNLanguageModel(25, 6, 10, 2, nslots=nslots, nlookback=2, hard=hard).to(dtype).eval()
+    tokens = torch.randint(0, 25, (11, 3))
+
+    def run():
+        with torch.no_grad():
+            first = model(tokens[:5])
+            second = model(tokens[5:], first.state)
+        return [first.output, second.output, *second.state.reader[0], *second.state.reader[1]]
+
+    compiled = run()
+    monkeypatch.setattr(prpn, "_native", lambda x: None)
+    for a, b in zip(compiled, run()):
+        torch.testing.assert_close(a, b)

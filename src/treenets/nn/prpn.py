@@ -25,7 +25,9 @@ added to it), its masked softmax (`exp(x - max) * mask / (sum + 1e-8)`), dropout
 parsing state (zero embeddings, gate history +inf, i.e. nothing to attend to before the first word).
 
 Speed: the parsing network, the input projections of every reading layer and the whole predict network run
-over all steps at once; only the reading layers' recurrence runs step by step, one layer after another.
+over all steps at once; only the reading layers' recurrence runs step by step, one layer after another. In
+evaluation on the CPU that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the two matrix products and
+fused loops for the rest, the slots kept as a ring); `ReadingLayer.forward` below is its specification.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from treenets.nn.native import kernels
 
 
 class LayerNorm(nn.Module):
@@ -71,6 +75,13 @@ def _step_masks(p: float, training: bool, steps: int, shape, like: torch.Tensor)
         return [None] * steps
     masks = (torch.rand(steps, *shape, device=like.device) >= p).to(like.dtype) / (1.0 - p)
     return masks.unbind(0)
+
+
+def _native(x: torch.Tensor):
+    """The compiled reading loop when it applies: evaluation (no autograd graph) of CPU float tensors."""
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or torch.is_grad_enabled():
+        return None
+    return kernels("prpn")
 
 
 def _apply(x, mask):
@@ -164,6 +175,14 @@ class ReadingLayer(nn.Module):
         query_x = F.linear(_dropout(x, self.idropout, train), self.query.weight[:, :size], self.query.bias)
         gates_x = self.ih_norm(self.ih(_dropout(x, self.dropout, train)))
         query_h_weight = self.query.weight[:, size:]
+        native = None if train else _native(x)
+        if native is not None:
+            out, mem_h, mem_c = native.reading_forward(
+                gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h.contiguous(),
+                memory.c.contiguous(), query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
+                self.hh_norm.gamma, self.hh_norm.beta, self.hh_norm.eps, self.c_norm.gamma, self.c_norm.beta,
+                self.c_norm.eps)
+            return out, Memory(mem_h, mem_c)
         h_masks = _step_masks(self.idropout, train, steps, (batch, self.hidden_size), x)
         query_masks = _step_masks(self.idropout, train, steps, (batch, self.hidden_size), x)
         scale = 1.0 / math.sqrt(self.hidden_size)
