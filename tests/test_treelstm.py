@@ -408,3 +408,39 @@ def test_compiled_levels_match_pytorch_loops_and_pass_gradcheck(cell_kind, monke
                 torch.randn(24))
     args = tuple(a.double().requires_grad_() for a in args)
     assert torch.autograd.gradcheck(fn, args)
+
+
+@pytest.mark.parametrize("cell_kind", ["childsum", "nary"])
+def test_distinct_word_rows_equal_per_node_inputs(cell_kind):
+    """`TreeBatch.word_inputs` (each distinct word embedded and projected once, phrases on a zero row) gives
+    the same states and gradients as per-node inputs."""
+    torch.manual_seed(5)
+    rng = random.Random(5)
+    if cell_kind == "childsum":
+        cell = ChildSumTreeLSTM(4, 3).double()
+        trees = [random_tree(rng, rng.randint(1, 8)) for _ in range(5)]
+    else:
+        cell = NaryTreeLSTM(4, 3, 2).double()
+        trees = [parse_bracketed(line, "t") for line in
+                 ("(3 (2 a) (4 (1 b) (2 a)))", "(1 c)", "(0 (2 (2 b) (3 c)) (1 a))")]
+    batch = TreeBatch.build(trees)
+    word_ids = torch.tensor([rng.randrange(4) for t in trees for _ in t.words])  # repeats across the batch
+    emb = torch.nn.Embedding(4, 4).double()
+
+    def run(distinct: bool):
+        cell.zero_grad()
+        emb.zero_grad()
+        if distinct:
+            h, c = cell(batch, *batch.word_inputs(word_ids, emb))
+        else:
+            h, c = cell(batch, batch.node_inputs(emb(word_ids)))
+        (h.sin().sum() + c.pow(2).sum()).backward()
+        return h.detach(), c.detach(), [p.grad.clone() for p in (*cell.parameters(), emb.weight)]
+
+    h1, c1, g1 = run(True)
+    h2, c2, g2 = run(False)
+    assert len(torch.unique(word_ids)) < len(word_ids)
+    torch.testing.assert_close(h1, h2)
+    torch.testing.assert_close(c1, c2)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)

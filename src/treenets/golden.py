@@ -112,7 +112,7 @@ def _childsum_similarity(config: dict, params: dict, inputs: dict, path: Path) -
     outputs = {}
     with torch.no_grad():
         batch = TreeBatch.build(trees)
-        h, c = model.encoder(batch, batch.node_inputs(model.emb(torch.cat(ids))))
+        h, c = model.encoder(batch, *batch.word_inputs(torch.cat(ids), model.emb))
         roots_h, roots_c = h[batch.roots], c[batch.roots]
         log_probs = model.similarity(roots_c[: len(pairs)], roots_c[len(pairs) :])
     for i, k in enumerate(pairs):

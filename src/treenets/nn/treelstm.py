@@ -100,6 +100,17 @@ class TreeBatch:
         x = embedded_words.new_zeros(self.num_nodes, embedded_words.size(-1))
         return x.index_copy(0, self.word_nodes, embedded_words)
 
+    def word_inputs(self, word_ids: torch.Tensor, embedding: nn.Embedding) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs of the cells from the words of the batch (ids in node order), as `(inputs, rows)`: the vectors
+        of the distinct words plus a zero row (for phrases), `[R + 1, dim]`, and each node's row `[num_nodes]`.
+        A word repeated across the batch is then embedded and projected once (on SICK batches of 25 pairs, 15 %
+        of the words are distinct)."""
+        distinct, inverse = torch.unique(word_ids, return_inverse=True)
+        vectors = embedding(distinct)
+        rows = torch.full((self.num_nodes,), len(distinct), dtype=torch.long, device=word_ids.device)
+        rows[self.word_nodes] = inverse
+        return torch.cat([vectors, vectors.new_zeros(1, vectors.size(1))]), rows
+
 
 def _native(x: torch.Tensor):
     """The compiled kernels when they apply (CPU float tensors), else None (the PyTorch loops run)."""
@@ -165,9 +176,11 @@ class ChildSumTreeLSTM(nn.Module):
         self.fh = nn.Linear(mem_dim, mem_dim)  # U_f
         self.mem_dim = mem_dim
 
-    def forward(self, batch: TreeBatch, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """inputs [num_nodes, in_dim] -> (h, c) of every node, each [num_nodes, mem_dim]."""
-        iou_x, f_x = self.ioux(inputs), self.fx(inputs)  # every node's input projections at once
+    def forward(self, batch: TreeBatch, inputs: torch.Tensor, rows: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """inputs [num_nodes, in_dim] (or, with `rows` [num_nodes], distinct vectors [R, in_dim] and each node's
+        row: see `TreeBatch.word_inputs`) -> (h, c) of every node, each [num_nodes, mem_dim]."""
+        iou_x, f_x = _node_rows(rows, self.ioux(inputs), self.fx(inputs))  # all input projections at once
         if _native(inputs) is not None:
             return _ChildSumLevels.apply(iou_x, f_x, self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias,
                                          batch)
@@ -184,6 +197,11 @@ class ChildSumTreeLSTM(nn.Module):
             h_level = torch.sigmoid(o) * torch.tanh(c_level)
             h, c = _write(h, c, level.nodes, h_level, c_level)
         return h, c
+
+
+def _node_rows(rows, *projections):
+    """The projections of every node, from those of the distinct inputs when `rows` is given."""
+    return projections if rows is None else tuple(p.index_select(0, rows) for p in projections)
 
 
 def _write(h, c, nodes, h_level, c_level):
@@ -205,13 +223,15 @@ class NaryTreeLSTM(nn.Module):
         self.children_proj = nn.Linear(n_ary * mem_dim, (3 + n_ary) * mem_dim)
         self.mem_dim, self.n_ary = mem_dim, n_ary
 
-    def forward(self, batch: TreeBatch, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """inputs [num_nodes, in_dim] -> (h, c) of every node, each [num_nodes, mem_dim]."""
+    def forward(self, batch: TreeBatch, inputs: torch.Tensor, rows: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """inputs [num_nodes, in_dim] (or distinct vectors and `rows`, as `ChildSumTreeLSTM`) -> (h, c) of every
+        node, each [num_nodes, mem_dim]."""
         if batch.max_children > self.n_ary:
             raise TreenetsError(f"a node has {batch.max_children} children; this {self.n_ary}-ary Tree-LSTM takes "
                                 f"at most {self.n_ary} (binarize the trees)")
         mem, n_ary = self.mem_dim, self.n_ary
-        iou_x, f_x = self.iou_x(inputs), self.f_x(inputs)
+        iou_x, f_x = _node_rows(rows, self.iou_x(inputs), self.f_x(inputs))
         if _native(inputs) is not None:
             return _NaryLevels.apply(iou_x, f_x, self.children_proj.weight, self.children_proj.bias, n_ary, batch)
         h = inputs.new_zeros(batch.num_nodes, mem)

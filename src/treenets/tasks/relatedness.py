@@ -143,8 +143,7 @@ class RelatednessModel(nn.Module):
             h, c = self.encoder(self.emb(padded), lengths)
             return c if self.head_state == "c" else h
         batch = TreeBatch.build(trees, device)
-        inputs = batch.node_inputs(self.emb(torch.cat(word_ids).to(device)))
-        h, c = self.encoder(batch, inputs)
+        h, c = self.encoder(batch, *batch.word_inputs(torch.cat(word_ids).to(device), self.emb))
         return (c if self.head_state == "c" else h)[batch.roots]
 
     def forward(self, left, right):

@@ -80,7 +80,7 @@ class SentimentModel(nn.Module):
             h, _ = self.encoder(self.emb(padded), torch.tensor([len(w) for w in word_ids]))
             return torch.log_softmax(self.classifier(self.dropout(h)), dim=-1), None
         batch = TreeBatch.build(trees, device)
-        h, _ = self.encoder(batch, batch.node_inputs(self.emb(torch.cat(word_ids).to(device))))
+        h, _ = self.encoder(batch, *batch.word_inputs(torch.cat(word_ids).to(device), self.emb))
         return torch.log_softmax(self.classifier(self.dropout(h)), dim=-1), batch
 
 

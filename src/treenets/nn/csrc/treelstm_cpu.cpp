@@ -36,22 +36,23 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
                             const Tensor& w_fh, const Tensor& b_fh, const TensorList& nodes, const TensorList& child,
                             const TensorList& slot, const TensorList& edge_parent) {
   const int64_t N = iou_x.size(0), m = w_fh.size(0);
-  auto h = zeros_like_rows(iou_x, N, m), c = zeros_like_rows(iou_x, N, m);
-  auto act = zeros_like_rows(iou_x, N, 3 * m), f_all = zeros_like_rows(iou_x, N, m);
-  auto h_sum_all = zeros_like_rows(iou_x, N, m);
+  // Every node belongs to one level, which writes its rows: only f (absent at roots) needs zeros.
+  auto h = torch::empty({N, m}, iou_x.options()), c = torch::empty({N, m}, iou_x.options());
+  auto act = torch::empty({N, 3 * m}, iou_x.options()), f_all = zeros_like_rows(iou_x, N, m);
+  auto h_sum_all = torch::empty({N, m}, iou_x.options());
   const auto w_iouh_t = w_iouh.t(), w_fh_t = w_fh.t();
   AT_DISPATCH_FLOATING_TYPES(iou_x.scalar_type(), "childsum_forward", [&] {
     using T = scalar_t;
     T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *A = act.data_ptr<T>(), *FA = f_all.data_ptr<T>();
     T* HS = h_sum_all.data_ptr<T>();
-    const T *IX = iou_x.data_ptr<T>(), *FX = f_x.data_ptr<T>();
+    const T *IX = iou_x.data_ptr<T>(), *FX = f_x.data_ptr<T>(), *BI = b_iouh.data_ptr<T>(), *BF = b_fh.data_ptr<T>();
     for (size_t l = 0; l < nodes.size(); ++l) {
       const int64_t n = nodes[l].size(0), e = child[l].size(0);
       const int64_t* nd = nodes[l].data_ptr<int64_t>();
       auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
       T *hs = h_sum.data_ptr<T>(), *fcp = fc.data_ptr<T>();
       if (e > 0) {
-        auto pre_f = torch::addmm(b_fh, h.index_select(0, child[l]), w_fh_t);  // U_f h_k + b_f, per edge
+        auto pre_f = torch::mm(h.index_select(0, child[l]), w_fh_t);  // U_f h_k, per edge (b_f added below)
         const T* pf = pre_f.data_ptr<T>();
         const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
         const int64_t* pa = edge_parent[l].data_ptr<int64_t>();
@@ -60,21 +61,21 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
           T *f = FA + ch[k] * m, *sum = hs + sl[k] * m, *acc = fcp + sl[k] * m;
           _Pragma("omp simd")
           for (int64_t x = 0; x < m; ++x) {
-            f[x] = sigmoid(p[x] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
+            f[x] = sigmoid(BF[x] + p[x] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
             acc[x] += f[x] * ck[x];
             sum[x] += hk[x];               // h~_j
           }
         }
       }
-      auto iou = torch::addmm(b_iouh, h_sum, w_iouh_t);
+      auto iou = torch::mm(h_sum, w_iouh_t);  // U h~ (b added below)
       const T* pi = iou.data_ptr<T>();
       for (int64_t j = 0; j < n; ++j) {
         const T *p = pi + j * 3 * m, *px = IX + nd[j] * 3 * m, *acc = fcp + j * m, *sum = hs + j * m;
         T *a = A + nd[j] * 3 * m, *cj = C + nd[j] * m, *hj = H + nd[j] * m, *hsj = HS + nd[j] * m;
         _Pragma("omp simd")
         for (int64_t x = 0; x < m; ++x) {
-          const T i = sigmoid(p[x] + px[x]), o = sigmoid(p[m + x] + px[m + x]);
-          const T u = std::tanh(p[2 * m + x] + px[2 * m + x]);
+          const T i = sigmoid(BI[x] + p[x] + px[x]), o = sigmoid(BI[m + x] + p[m + x] + px[m + x]);
+          const T u = std::tanh(BI[2 * m + x] + p[2 * m + x] + px[2 * m + x]);
           const T cx = i * u + acc[x];  // c_j = i_j u_j + sum_k f_jk c_k
           a[x] = i, a[m + x] = o, a[2 * m + x] = u;
           cj[x] = cx;
