@@ -123,10 +123,15 @@ class _ChildSumLevels(torch.autograd.Function):
     """`ChildSumTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
 
     @staticmethod
-    def forward(ctx, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch):
+    def run(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, keep: bool):
+        """h, c (and with `keep` what the backward needs: act, f, h_sum) of every node."""
         nodes, child, slot, _, parent = batch.schedule()
-        h, c, act, f_all, h_sum = kernels("treelstm").childsum_forward(
-            iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent)
+        return kernels("treelstm").childsum_forward(iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh,
+                                                    b_fh, nodes, child, slot, parent, keep)
+
+    @staticmethod
+    def forward(ctx, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch):
+        h, c, act, f_all, h_sum = _ChildSumLevels.run(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, True)
         ctx.batch = batch
         ctx.save_for_backward(w_iouh, w_fh, h, c, act, f_all, h_sum)
         ctx.set_materialize_grads(False)
@@ -182,8 +187,10 @@ class ChildSumTreeLSTM(nn.Module):
         row: see `TreeBatch.word_inputs`) -> (h, c) of every node, each [num_nodes, mem_dim]."""
         iou_x, f_x = _node_rows(rows, self.ioux(inputs), self.fx(inputs))  # all input projections at once
         if _native(inputs) is not None:
-            return _ChildSumLevels.apply(iou_x, f_x, self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias,
-                                         batch)
+            weights = (self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias)
+            if torch.is_grad_enabled() and any(t.requires_grad for t in (iou_x, f_x, *weights)):
+                return _ChildSumLevels.apply(iou_x, f_x, *weights, batch)
+            return tuple(_ChildSumLevels.run(iou_x, f_x, *weights, batch, keep=False)[:2])  # inference
         h = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         c = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         for level in batch.levels:

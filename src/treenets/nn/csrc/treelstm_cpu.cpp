@@ -31,20 +31,21 @@ inline T sigmoid(T x) {
 // f [N, m] (each node's forget gate towards its parent), h_sum [N, m]. Per level: two matrix products, and
 // the element-wise work in two loops (one over the edges, one over the nodes) that read and write the node
 // arrays in place of a dozen gathers, scatters and activations (`_Pragma`: a `#pragma` cannot stand inside the
-// dispatch macro).
+// dispatch macro). The products are formed as W h^T ([out, rows]), which BLAS runs faster than h W^T for these
+// few rows; the loops read them with a stride. With `keep` false (inference) only h and c are kept.
 TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor& w_iouh, const Tensor& b_iouh,
                             const Tensor& w_fh, const Tensor& b_fh, const TensorList& nodes, const TensorList& child,
-                            const TensorList& slot, const TensorList& edge_parent) {
+                            const TensorList& slot, const TensorList& edge_parent, bool keep) {
   const int64_t N = iou_x.size(0), m = w_fh.size(0);
   // Every node belongs to one level, which writes its rows: only f (absent at roots) needs zeros.
   auto h = torch::empty({N, m}, iou_x.options()), c = torch::empty({N, m}, iou_x.options());
-  auto act = torch::empty({N, 3 * m}, iou_x.options()), f_all = zeros_like_rows(iou_x, N, m);
-  auto h_sum_all = torch::empty({N, m}, iou_x.options());
-  const auto w_iouh_t = w_iouh.t(), w_fh_t = w_fh.t();
+  auto act = torch::empty({keep ? N : 0, 3 * m}, iou_x.options()), f_all = zeros_like_rows(iou_x, keep ? N : 0, m);
+  auto h_sum_all = torch::empty({keep ? N : 0, m}, iou_x.options());
+  auto f_edges = torch::empty({0, m}, iou_x.options());  // f of the level's edges when not kept
   AT_DISPATCH_FLOATING_TYPES(iou_x.scalar_type(), "childsum_forward", [&] {
     using T = scalar_t;
     T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *A = act.data_ptr<T>(), *FA = f_all.data_ptr<T>();
-    T* HS = h_sum_all.data_ptr<T>();
+    T* HS = h_sum_all.data_ptr<T>();  // (A, FA, HS: empty unless `keep`)
     const T *IX = iou_x.data_ptr<T>(), *FX = f_x.data_ptr<T>(), *BI = b_iouh.data_ptr<T>(), *BF = b_fh.data_ptr<T>();
     for (size_t l = 0; l < nodes.size(); ++l) {
       const int64_t n = nodes[l].size(0), e = child[l].size(0);
@@ -52,35 +53,40 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
       auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
       T *hs = h_sum.data_ptr<T>(), *fcp = fc.data_ptr<T>();
       if (e > 0) {
-        auto pre_f = torch::mm(h.index_select(0, child[l]), w_fh_t);  // U_f h_k, per edge (b_f added below)
+        auto pre_f = torch::mm(w_fh, h.index_select(0, child[l]).t());  // U_f h_k [m, e] (b_f added below)
         const T* pf = pre_f.data_ptr<T>();
+        if (!keep) f_edges.resize_({e, m});
         const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
         const int64_t* pa = edge_parent[l].data_ptr<int64_t>();
         for (int64_t k = 0; k < e; ++k) {
-          const T *hk = H + ch[k] * m, *ck = C + ch[k] * m, *fx = FX + pa[k] * m, *p = pf + k * m;
-          T *f = FA + ch[k] * m, *sum = hs + sl[k] * m, *acc = fcp + sl[k] * m;
+          const T *hk = H + ch[k] * m, *ck = C + ch[k] * m, *fx = FX + pa[k] * m, *p = pf + k;
+          T *f = (keep ? FA + ch[k] * m : f_edges.data_ptr<T>() + k * m), *sum = hs + sl[k] * m;
+          T* acc = fcp + sl[k] * m;
           _Pragma("omp simd")
           for (int64_t x = 0; x < m; ++x) {
-            f[x] = sigmoid(BF[x] + p[x] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
+            f[x] = sigmoid(BF[x] + p[x * e] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
             acc[x] += f[x] * ck[x];
             sum[x] += hk[x];               // h~_j
           }
         }
       }
-      auto iou = torch::mm(h_sum, w_iouh_t);  // U h~ (b added below)
+      auto iou = torch::mm(w_iouh, h_sum.t());  // U h~ [3m, n] (b added below)
       const T* pi = iou.data_ptr<T>();
       for (int64_t j = 0; j < n; ++j) {
-        const T *p = pi + j * 3 * m, *px = IX + nd[j] * 3 * m, *acc = fcp + j * m, *sum = hs + j * m;
-        T *a = A + nd[j] * 3 * m, *cj = C + nd[j] * m, *hj = H + nd[j] * m, *hsj = HS + nd[j] * m;
+        const T *p = pi + j, *px = IX + nd[j] * 3 * m, *acc = fcp + j * m, *sum = hs + j * m;
+        T *cj = C + nd[j] * m, *hj = H + nd[j] * m;
         _Pragma("omp simd")
         for (int64_t x = 0; x < m; ++x) {
-          const T i = sigmoid(BI[x] + p[x] + px[x]), o = sigmoid(BI[m + x] + p[m + x] + px[m + x]);
-          const T u = std::tanh(BI[2 * m + x] + p[2 * m + x] + px[2 * m + x]);
+          const T i = sigmoid(BI[x] + p[x * n] + px[x]), o = sigmoid(BI[m + x] + p[(m + x) * n] + px[m + x]);
+          const T u = std::tanh(BI[2 * m + x] + p[(2 * m + x) * n] + px[2 * m + x]);
           const T cx = i * u + acc[x];  // c_j = i_j u_j + sum_k f_jk c_k
-          a[x] = i, a[m + x] = o, a[2 * m + x] = u;
           cj[x] = cx;
           hj[x] = o * std::tanh(cx);
-          hsj[x] = sum[x];
+          if (keep) {
+            T* a = A + nd[j] * 3 * m;
+            a[x] = i, a[m + x] = o, a[2 * m + x] = u;
+            HS[nd[j] * m + x] = sum[x];
+          }
         }
       }
     }
