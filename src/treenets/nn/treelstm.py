@@ -91,7 +91,7 @@ class TreeBatch:
                                 tensor(position[parent[edges]]), tensor(sibling[edges]), tensor(parent[edges])))
         words = np.concatenate([offset + np.arange(len(t.words)) for t, offset in zip(trees, offsets)])
         roots = offsets + np.array([t.root for t in trees])
-        max_children = max((len(k) for t in trees for k in t.children), default=0)
+        max_children = int(np.bincount(parent[parent >= 0]).max()) if (parent >= 0).any() else 0
         return cls(int(sizes.sum()), offsets.tolist(), tensor(roots), tensor(words), levels, max_children,
                    tensor(parent))
 
