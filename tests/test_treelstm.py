@@ -309,6 +309,16 @@ def _tiny_sick(data_root, folder, pairs=(40, 12, 12)):
     return folder
 
 
+def _train_and_test(tmp_path, capsys, config: dict) -> dict:
+    """Train `config` through the CLI into tmp_path/run, evaluate best.pt on test, return the printed metrics."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test"]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("encoder,trees", [("childsum-treelstm", "dependency"), ("binary-treelstm", "constituency"),
                                            ("lstm", "dependency")])
 def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, encoder, trees):
@@ -318,12 +328,7 @@ def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, 
                        "batch_size": 8},
               "model": {"name": encoder, "mem_size": 12, "hidden_size": 6},
               "train": {"epochs": 2, "threads": 1, "log_interval": 1}}
-    path = tmp_path / "sick.yaml"
-    path.write_text(yaml.safe_dump(config))
-    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
-    capsys.readouterr()
-    assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    result = _train_and_test(tmp_path, capsys, config)
     assert set(result) >= {"pearson", "spearman", "mse"} and result["pairs"] == 12
     model = treenets.load(tmp_path / "run" / "best.pt")
     a, b = "A man is playing a guitar", "A person is playing an instrument"
@@ -349,12 +354,7 @@ def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, en
     config = {"task": "sentiment", "data": {"path": str(folder), "classes": classes, "batch_size": 10},
               "model": {"name": encoder, "emb_size": 16, "mem_size": 12},
               "train": {"epochs": 2, "threads": 1, "log_interval": 1}}
-    path = tmp_path / "sst.yaml"
-    path.write_text(yaml.safe_dump(config))
-    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
-    capsys.readouterr()
-    assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    result = _train_and_test(tmp_path, capsys, config)
     assert 0.0 <= result["root_accuracy"] <= 1.0
     assert ("phrase_accuracy" in result) == (encoder == "binary-treelstm")
     if encoder == "binary-treelstm":

@@ -12,6 +12,8 @@ import platform
 import warnings
 from pathlib import Path
 
+import torch
+
 _SOURCES = Path(__file__).with_name("csrc")
 _loaded: dict = {}
 
@@ -56,3 +58,13 @@ def kernels(name: str):
                           stacklevel=2)
     _loaded[name] = module
     return module
+
+
+def kernels_for(name: str, x: torch.Tensor, autograd: bool = False):
+    """`kernels(name)` when they apply to `x`: a CPU float tensor, and no autograd graph to record unless the
+    kernels come with their own backward (`autograd`); else None (the PyTorch code runs)."""
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+        return None
+    if torch.is_grad_enabled() and not autograd:
+        return None
+    return kernels(name)

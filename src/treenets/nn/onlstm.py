@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 
 from treenets.nn.dropout import dropconnect, embedding_dropout, locked_dropout
-from treenets.nn.native import kernels
+from treenets.nn.native import kernels_for
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
 
@@ -116,9 +116,7 @@ def onlstm_step_backward(dh, dc, c_prev, c, master, probs, gates, d_master):
 
 def _native(x: torch.Tensor):
     """The compiled CPU kernels when they apply: CPU float tensors, no autograd graph to record."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or torch.is_grad_enabled():
-        return None
-    return kernels("onlstm")
+    return kernels_for("onlstm", x)
 
 
 class Recurrence(NamedTuple):

@@ -39,7 +39,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from treenets.nn.native import kernels
+from treenets.nn.native import kernels_for
 
 
 class LayerNorm(nn.Module):
@@ -79,9 +79,7 @@ def _step_masks(p: float, training: bool, steps: int, shape, like: torch.Tensor)
 
 def _native(x: torch.Tensor):
     """The compiled reading loop when it applies: evaluation (no autograd graph) of CPU float tensors."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or torch.is_grad_enabled():
-        return None
-    return kernels("prpn")
+    return kernels_for("prpn", x)
 
 
 def _apply(x, mask):

@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 
 from treenets.errors import TreenetsError
-from treenets.nn.native import kernels
+from treenets.nn.native import kernels, kernels_for
 from treenets.trees.parents import ParentTree
 
 
@@ -114,9 +114,7 @@ class TreeBatch:
 
 def _native(x: torch.Tensor):
     """The compiled kernels when they apply (CPU float tensors), else None (the PyTorch loops run)."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
-        return None
-    return kernels("treelstm")
+    return kernels_for("treelstm", x, autograd=True)
 
 
 class _ChildSumLevels(torch.autograd.Function):

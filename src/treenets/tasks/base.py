@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
+from treenets import data
+from treenets.errors import TreenetsError
 from treenets.vocab import Vocab
 
 
@@ -38,6 +40,13 @@ class Task:
     splits: tuple[str, ...] = ("train", "valid", "test")
 
     higher_is_better = False  # for `metric`
+
+    def data_folder(self, expected: str):
+        """The folder of `data.path` under the data root; a clear error naming `expected` if it is missing."""
+        folder = data.resolve(self.config.data.path, self.root)
+        if not folder.is_dir():
+            raise TreenetsError(f"data.path: {folder} does not exist (expected {expected})")
+        return folder
 
     # Tasks that read examples in shuffled batches keep a `ShuffledBatches` in `self.batches`.
     def batches_per_epoch(self) -> int:

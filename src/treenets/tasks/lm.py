@@ -14,7 +14,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from treenets import data
 from treenets.errors import TreenetsError
 from treenets.nn.onlstm import ONLSTMLanguageModel
 from treenets.nn.prpn import PRPNLanguageModel
@@ -193,10 +192,7 @@ class LMTask(Task):
 
     def __post_init__(self):
         cfg = self.config.data
-        folder = data.resolve(cfg.path, self.root)
-        if not folder.is_dir():
-            raise TreenetsError(f"data.path: {folder} does not exist (expected a folder with {cfg.train}, "
-                                f"{cfg.valid}, {cfg.test})")
+        folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}")
         files = {"train": folder / cfg.train, "valid": folder / cfg.valid, "test": folder / cfg.test}
         sentences = {split: read_lm_file(files[split]) for split in self.splits}
         if self.vocab is None:

@@ -179,9 +179,7 @@ class RelatednessTask(Task):
 
     def __post_init__(self):
         cfg = self.config.data
-        folder = data.resolve(cfg.path, self.root)
-        if not folder.is_dir():
-            raise TreenetsError(f"data.path: {folder} does not exist (expected SICK with train/, dev/, test/)")
+        folder = self.data_folder("SICK with train/, dev/, test/")
         if self.vocab is None:
             words = [w for w in read_lines(folder / cfg.vocab) if w]
             self.vocab = Vocab(SPECIALS + words, unk="<unk>")

@@ -108,9 +108,7 @@ class SentimentTask(Task):
 
     def __post_init__(self):
         cfg = self.config.data
-        folder = data.resolve(cfg.path, self.root)
-        if not folder.is_dir():
-            raise TreenetsError(f"data.path: {folder} does not exist (expected train.txt, dev.txt, test.txt)")
+        folder = self.data_folder("train.txt, dev.txt, test.txt")
         for split in self.splits:
             self.trees[split] = read_trees(folder / SPLIT_FILES[split], cfg.classes)
         if self.vocab is None:
