@@ -5,7 +5,9 @@ projection of a layer for all steps at once, then a Python loop over time steps 
 parsing network over all steps, then a loop over time steps and, inside it, over the reading layers and the
 predict network's attention, each projecting its inputs step by step. Autograd records every step in
 training; evaluation runs under `torch.no_grad` (which the official evaluation does not use, so the
-references evaluate faster than the official code and the ratios are conservative).
+references evaluate faster than the official code and the ratios are conservative). The references are
+initialised like the official models, and denormal numbers are flushed to zero for both sides, as
+`treenets train` does (without it, tiny gradients slow the references' matrix products several times over).
 Both sides run the same batch size and BPTT length with 2 threads; the table gives the median tokens/s over
 several steps (taken in turns) and the ratio treenets / reference.
 
@@ -78,6 +80,8 @@ class ReferenceLM(nn.Module):
         self.cells = nn.ModuleList(ReferenceCell(a, b, chunk, wdrop) for a, b in zip(sizes[:-1], sizes[1:]))
         self.decoder = nn.Linear(emb, VOCAB)
         self.decoder.weight = self.encoder.weight
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)  # the official initialisation
+        nn.init.zeros_(self.decoder.bias)
         self.drops = (dropout, dropouth, dropouti, dropoute)
 
     def lockdrop(self, x, p):
@@ -162,6 +166,8 @@ class ReferencePRPN(nn.Module):
         self.ffd = nn.Sequential(nn.Dropout(idropout), nn.Linear(2 * hid, emb), nn.BatchNorm1d(emb), nn.Tanh())
         self.decoder = nn.Linear(emb, VOCAB)
         self.decoder.weight = self.encoder.weight
+        nn.init.uniform_(self.encoder.weight, -0.01, 0.01)  # the official initialisation
+        nn.init.zeros_(self.decoder.bias)
         self.sizes, self.drop, self.rdrop = (emb, hid, nslots, nlookback), nn.Dropout(dropout), nn.Dropout(rdropout)
 
     def compare(self, x):
@@ -265,6 +271,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
     print(f"torch {torch.__version__}, {args.threads} threads, median of {args.steps} steps, tokens/s")
     print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10} {'treenets':>10} {'ratio':>6}")
     for name in args.configs:

@@ -135,8 +135,8 @@ def test_training_mode_backward_and_dropout():
 @pytest.mark.parametrize("nslots,hard,dtype", [(1, True, torch.float64), (4, False, torch.float64),
                                                (15, True, torch.float32)])
 def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype, monkeypatch):
-    """The compiled evaluation loop of the reading layers (ring of slots) against `ReadingLayer.forward`,
-    over two segments with the state carried (the second starts with full, rotated slots)."""
+    """The compiled evaluation loop of the reading layers against `ReadingLayer.forward`, over two segments
+    with the state carried (the second starts with full slots)."""
     from treenets.nn import prpn
     from treenets.nn.native import kernels
 
@@ -156,3 +156,113 @@ def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype, monkeypatch)
     monkeypatch.setattr(prpn, "_native", lambda x: None)
     for a, b in zip(compiled, run()):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("nslots,res", [(1, 0), (4, 1), (15, 0)])
+def test_compiled_training_matches_pytorch(nslots, res, monkeypatch):
+    """Training on the CPU (fused reading layers, attention and layer norms with their hand-derived
+    backward) against the PyTorch specification: same dropout masks, two segments with the state carried
+    and the gradient flowing through it, a loss on the outputs and on the memory left after; every
+    parameter's gradient and the outputs must agree."""
+    from treenets.nn import prpn
+    from treenets.nn.native import kernels
+
+    if kernels("prpn") is None:
+        pytest.skip("compiled kernels unavailable")
+    torch.manual_seed(5)
+    model = PRPNLanguageModel(30, 7, 10, 2, nslots=nslots, nlookback=2, dropout=0.3, idropout=0.2, rdropout=0.2,
+                              res=res).double().train()
+    tokens = torch.randint(0, 30, (8, 3))
+
+    def run():
+        torch.manual_seed(11)  # the same dropout masks on both paths
+        model.zero_grad()
+        state = model.initial_state(3)
+        # random memory, so that no two attention logits tie
+        state = state._replace(reader=[prpn.Memory(torch.randn_like(m.h), torch.randn_like(m.c)) for m in state.reader])
+        first = model(tokens[:5], state)
+        second = model(tokens[5:], first.state)
+        memory = second.state.reader
+        loss = (first.output.pow(2).sum() + second.output.sin().sum()
+                + sum(m.h.pow(2).sum() + m.c.sum() for m in memory) + second.state.predictor.sum())
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        return [first.output, second.output], grads
+
+    outputs, grads = run()
+    monkeypatch.setattr(prpn, "_native", lambda x: None)
+    expected_outputs, expected_grads = run()
+    assert grads.keys() == expected_grads.keys() and len(grads) >= 30  # all but the unused decoder bias
+    for a, b in zip(outputs, expected_outputs):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
+    for name in grads:
+        torch.testing.assert_close(grads[name], expected_grads[name], rtol=1e-7, atol=1e-9, msg=name)
+
+
+def test_fused_functions_gradcheck():
+    """The hand-derived backwards of the reading recurrence (with dropout masks, a carried memory and
+    gradients reaching hs and cs), the attention and the layer norm, against finite differences."""
+    from treenets.nn import prpn
+    from treenets.nn.native import kernels
+
+    native = kernels("prpn")
+    if native is None:
+        pytest.skip("compiled kernels unavailable")
+    torch.manual_seed(0)
+    steps, batch, hidden, slots = 3, 2, 4, 3
+    d = dict(dtype=torch.float64)
+
+    def leaf(*shape, scale=1.0):
+        return (torch.randn(*shape, **d) * scale).requires_grad_()
+
+    masks = [(torch.rand(steps, batch, hidden, **d) > 0.3).double() / 0.7 for _ in range(2)]
+    rmask = (torch.rand(hidden, **d) > 0.3).double() / 0.7
+    inputs = (leaf(steps, batch, 4 * hidden), leaf(steps, batch, hidden),
+              torch.rand(steps, batch, slots, **d).requires_grad_(), leaf(batch, slots, hidden),
+              leaf(batch, slots, hidden), leaf(hidden, hidden, scale=0.5), leaf(4 * hidden, hidden, scale=0.5),
+              leaf(4 * hidden), leaf(4 * hidden), leaf(4 * hidden), leaf(hidden), leaf(hidden))
+
+    def reading(*args):
+        hs, cs = prpn._FusedReading.apply(native, *args, rmask, *masks, 1e-6, 1e-6)
+        return hs.sin(), cs.cos()
+
+    assert torch.autograd.gradcheck(reading, inputs)
+    history, query = leaf(slots + steps, batch, hidden), leaf(steps, batch, hidden)
+    gate = torch.rand(steps, batch, slots, **d).requires_grad_()
+    assert torch.autograd.gradcheck(lambda *a: prpn._FusedAttention.apply(native, *a), (history, query, gate))
+    x, gamma, beta = leaf(5, 7), leaf(7), leaf(7)
+    assert torch.autograd.gradcheck(lambda *a: prpn._FusedLayerNorm.apply(native, *a, 1e-6), (x, gamma, beta))
+
+
+def test_compiled_attention_matches_pytorch(monkeypatch):
+    from treenets.nn import prpn
+
+    torch.manual_seed(1)
+    history, query = torch.randn(4 + 6, 3, 5, dtype=torch.float64), torch.randn(6, 3, 5, dtype=torch.float64)
+    gate = torch.rand(6, 3, 4, dtype=torch.float64)
+    compiled = prpn.attend(history, query, gate)
+    monkeypatch.setattr(prpn, "_native", lambda x: None)
+    expected = prpn.attend(history, query, gate)
+    torch.testing.assert_close(compiled, expected)
+    # by hand for one row: step 0 reads the 4 states before the segment, slot k = history[3 - k]
+    logits = torch.stack([history[3 - k, 0] @ query[0, 0] for k in range(4)]) / math.sqrt(5)
+    weights = masked_softmax(logits, gate[0, 0])
+    torch.testing.assert_close(expected[0, 0], sum(weights[k] * history[3 - k, 0] for k in range(4)))
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.7])
+def test_dropout_masks(p):
+    from treenets.nn.prpn import _dropout_mask
+
+    like = torch.empty(101, 999)  # an odd number of values: the generator makes them in pairs
+    torch.manual_seed(0)
+    mask = _dropout_mask(p, True, like)
+    assert mask.shape == like.shape and mask.dtype == like.dtype
+    assert mask.unique().tolist() == pytest.approx([0.0, 1 / (1 - p)])
+    assert (mask == 0).double().mean().item() == pytest.approx(p, abs=0.005)
+    kept = mask.flatten() > 0
+    assert (kept[1:] == kept[:-1]).double().mean().item() == pytest.approx(p * p + (1 - p) * (1 - p), abs=0.005)
+    torch.manual_seed(0)
+    assert torch.equal(_dropout_mask(p, True, like), mask)  # follows torch.manual_seed
+    assert not torch.equal(_dropout_mask(p, True, like), mask)  # and a new draw differs
+    assert _dropout_mask(p, False, like) is None and _dropout_mask(0.0, True, like) is None

@@ -24,10 +24,13 @@ The semantics follow the official code (yikangshen/PRPN): its LayerNorm (unbiase
 added to it), its masked softmax (`exp(x - max) * mask / (sum + 1e-8)`), dropout placement, and the initial
 parsing state (zero embeddings, gate history +inf, i.e. nothing to attend to before the first word).
 
-Speed: the parsing network, the input projections of every reading layer and the whole predict network run
-over all steps at once; only the reading layers' recurrence runs step by step, one layer after another. In
-evaluation on the CPU that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the two matrix products and
-fused loops for the rest, the slots kept as a ring); `ReadingLayer.forward` below is its specification.
+Speed: the parsing network (its convolution as one matrix product over windows), the input projections of
+every reading layer and the whole predict network run over all steps at once; only the reading layers'
+recurrence runs step by step, one layer after another. On the CPU that recurrence runs in C++
+(csrc/prpn_cpu.cpp: per step the two matrix products and fused loops for the rest) with a hand-derived
+backward that forms the weight gradients once per segment; the predict network's attention, PRPN's layer
+norm and the dropout masks are compiled too. `ReadingLayer.forward`, `attend` and `LayerNorm.forward` hold
+the PyTorch code (the specification, used on other devices); tests check that both agree.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
+        native = _native(x)
+        if native is not None:
+            return _FusedLayerNorm.apply(native, x, self.gamma, self.beta, self.eps)
         std, mean = torch.std_mean(x, -1, keepdim=True)
         return torch.addcdiv(self.beta, self.gamma * (x - mean), std + self.eps)
 
@@ -62,24 +68,106 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return e / (e.sum(dim=-1, keepdim=True) + 1e-8)
 
 
+def _dropout_mask(p: float, training: bool, like: torch.Tensor):
+    """A dropout mask (kept units 1 / (1 - p)) of like's shape, device and dtype; None when there is no
+    dropout. On the CPU the compiled kernels draw it from a seed taken from torch's generator (several times
+    faster than torch.rand); elsewhere torch.rand."""
+    if not training or not p:
+        return None
+    native = kernels_for("prpn", like, autograd=True)  # not `_native`: tests switch that off alone
+    if native is not None:
+        return native.dropout_mask(list(like.shape), p, int(torch.randint(0, 2**62, ())), like)
+    return (torch.rand_like(like) >= p).to(like.dtype) / (1.0 - p)
+
+
 def _dropout(x, p, training):
-    """Dropout (kept units scaled by 1 / (1 - p)); masks from `rand`, about twice as fast as `bernoulli_`."""
-    if not training or not p:
-        return x
-    return x * ((torch.rand_like(x) >= p).to(x.dtype) / (1.0 - p))
-
-
-def _step_masks(p: float, training: bool, steps: int, shape, like: torch.Tensor):
-    """Independent dropout masks for every step, drawn at once (scaled by 1 / (1 - p)), or None."""
-    if not training or not p:
-        return [None] * steps
-    masks = (torch.rand(steps, *shape, device=like.device) >= p).to(like.dtype) / (1.0 - p)
-    return masks.unbind(0)
+    """Dropout with a mask from `_dropout_mask`."""
+    mask = _dropout_mask(p, training, x)
+    return x if mask is None else x * mask
 
 
 def _native(x: torch.Tensor):
-    """The compiled reading loop when it applies: evaluation (no autograd graph) of CPU float tensors."""
-    return kernels_for("prpn", x)
+    """The compiled kernels (reading recurrence, attention, layer norm; forward and backward) when they
+    apply: CPU float tensors."""
+    return kernels_for("prpn", x, autograd=True)
+
+
+class _FusedReading(torch.autograd.Function):
+    """The reading layer's recurrence over a segment in the compiled kernels, with their hand-derived
+    backward (`ReadingLayer.forward` is the specification). Returns the states hs [S + T, B, H] and cells
+    cs [S + T, B, H] by absolute time: the first S are the carried memory, oldest first."""
+
+    @staticmethod
+    def forward(ctx, kernels, *args):
+        outputs = kernels.forward(*args, True)
+        gates_x, query_x, memory_gate, mem_h, mem_c, w_query_h, w_hh, b_hh, hh_gamma, hh_beta, c_gamma, c_beta, \
+            rmask, h_masks, q_masks, _, _ = args
+        # hs and cs are outputs: kept through save_for_backward (an attribute would make a reference cycle).
+        ctx.kernels, ctx.masks, ctx.intermediates = kernels, (h_masks, q_masks), outputs[2:]
+        ctx.save_for_backward(memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, *outputs[:2])
+        return outputs[0], outputs[1]
+
+    @staticmethod
+    def backward(ctx, d_hs, d_cs):
+        memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, hs, cs = ctx.saved_tensors
+        grads = ctx.kernels.backward(d_hs, d_cs, memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask,
+                                     *ctx.masks, [hs, cs, *ctx.intermediates])
+        # None for the kernels and for rmask, the masks and the two eps
+        return (None, *grads, None, None, None, None, None)
+
+
+class _FusedLayerNorm(torch.autograd.Function):
+    """`LayerNorm` in the compiled kernels, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, kernels, x, gamma, beta, eps):
+        y, xhat, stats = kernels.layer_norm_forward(x, gamma, beta, eps)
+        ctx.kernels = kernels
+        ctx.save_for_backward(xhat, stats, gamma)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        dx, d_gamma, d_beta = ctx.kernels.layer_norm_backward(dy, *ctx.saved_tensors)
+        return None, dx, d_gamma, d_beta, None
+
+
+class _FusedAttention(torch.autograd.Function):
+    """`attend` in the compiled kernels, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, kernels, history, query, memory_gate):
+        read, *saved = kernels.attend_forward(history, query, memory_gate)
+        ctx.kernels = kernels
+        ctx.save_for_backward(history, query, memory_gate, *saved)
+        return read
+
+    @staticmethod
+    def backward(ctx, d_read):
+        return None, *ctx.kernels.attend_backward(d_read, *ctx.saved_tensors)
+
+
+def attend(history: torch.Tensor, query: torch.Tensor, memory_gate: torch.Tensor) -> torch.Tensor:
+    """Attention of every step over the S states before it, masked by the memory gates.
+
+    Args:
+        history: [S + T, B, H], oldest first: the S states before the segment, then one per step.
+        query: [T, B, H].
+        memory_gate: [T, B, S], slot k for the state k + 1 steps back.
+
+    Returns:
+        [T, B, H]: sum_k p_{t,k} h_{t-1-k}, p the official masked softmax of <h_{t-1-k}, q_t> / sqrt(H).
+    """
+    native = _native(query)
+    args = history.contiguous(), query.contiguous(), memory_gate.contiguous()
+    if native is not None:
+        return _FusedAttention.apply(native, *args) if torch.is_grad_enabled() else native.attend_forward(*args)[0]
+    steps, slots = query.size(0), memory_gate.size(-1)
+    past = [history[slots - 1 - k : slots - 1 - k + steps] for k in range(slots)]  # past[k][t] = h_{t-1-k}
+    scale = 1.0 / math.sqrt(query.size(-1))
+    logits = torch.stack([(p * query).sum(-1) for p in past], dim=-1) * scale  # [T, B, S]
+    weights = masked_softmax(logits, memory_gate)
+    return sum(weights[..., k : k + 1] * p for k, p in enumerate(past))
 
 
 def _apply(x, mask):
@@ -132,10 +220,17 @@ class ParsingNetwork(nn.Module):
     def forward(self, emb: torch.Tensor, state: ParserState):
         """emb [T, B, E] -> memory gates [T, B, S], next-step memory gates [T, B, S], gates [B, T], state."""
         window = torch.cat([state.embeddings, emb])  # [L + T, B, E]
-        x = _dropout(window.permute(1, 2, 0), self.dropout, self.training)
-        x = _dropout(F.relu(self.norm(self.conv(x))), self.dropout, self.training)
-        gates = torch.sigmoid(self.out(x))  # [B, 2, T]
-        gate, gate_next = gates[:, 0], gates[:, 1]
+        steps, batch = emb.shape[:2]
+        x = _dropout(window, self.dropout, self.training)
+        # The convolution as one matrix product over rows of windows, each laid out (embedding, offset) like
+        # the convolution's weight [hidden, E, L + 1]: faster on the CPU than the convolution itself.
+        windows = x.unfold(0, self.nlookback + 1, 1).reshape(steps * batch, -1)  # [T*B, E*(L + 1)]
+        x = F.linear(windows, self.conv.weight.flatten(1), self.conv.bias)
+        x = _dropout(F.relu(self.norm(x)), self.dropout, self.training)
+        # The grouped 1x1 convolution: each half of the channels gives one of the two gates.
+        logits = torch.einsum("ngc,gc->ng", x.view(steps * batch, 2, -1), self.out.weight.view(2, -1))
+        gates = torch.sigmoid(logits + self.out.bias).view(steps, batch, 2).permute(2, 1, 0)  # [2, B, T]
+        gate, gate_next = gates[0], gates[1]
         memory = memory_gates(gate, gate, state.gates, self.resolution, self.hard)
         memory_next = memory_gates(gate_next, gate, state.gates, self.resolution, self.hard)
         history = torch.cat([state.gates, gate], dim=1)
@@ -168,26 +263,34 @@ class ReadingLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: Memory, memory_gate: torch.Tensor, rmask: torch.Tensor):
         """x [T, B, I], memory gates [T, B, S], rmask [H] -> outputs [T, B, H], memory."""
-        train, size, steps, batch = self.training, self.input_size, x.size(0), x.size(1)
+        train, size, steps = self.training, self.input_size, x.size(0)
         # Everything that depends on x alone, for all steps at once (dropout masks as the official per step).
         query_x = F.linear(_dropout(x, self.idropout, train), self.query.weight[:, :size], self.query.bias)
         gates_x = self.ih_norm(self.ih(_dropout(x, self.dropout, train)))
         query_h_weight = self.query.weight[:, size:]
-        native = None if train else _native(x)
+        # independent masks for every step, [T, B, H]
+        h_masks = _dropout_mask(self.idropout, train, query_x)
+        query_masks = _dropout_mask(self.idropout, train, query_x)
+        native = _native(x)
         if native is not None:
-            out, mem_h, mem_c = native.reading_forward(
-                gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h.contiguous(),
-                memory.c.contiguous(), query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
-                self.hh_norm.gamma, self.hh_norm.beta, self.hh_norm.eps, self.c_norm.gamma, self.c_norm.beta,
-                self.c_norm.eps)
-            return out, Memory(mem_h, mem_c)
-        h_masks = _step_masks(self.idropout, train, steps, (batch, self.hidden_size), x)
-        query_masks = _step_masks(self.idropout, train, steps, (batch, self.hidden_size), x)
+            args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h.contiguous(),
+                    memory.c.contiguous(), query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
+                    self.hh_norm.gamma, self.hh_norm.beta, self.c_norm.gamma, self.c_norm.beta, rmask.contiguous(),
+                    h_masks, query_masks, self.hh_norm.eps, self.c_norm.eps)
+            if torch.is_grad_enabled():
+                hs, cs = _FusedReading.apply(native, *args)
+            else:
+                hs, cs = native.forward(*args, False)
+            slots = self.nslots
+            return hs[slots:], Memory(hs[steps:].flip(0).transpose(0, 1), cs[steps:].flip(0).transpose(0, 1))
         scale = 1.0 / math.sqrt(self.hidden_size)
         # The memory as lists of the last S states, most recent first: indexing a stacked tensor step after
         # step would make autograd fill and add full-size gradients at every step.
         mem_h, mem_c = list(memory.h.unbind(1)), list(memory.c.unbind(1))
         outputs = []
+        no_masks = [None] * steps
+        h_masks = no_masks if h_masks is None else h_masks.unbind(0)
+        query_masks = no_masks if query_masks is None else query_masks.unbind(0)
         steps_in = zip(query_x.unbind(0), gates_x.unbind(0), memory_gate.unbind(0), h_masks, query_masks)
         for query_x_t, gates_x_t, gate_t, h_mask, query_mask in steps_in:
             query = _apply(query_x_t + F.linear(_apply(mem_h[0], h_mask), query_h_weight), query_mask)
@@ -236,13 +339,8 @@ class PredictNetwork(nn.Module):
         """h [T, B, H] (last reading layer), memory [B, S, H], gates [T, B, S] -> output [T*B, E], memory."""
         steps, slots, train = h.size(0), self.nslots, self.training
         query = _dropout(self.query(_dropout(h, self.dropout, train)), self.dropout, train)
-        # past[k] [T, B, H]: the state of step t-1-k for every t (from the carried memory for the first ones).
         history = torch.cat([memory.transpose(0, 1).flip(0), h])  # [S + T, B, H], oldest first
-        past = [history[slots - 1 - k : slots - 1 - k + steps] for k in range(slots)]
-        scale = 1.0 / math.sqrt(h.size(-1))
-        logits = torch.stack([(p * query).sum(-1) for p in past], dim=-1) * scale  # [T, B, S]
-        weights = masked_softmax(logits, memory_gate_next)
-        read = sum(weights[..., k : k + 1] * p for k, p in enumerate(past))
+        read = attend(history, query, memory_gate_next)
         x = torch.cat([h, read], dim=-1).view(steps * h.size(1), -1)
         for block in self.blocks:
             x = block(x)

@@ -1,10 +1,15 @@
-// PRPN's reading layer over a whole segment, for evaluation (no dropout, no autograd): the two matrix
-// products of a step (query, hidden-to-gates) and everything element-wise between them (attention over the
-// slots, masked softmax, the layer norms, the LSTM cell) in plain loops. `ReadingLayer.forward` in prpn.py is
-// the specification and the path for training and other devices; tests check that both agree.
+// PRPN's reading layer over a whole segment on the CPU: per step the two matrix products (query,
+// hidden-to-gates) and everything element-wise between them (attention over the slots, masked softmax, both
+// layer norms, the LSTM cell) in fused loops over the batch rows; and its hand-derived backward, which runs
+// the steps in reverse and forms the weight gradients once per segment ([out, T*B] x [T*B, in] products)
+// instead of once per step. `ReadingLayer.forward` in prpn.py is the specification and the path for other
+// devices; tests check that both agree, values and gradients.
 //
-// The S slots are a ring [S, B, H]: a new state overwrites the oldest one instead of shifting the others.
+// States are kept by absolute time: hs/cs [S + T, B, H], indices 0..S-1 the carried memory (oldest first),
+// index S + t the state of step t; so slot k of step t (the state of step t-1-k) is index S + t - 1 - k.
 #include <torch/extension.h>
+
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,105 +17,457 @@
 
 using torch::Tensor;
 
+// `#pragma omp simd` cannot stand inside a macro's argument (the AT_DISPATCH bodies below); _Pragma can.
+#define SIMD _Pragma("omp simd")
+
 namespace {
 
 template <typename T>
 inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
-// PRPN's layer norm of one row, in place: gamma (x - mean) / (std + eps) + beta, std unbiased.
+// Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
+inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
+
+// PRPN's layer norm without its affine part, in place: x <- (x - mean) / (std + eps), std unbiased.
+// Returns 1 / (std + eps) and std, what the backward needs.
 template <typename T>
-void layer_norm(T* x, const T* gamma, const T* beta, T eps, int64_t n) {
+std::pair<T, T> normalise(T* x, int64_t n, T eps) {
   T mean = 0;
   for (int64_t j = 0; j < n; ++j) mean += x[j];
   mean /= n;
   T var = 0;
   for (int64_t j = 0; j < n; ++j) var += (x[j] - mean) * (x[j] - mean);
-  const T scale = T(1) / (std::sqrt(var / (n - 1)) + eps);
-  for (int64_t j = 0; j < n; ++j) x[j] = gamma[j] * (x[j] - mean) * scale + beta[j];
+  const T std = std::sqrt(var / (n - 1)), inv = T(1) / (std + eps);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] = (x[j] - mean) * inv;
+  return {inv, std};
+}
+
+// Backward of `normalise` given g = d(output) (gamma already applied) and its output xhat:
+// with s = std + eps, dx = (g - mean(g) - xhat * sum(g * xhat) * s / ((n - 1) std)) / s.
+template <typename T>
+void normalise_backward(const T* g, const T* xhat, T inv, T std, int64_t n, T* dx) {
+  T mean = 0, dot = 0;
+  for (int64_t j = 0; j < n; ++j) mean += g[j], dot += g[j] * xhat[j];
+  mean /= n;
+  const T coef = dot / (inv * (n - 1) * std);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) dx[j] = inv * (g[j] - mean - xhat[j] * coef);
+}
+
+template <typename T>
+inline T dot(const T* a, const T* b, int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t x = 0; x < n; ++x) s += a[x] * b[x];
+  return s;
+}
+
+// Attention of batch row b at step t over the S states before it, in the absolute layout (j = S + t; slot k
+// is index j - 1 - k of hs [S + T, B, H]): logits l_k = <h_k, q> / sqrt(H), the official masked softmax
+// p_k = exp(l_k - max l) a_k / (sum_k exp(l_k - max l) a_k + 1e-8), and the reads sum_k p_k h_k, and
+// sum_k p_k c_k when cs is given. Keeps e_k = exp(l_k - max l), the denominator and the argmax.
+template <typename T>
+void attend_row(const T* hs, const T* cs, int64_t j, int64_t b, int64_t B, int64_t H, int64_t S, const T* q,
+                const T* gate, T* e, T* z, int64_t* top, T* read_h, T* read_c) {
+  const T scale = T(1) / std::sqrt(T(H));
+  for (int64_t k = 0; k < S; ++k) e[k] = dot(hs + ((j - 1 - k) * B + b) * H, q, H) * scale;
+  *top = std::max_element(e, e + S) - e;
+  const T largest = e[*top];
+  T total = 0;
+  for (int64_t k = 0; k < S; ++k) total += (e[k] = std::exp(e[k] - largest)) * gate[k];
+  *z = total += T(1e-8);
+  std::fill(read_h, read_h + H, T(0));
+  if (cs) std::fill(read_c, read_c + H, T(0));
+  for (int64_t k = 0; k < S; ++k) {
+    const T p = e[k] * gate[k] / total;
+    const int64_t row = (j - 1 - k) * B + b;
+    const T* hk = hs + row * H;
+#pragma omp simd
+    for (int64_t x = 0; x < H; ++x) read_h[x] += p * hk[x];
+    if (!cs) continue;
+    const T* ck = cs + row * H;
+#pragma omp simd
+    for (int64_t x = 0; x < H; ++x) read_c[x] += p * ck[x];
+  }
+}
+
+// The backward of `attend_row` given the gradients of its reads (d_read_c only when cs is given): adds to the
+// gradients of the states d_hs (and d_cs), writes d_q [H] and d_gate [S]. `work` holds 3 S values.
+template <typename T>
+void attend_row_backward(const T* hs, const T* cs, T* d_hs, T* d_cs, int64_t j, int64_t b, int64_t B, int64_t H,
+                         int64_t S, const T* q, const T* gate, const T* e, T z, int64_t top, const T* d_read_h,
+                         const T* d_read_c, T* d_q, T* d_gate, T* work) {
+  const T scale = T(1) / std::sqrt(T(H));
+  T *p = work, *dp = work + S, *dl = work + 2 * S;
+  // reads sum_k p_k (h_k, c_k): dp_k = <d read_h, h_k> + <d read_c, c_k>
+  T dp_dot_p = 0;
+  for (int64_t k = 0; k < S; ++k) {
+    const int64_t row = (j - 1 - k) * B + b;
+    p[k] = e[k] * gate[k] / z;
+    dp[k] = dot(d_read_h, hs + row * H, H) + (cs ? dot(d_read_c, cs + row * H, H) : T(0));
+    dp_dot_p += dp[k] * p[k];
+  }
+  // p_k = e_k a_k / z: d(e_k a_k) = (dp_k - <dp, p>) / z; then through a_k and exp(l_k - max l), where the
+  // max is a function of the logits too (its gradient goes to the argmax, as autograd's max does).
+  T dl_sum = 0;
+  for (int64_t k = 0; k < S; ++k) {
+    const T de = (dp[k] - dp_dot_p) / z;
+    d_gate[k] = de * e[k];
+    dl_sum += (dl[k] = de * e[k] * gate[k]);
+  }
+  dl[top] -= dl_sum;
+  std::fill(d_q, d_q + H, T(0));
+  for (int64_t k = 0; k < S; ++k) {  // l_k = <h_k, q> / sqrt(H)
+    const int64_t row = (j - 1 - k) * B + b;
+    const T *hk = hs + row * H, wl = dl[k] * scale, pk = p[k];
+    T* dhk = d_hs + row * H;
+#pragma omp simd
+    for (int64_t x = 0; x < H; ++x) {
+      d_q[x] += wl * hk[x];
+      dhk[x] += pk * d_read_h[x] + wl * q[x];
+    }
+    if (!cs) continue;
+    T* dck = d_cs + row * H;
+#pragma omp simd
+    for (int64_t x = 0; x < H; ++x) dck[x] += pk * d_read_c[x];
+  }
+}
+
+template <typename T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
 }
 
 }  // namespace
 
 // gates_x [T, B, 4H] (the input projection, already layer-normalised), query_x [T, B, H] (its part of the
-// query, with the bias), memory_gate [T, B, S], mem_h/mem_c [B, S, H] (slot 0 the most recent),
-// w_query_h [H, H] (the query's hidden part), w_hh [4H, H], b_hh [4H], the two layer norms' gamma/beta/eps.
-// Returns outputs [T, B, H] and the new mem_h, mem_c [B, S, H].
-std::vector<Tensor> reading_forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory_gate,
-                                    const Tensor& mem_h, const Tensor& mem_c, const Tensor& w_query_h,
-                                    const Tensor& w_hh, const Tensor& b_hh, const Tensor& hh_gamma,
-                                    const Tensor& hh_beta, double hh_eps, const Tensor& c_gamma,
-                                    const Tensor& c_beta, double c_eps) {
+// query, with the bias), memory_gate [T, B, S], mem_h/mem_c [B, S, H] (slot 0 the most recent), w_query_h
+// [H, H] (the query's hidden part), w_hh [4H, H], b_hh [4H], the two layer norms' gamma/beta, rmask [H]
+// (on the hidden state read for the cell), h_masks/q_masks [T, B, H] (dropout on the query's input and
+// output; None: no dropout), the layer norms' eps. With `keep`, also returns what `backward` needs.
+// Returns {hs, cs} and with keep {hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act, c_xhat, c_stats}.
+std::vector<Tensor> forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory_gate,
+                            const Tensor& mem_h, const Tensor& mem_c, const Tensor& w_query_h, const Tensor& w_hh,
+                            const Tensor& b_hh, const Tensor& hh_gamma, const Tensor& hh_beta,
+                            const Tensor& c_gamma, const Tensor& c_beta, const Tensor& rmask,
+                            const c10::optional<Tensor>& h_masks, const c10::optional<Tensor>& q_masks,
+                            double hh_eps, double c_eps, bool keep) {
   const int64_t steps = gates_x.size(0), B = gates_x.size(1), H = mem_h.size(2), S = mem_h.size(1);
-  // The ring is written in place: always a copy (the caller's state may be shared, e.g. h and c both zeros).
-  auto ring_h = torch::empty({S, B, H}, gates_x.options()).copy_(mem_h.transpose(0, 1));
-  auto ring_c = torch::empty({S, B, H}, gates_x.options()).copy_(mem_c.transpose(0, 1));
-  auto out = torch::empty({steps, B, H}, gates_x.options());
-  auto read_h = torch::empty({B, H}, gates_x.options()), read_c = torch::empty({B, H}, gates_x.options());
-  int64_t head = 0;  // ring slot of the most recent state; k steps further back is (head + k) % S
-  AT_DISPATCH_FLOATING_TYPES(gates_x.scalar_type(), "reading_forward", [&] {
+  const auto opts = gates_x.options();
+  const int64_t kept = keep ? steps : 1;  // without keep, per-step buffers are reused
+  auto hs = torch::empty({S + steps, B, H}, opts), cs = torch::empty({S + steps, B, H}, opts);
+  hs.narrow(0, 0, S).copy_(mem_h.flip(1).transpose(0, 1));
+  cs.narrow(0, 0, S).copy_(mem_c.flip(1).transpose(0, 1));
+  auto hq = torch::empty({kept, B, H}, opts), q = torch::empty({kept, B, H}, opts);
+  auto ex = torch::empty({kept, B, S}, opts), z = torch::empty({kept, B}, opts);
+  auto amax = torch::empty({kept, B}, opts.dtype(torch::kLong));
+  auto rhm = torch::empty({kept, B, H}, opts), rc = torch::empty({kept, B, H}, opts);
+  auto hh_xhat = torch::empty({kept, B, 4 * H}, opts), act = torch::empty({kept, B, 4 * H}, opts);
+  auto c_xhat = torch::empty({kept, B, H}, opts);
+  auto hh_stats = torch::empty({kept, B, 2}, opts), c_stats = torch::empty({kept, B, 2}, opts);
+  const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
+  const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
+  AT_DISPATCH_FLOATING_TYPES(gates_x.scalar_type(), "prpn_reading_forward", [&] {
     using T = scalar_t;
-    const T scale = T(1) / std::sqrt(T(H));
     const T *GX = gates_x.data_ptr<T>(), *QX = query_x.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
-    const T *hg = hh_gamma.data_ptr<T>(), *hb = hh_beta.data_ptr<T>();
-    const T *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>();
-    T *RH = ring_h.data_ptr<T>(), *RC = ring_c.data_ptr<T>(), *OUT = out.data_ptr<T>();
-    T *rh = read_h.data_ptr<T>(), *rc = read_c.data_ptr<T>();
-    const T* BH = b_hh.data_ptr<T>();
-    std::vector<T> weights(S), qb(H), p(4 * H);
+    const T *hg = hh_gamma.data_ptr<T>(), *hb = hh_beta.data_ptr<T>(), *BH = b_hh.data_ptr<T>();
+    const T *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>(), *RM = rmask.data_ptr<T>();
+    const T *HM = data_or_null<T>(hm), *QM = data_or_null<T>(qm);
+    T *HS = hs.data_ptr<T>(), *CS = cs.data_ptr<T>();
     for (int64_t t = 0; t < steps; ++t) {
-      // q_t = W_q [x_t ; h_{t-1}]. Both products of a step are formed as W h^T ([out, B]): at these batch
-      // sizes BLAS runs that shape up to twice as fast as h W^T, and the loops read it with stride B.
-      auto query = torch::mm(w_query_h, ring_h[head].t());
-      const T* q = query.data_ptr<T>();
-      for (int64_t b = 0; b < B; ++b) {
-        const T *qx = QX + (t * B + b) * H, *gate = MG + (t * B + b) * S;
-        for (int64_t x = 0; x < H; ++x) qb[x] = q[x * B + b] + qx[x];
-        // p_{t,k}: the official masked softmax, exp(l - max l) * a / (sum + 1e-8), over the slots
-        for (int64_t k = 0; k < S; ++k) {
-          const T* hk = RH + (((head + k) % S) * B + b) * H;
-          T dot = 0;
-          for (int64_t x = 0; x < H; ++x) dot += hk[x] * qb[x];
-          weights[k] = dot * scale;
-        }
-        const T top = *std::max_element(weights.begin(), weights.end());
-        T total = 0;
-        for (int64_t k = 0; k < S; ++k) total += (weights[k] = std::exp(weights[k] - top) * gate[k]);
-        for (int64_t k = 0; k < S; ++k) weights[k] /= total + T(1e-8);
-        // (h~, c~) = sum_k p_{t,k} (h_{t-1-k}, c_{t-1-k})
-        T *rhb = rh + b * H, *rcb = rc + b * H;
-        for (int64_t x = 0; x < H; ++x) rhb[x] = rcb[x] = 0;
-        for (int64_t k = 0; k < S; ++k) {
-          const int64_t slot = ((head + k) % S) * B + b;
-          const T *hk = RH + slot * H, *ck = RC + slot * H, w = weights[k];
-          for (int64_t x = 0; x < H; ++x) rhb[x] += w * hk[x], rcb[x] += w * ck[x];
-        }
+      const int64_t j = S + t, u = keep ? t : 0;  // u: this step's row in the kept buffers
+      // q_t = W_q [x_t ; h_{t-1}]: the hidden part as W h^T ([H, B]); at these batch sizes BLAS runs that
+      // shape faster than h W^T, and the loops below read it with stride B.
+      Tensor h_in = hs[j - 1];
+      if (HM || keep) {
+        h_in = hq[u];
+        if (HM) at::mul_out(h_in, hs[j - 1], hm[t]);
+        else h_in.copy_(hs[j - 1]);
       }
-      auto hidden = torch::mm(w_hh, read_h.t());  // U h~, [4H, B]
-      const T* pre = hidden.data_ptr<T>();
-      head = (head + S - 1) % S;  // the new state takes the oldest slot
-      for (int64_t b = 0; b < B; ++b) {
-        for (int64_t j = 0; j < 4 * H; ++j) p[j] = BH[j] + pre[j * B + b];
-        layer_norm(p.data(), hg, hb, T(hh_eps), 4 * H);
-        const T* gx = GX + (t * B + b) * 4 * H;
-        const T* cr = rc + b * H;
-        T *c = RC + (head * B + b) * H, *h = RH + (head * B + b) * H;
-        for (int64_t x = 0; x < H; ++x) {  // [i f g o] = LN(W x_t) + LN(U h~); c_t = s(f) c~ + s(i) tanh(g)
-          const T i = sigmoid(gx[x] + p[x]), f = sigmoid(gx[H + x] + p[H + x]);
-          c[x] = f * cr[x] + i * std::tanh(gx[2 * H + x] + p[2 * H + x]);
-          h[x] = c[x];
+      const auto query = torch::mm(w_query_h, h_in.t()).t().contiguous();
+      const T* QW = query.data_ptr<T>();
+      T *Q = q[u].data_ptr<T>(), *EX = ex[u].data_ptr<T>(), *Z = z[u].data_ptr<T>();
+      int64_t* AM = amax[u].data_ptr<int64_t>();
+      T *RHM = rhm[u].data_ptr<T>(), *RC = rc[u].data_ptr<T>();
+      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          const T *qx = QX + (t * B + b) * H, *qmask = QM ? QM + (t * B + b) * H : nullptr;
+          T *qb = Q + b * H, *rh = RHM + b * H;
+          for (int64_t x = 0; x < H; ++x) qb[x] = (QW[b * H + x] + qx[x]) * (qmask ? qmask[x] : T(1));
+          attend_row(HS, CS, j, b, B, H, S, qb, MG + (t * B + b) * S, EX + b * S, Z + b, AM + b, rh, RC + b * H);
+          for (int64_t x = 0; x < H; ++x) rh[x] *= RM[x];  // the cell reads h~ * rmask
         }
-        layer_norm(h, cg, cb, T(c_eps), H);
-        T* o_t = OUT + (t * B + b) * H;
-        for (int64_t x = 0; x < H; ++x) o_t[x] = h[x] = sigmoid(gx[3 * H + x] + p[3 * H + x]) * std::tanh(h[x]);
-      }
+      });
+      const auto hidden = torch::mm(w_hh, rhm[u].t()).t().contiguous();  // U h~, [B, 4H]
+      const T* PRE = hidden.data_ptr<T>();
+      T *XH = hh_xhat[u].data_ptr<T>(), *ACT = act[u].data_ptr<T>(), *XC = c_xhat[u].data_ptr<T>();
+      T *HST = hh_stats[u].data_ptr<T>(), *CST = c_stats[u].data_ptr<T>();
+      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          T* xh = XH + b * 4 * H;
+          for (int64_t y = 0; y < 4 * H; ++y) xh[y] = PRE[b * 4 * H + y] + BH[y];
+          const auto hh = normalise(xh, 4 * H, T(hh_eps));
+          HST[2 * b] = hh.first, HST[2 * b + 1] = hh.second;
+          const T *gx = GX + (t * B + b) * 4 * H, *crd = RC + b * H;
+          T *a = ACT + b * 4 * H, *c = CS + (j * B + b) * H, *xc = XC + b * H, *h = HS + (j * B + b) * H;
+SIMD
+          for (int64_t x = 0; x < H; ++x) {
+            // [i f g o] = LN(W x_t) + LN(U h~); c_t = s(f) c~ + s(i) tanh(g)
+            const T i = sigmoid(gx[x] + hg[x] * xh[x] + hb[x]);
+            const T f = sigmoid(gx[H + x] + hg[H + x] * xh[H + x] + hb[H + x]);
+            const T g = std::tanh(gx[2 * H + x] + hg[2 * H + x] * xh[2 * H + x] + hb[2 * H + x]);
+            const T o = sigmoid(gx[3 * H + x] + hg[3 * H + x] * xh[3 * H + x] + hb[3 * H + x]);
+            a[x] = i, a[H + x] = f, a[2 * H + x] = g, a[3 * H + x] = o;
+            xc[x] = c[x] = f * crd[x] + i * g;
+          }
+          const auto cn = normalise(xc, H, T(c_eps));
+          CST[2 * b] = cn.first, CST[2 * b + 1] = cn.second;
+SIMD
+          for (int64_t x = 0; x < H; ++x) h[x] = a[3 * H + x] * std::tanh(cg[x] * xc[x] + cb[x]);  // h_t
+        }
+      });
     }
   });
-  // Back to slot 0 = the most recent, [B, S, H].
-  auto order = torch::remainder(torch::arange(S) + head, S);
-  return {out, ring_h.index_select(0, order).transpose(0, 1).contiguous(),
-          ring_c.index_select(0, order).transpose(0, 1).contiguous()};
+  if (!keep) return {hs, cs};
+  return {hs, cs, hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act, c_xhat, c_stats};
+}
+
+// The backward of `forward` (run with keep), given the gradients of its hs and cs (each may be None).
+// Returns d_gates_x, d_query_x, d_memory_gate, d_mem_h, d_mem_c, d_w_query_h, d_w_hh, d_b_hh,
+// d_hh_gamma, d_hh_beta, d_c_gamma, d_c_beta.
+std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::optional<Tensor>& d_cs_in,
+                             const Tensor& memory_gate, const Tensor& w_query_h, const Tensor& w_hh,
+                             const Tensor& hh_gamma, const Tensor& c_gamma, const Tensor& c_beta,
+                             const Tensor& rmask, const c10::optional<Tensor>& h_masks,
+                             const c10::optional<Tensor>& q_masks, const std::vector<Tensor>& saved) {
+  const auto &hs = saved[0], &cs = saved[1], &hq = saved[2], &q = saved[3], &ex = saved[4], &z = saved[5];
+  const auto &amax = saved[6], &rhm = saved[7], &rc = saved[8], &hh_xhat = saved[9], &hh_stats = saved[10];
+  const auto &act = saved[11], &c_xhat = saved[12], &c_stats = saved[13];
+  const int64_t steps = q.size(0), B = q.size(1), H = q.size(2), S = hs.size(0) - steps;
+  const auto opts = q.options();
+  // The gradients of the states, completed step by step in reverse (every use of a state is a later step).
+  auto d_hs = d_hs_in.has_value() ? d_hs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
+  auto d_cs = d_cs_in.has_value() ? d_cs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
+  auto d_gates_x = torch::empty({steps, B, 4 * H}, opts), d_u = torch::empty({steps, B, 4 * H}, opts);
+  auto d_query_x = torch::empty({steps, B, H}, opts), d_n = torch::empty({steps, B, H}, opts);
+  auto d_memory_gate = torch::empty({steps, B, S}, opts);
+  auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, H}, opts), d_hq = torch::empty({B, H}, opts);
+  const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
+  const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "prpn_reading_backward", [&] {
+    using T = scalar_t;
+    const T *hg = hh_gamma.data_ptr<T>(), *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>();
+    const T *RM = rmask.data_ptr<T>(), *MG = memory_gate.data_ptr<T>(), *QM = data_or_null<T>(qm);
+    const T *HS = hs.data_ptr<T>(), *CS = cs.data_ptr<T>();
+    T *DHS = d_hs.data_ptr<T>(), *DCS = d_cs.data_ptr<T>(), *DRC = d_rc.data_ptr<T>();
+    for (int64_t t = steps - 1; t >= 0; --t) {
+      const int64_t j = S + t;  // every use of state j is in a later step: its gradient is complete
+      const T *ACT = act[t].data_ptr<T>(), *XC = c_xhat[t].data_ptr<T>(), *CST = c_stats[t].data_ptr<T>();
+      const T *XH = hh_xhat[t].data_ptr<T>(), *HST = hh_stats[t].data_ptr<T>(), *RCD = rc[t].data_ptr<T>();
+      T *DGX = d_gates_x[t].data_ptr<T>(), *DU = d_u[t].data_ptr<T>(), *DN = d_n[t].data_ptr<T>();
+      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        std::vector<T> g(4 * H), dx(4 * H), d_o(H);
+        for (int64_t b = b0; b < b1; ++b) {
+          const T *dh = DHS + (j * B + b) * H, *a = ACT + b * 4 * H, *xc = XC + b * H;
+          T* dn = DN + b * H;
+SIMD
+          for (int64_t x = 0; x < H; ++x) {  // h = o tanh(n), n = LN(c)
+            const T tn = std::tanh(cg[x] * xc[x] + cb[x]), o = a[3 * H + x];
+            d_o[x] = dh[x] * tn;
+            dn[x] = dh[x] * o * (T(1) - tn * tn);
+            g[x] = dn[x] * cg[x];
+          }
+          normalise_backward(g.data(), xc, CST[2 * b], CST[2 * b + 1], H, dx.data());
+          const T *dc_in = DCS + (j * B + b) * H, *crd = RCD + b * H;
+          T *dgx = DGX + b * 4 * H, *drc = DRC + b * H;
+SIMD
+          for (int64_t x = 0; x < H; ++x) {  // c = s(f) c~ + s(i) tanh(g): through the gates' nonlinearities
+            const T dc = dc_in[x] + dx[x];
+            const T i = a[x], f = a[H + x], gg = a[2 * H + x], o = a[3 * H + x];
+            dgx[x] = dc * gg * i * (T(1) - i);
+            dgx[H + x] = dc * crd[x] * f * (T(1) - f);
+            dgx[2 * H + x] = dc * i * (T(1) - gg * gg);
+            dgx[3 * H + x] = d_o[x] * o * (T(1) - o);
+            drc[x] = dc * f;
+          }
+          // The gates' pre-activation is LN(W x) + LN(U h~ + b): the same gradient reaches both layer norms.
+          for (int64_t y = 0; y < 4 * H; ++y) g[y] = dgx[y] * hg[y];
+          normalise_backward(g.data(), XH + b * 4 * H, HST[2 * b], HST[2 * b + 1], 4 * H, DU + b * 4 * H);
+        }
+      });
+      at::mm_out(d_rhm, d_u[t], w_hh);  // gradient w.r.t. h~ * rmask
+      const T *DRHM = d_rhm.data_ptr<T>(), *Q = q[t].data_ptr<T>(), *EX = ex[t].data_ptr<T>();
+      const T* Z = z[t].data_ptr<T>();
+      const int64_t* AM = amax[t].data_ptr<int64_t>();
+      T *DQX = d_query_x[t].data_ptr<T>(), *DMG = d_memory_gate[t].data_ptr<T>();
+      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        std::vector<T> drh(H), work(3 * S);
+        for (int64_t b = b0; b < b1; ++b) {
+          for (int64_t x = 0; x < H; ++x) drh[x] = DRHM[b * H + x] * RM[x];
+          T* dq = DQX + b * H;
+          attend_row_backward(HS, CS, DHS, DCS, j, b, B, H, S, Q + b * H, MG + (t * B + b) * S, EX + b * S, Z[b],
+                              AM[b], drh.data(), DRC + b * H, dq, DMG + b * S, work.data());
+          if (QM) {
+            const T* qmask = QM + (t * B + b) * H;
+            for (int64_t x = 0; x < H; ++x) dq[x] *= qmask[x];
+          }
+        }
+      });
+      at::mm_out(d_hq, d_query_x[t], w_query_h);  // the query's input: h_{t-1} (times its dropout mask)
+      if (hm.defined()) d_hs[j - 1].addcmul_(d_hq, hm[t]);
+      else d_hs[j - 1].add_(d_hq);
+    }
+  });
+  const int64_t rows = steps * B;
+  // One [out, T*B] x [T*B, in] product per weight instead of T small ones accumulated.
+  auto d_w_hh = at::mm(d_u.view({rows, 4 * H}).t(), rhm.view({rows, H}));
+  auto d_w_query_h = at::mm(d_query_x.view({rows, H}).t(), hq.view({rows, H}));
+  return {d_gates_x,
+          d_query_x,
+          d_memory_gate,
+          d_hs.narrow(0, 0, S).flip(0).transpose(0, 1).contiguous(),
+          d_cs.narrow(0, 0, S).flip(0).transpose(0, 1).contiguous(),
+          d_w_query_h,
+          d_w_hh,
+          d_u.sum({0, 1}),
+          (d_gates_x * hh_xhat).sum({0, 1}),
+          d_gates_x.sum({0, 1}),
+          (d_n * c_xhat).sum({0, 1}),
+          d_n.sum({0, 1})};
+}
+
+// The predict network's attention, all steps at once (it has no recurrence): history [S + T, B, H] in the
+// absolute layout, query [T, B, H], memory_gate [T, B, S] -> {read [T, B, H], e [T, B, S], z [T, B],
+// argmax [T, B]}, the last three for `attend_backward`.
+std::vector<Tensor> attend_forward(const Tensor& history, const Tensor& query, const Tensor& memory_gate) {
+  const int64_t steps = query.size(0), B = query.size(1), H = query.size(2), S = memory_gate.size(2);
+  const auto opts = query.options();
+  auto read = torch::empty({steps, B, H}, opts), e = torch::empty({steps, B, S}, opts);
+  auto z = torch::empty({steps, B}, opts);
+  auto top = torch::empty({steps, B}, opts.dtype(torch::kLong));
+  AT_DISPATCH_FLOATING_TYPES(query.scalar_type(), "prpn_attend_forward", [&] {
+    using T = scalar_t;
+    const T *HS = history.data_ptr<T>(), *Q = query.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
+    T *R = read.data_ptr<T>(), *E = e.data_ptr<T>(), *Z = z.data_ptr<T>();
+    int64_t* TOP = top.data_ptr<int64_t>();
+    at::parallel_for(0, steps * B, grain_for(H), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)  // row r = t * B + b
+        attend_row<T>(HS, nullptr, S + r / B, r % B, B, H, S, Q + r * H, MG + r * S, E + r * S, Z + r, TOP + r,
+                      R + r * H, nullptr);
+    });
+  });
+  return {read, e, z, top};
+}
+
+// Its backward: -> {d_history, d_query, d_memory_gate}.
+std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history, const Tensor& query,
+                                    const Tensor& memory_gate, const Tensor& e, const Tensor& z, const Tensor& top) {
+  const int64_t steps = query.size(0), B = query.size(1), H = query.size(2), S = memory_gate.size(2);
+  auto d_history = torch::zeros_like(history), d_query = torch::empty_like(query);
+  auto d_gate = torch::empty_like(memory_gate);
+  const auto dr = d_read.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(query.scalar_type(), "prpn_attend_backward", [&] {
+    using T = scalar_t;
+    const T *HS = history.data_ptr<T>(), *Q = query.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
+    const T *E = e.data_ptr<T>(), *Z = z.data_ptr<T>(), *DR = dr.data_ptr<T>();
+    const int64_t* TOP = top.data_ptr<int64_t>();
+    T *DH = d_history.data_ptr<T>(), *DQ = d_query.data_ptr<T>(), *DG = d_gate.data_ptr<T>();
+    // Rows of different steps add to the same states: split the work by batch row, never by step.
+    at::parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> work(3 * S);
+      for (int64_t b = b0; b < b1; ++b)
+        for (int64_t t = 0; t < steps; ++t) {
+          const int64_t r = t * B + b;
+          attend_row_backward<T>(HS, nullptr, DH, nullptr, S + t, b, B, H, S, Q + r * H, MG + r * S, E + r * S,
+                                 Z[r], TOP[r], DR + r * H, nullptr, DQ + r * H, DG + r * S, work.data());
+        }
+    });
+  });
+  return {d_history, d_query, d_gate};
+}
+
+// PRPN's layer norm over the last dimension of x [N, F] (see `normalise`): -> {y, xhat, stats [N, 2]}.
+std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  const int64_t F = x.size(-1), N = x.numel() / F;
+  auto xhat = x.contiguous().clone(), y = torch::empty_like(xhat), stats = torch::empty({N, 2}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "prpn_layer_norm_forward", [&] {
+    using T = scalar_t;
+    const T *G = gamma.data_ptr<T>(), *BT = beta.data_ptr<T>();
+    T *XH = xhat.data_ptr<T>(), *Y = y.data_ptr<T>(), *ST = stats.data_ptr<T>();
+    at::parallel_for(0, N, grain_for(F), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        T *xh = XH + r * F, *yr = Y + r * F;
+        const auto st = normalise(xh, F, T(eps));
+        ST[2 * r] = st.first, ST[2 * r + 1] = st.second;
+SIMD
+        for (int64_t j = 0; j < F; ++j) yr[j] = G[j] * xh[j] + BT[j];
+      }
+    });
+  });
+  return {y, xhat, stats};
+}
+
+// Its backward: -> {dx, d_gamma, d_beta}.
+std::vector<Tensor> layer_norm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& stats,
+                                        const Tensor& gamma) {
+  const int64_t F = xhat.size(-1), N = xhat.numel() / F;
+  const auto d = dy.contiguous();
+  auto dx = torch::empty_like(xhat);
+  AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "prpn_layer_norm_backward", [&] {
+    using T = scalar_t;
+    const T *G = gamma.data_ptr<T>(), *XH = xhat.data_ptr<T>(), *ST = stats.data_ptr<T>(), *D = d.data_ptr<T>();
+    T* DX = dx.data_ptr<T>();
+    at::parallel_for(0, N, grain_for(F), [&](int64_t r0, int64_t r1) {
+      std::vector<T> g(F);
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* dr = D + r * F;
+SIMD
+        for (int64_t j = 0; j < F; ++j) g[j] = dr[j] * G[j];
+        normalise_backward(g.data(), XH + r * F, ST[2 * r], ST[2 * r + 1], F, DX + r * F);
+      }
+    });
+  });
+  const auto rows_d = d.view({N, F});
+  return {dx, (rows_d * xhat.view({N, F})).sum(0), rows_d.sum(0)};
+}
+
+// Dropout masks (0 or 1 / (1 - p), p the probability of a zero) of `numel` values, from a counter-based
+// generator (splitmix64 of seed + index: each 64-bit value gives two 24-bit uniforms, like torch.rand's
+// floats), several times faster than torch.rand on the CPU; the seed comes from torch's generator, so the
+// masks follow torch.manual_seed and a checkpoint's RNG state.
+Tensor dropout_mask(const std::vector<int64_t>& shape, double p, int64_t seed, const Tensor& like) {
+  auto mask = torch::empty(shape, like.options());
+  const int64_t n = mask.numel();
+  const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));  // u >= p <=> bits >= this
+  const auto bits = [seed](int64_t i) {  // splitmix64 of the counter
+    uint64_t z = static_cast<uint64_t>(seed) + static_cast<uint64_t>(i + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  AT_DISPATCH_FLOATING_TYPES(mask.scalar_type(), "prpn_dropout_mask", [&] {
+    using T = scalar_t;
+    T* M = mask.data_ptr<T>();
+    const T keep = T(1) / T(1 - p);
+    at::parallel_for(0, n / 2, 16384, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint64_t z = bits(i);
+        M[2 * i] = static_cast<uint32_t>(z >> 40) >= threshold ? keep : T(0);
+        M[2 * i + 1] = (static_cast<uint32_t>(z >> 16) & 0xFFFFFFu) >= threshold ? keep : T(0);
+      }
+    });
+    if (n % 2) M[n - 1] = static_cast<uint32_t>(bits(n / 2) >> 40) >= threshold ? keep : T(0);
+  });
+  return mask;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
-  module.def("reading_forward", &reading_forward, "PRPN reading layer over a segment, evaluation only");
+  module.def("forward", &forward, "PRPN reading layer over a segment");
+  module.def("backward", &backward, "backward of the PRPN reading layer over a segment");
+  module.def("attend_forward", &attend_forward, "the predict network's attention over a segment");
+  module.def("attend_backward", &attend_backward, "its backward");
+  module.def("layer_norm_forward", &layer_norm_forward, "PRPN's layer norm");
+  module.def("layer_norm_backward", &layer_norm_backward, "its backward");
+  module.def("dropout_mask", &dropout_mask, "dropout masks from a counter-based generator");
 }
