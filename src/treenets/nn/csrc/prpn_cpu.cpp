@@ -1,9 +1,10 @@
-// PRPN's reading layer over a whole segment on the CPU: per step the two matrix products (query,
+// PRPN on the CPU. The reading layer over a whole segment: per step the two matrix products (query,
 // hidden-to-gates) and everything element-wise between them (attention over the slots, masked softmax, both
 // layer norms, the LSTM cell) in fused loops over the batch rows; and its hand-derived backward, which runs
 // the steps in reverse and forms the weight gradients once per segment ([out, T*B] x [T*B, in] products)
-// instead of once per step. `ReadingLayer.forward` in prpn.py is the specification and the path for other
-// devices; tests check that both agree, values and gradients.
+// instead of once per step. Also the predict network's attention (all steps at once), PRPN's layer norm and
+// dropout masks. In prpn.py, `ReadingLayer.forward`, `attend` and `LayerNorm.forward` are the specification
+// and the path for other devices; tests check that both agree, values and gradients.
 //
 // States are kept by absolute time: hs/cs [S + T, B, H], indices 0..S-1 the carried memory (oldest first),
 // index S + t the state of step t; so slot k of step t (the state of step t-1-k) is index S + t - 1 - k.
@@ -177,8 +178,8 @@ std::vector<Tensor> forward(const Tensor& gates_x, const Tensor& query_x, const 
     T *HS = hs.data_ptr<T>(), *CS = cs.data_ptr<T>();
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t j = S + t, u = keep ? t : 0;  // u: this step's row in the kept buffers
-      // q_t = W_q [x_t ; h_{t-1}]: the hidden part as W h^T ([H, B]); at these batch sizes BLAS runs that
-      // shape faster than h W^T, and the loops below read it with stride B.
+      // q_t = W_q [x_t ; h_{t-1}]: the hidden part as W h^T ([H, B]), which BLAS runs faster than h W^T at
+      // these batch sizes, then laid out [B, H] so that the row loops below read contiguous memory.
       Tensor h_in = hs[j - 1];
       if (HM || keep) {
         h_in = hq[u];
