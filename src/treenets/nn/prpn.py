@@ -159,8 +159,8 @@ def attend(history: torch.Tensor, query: torch.Tensor, memory_gate: torch.Tensor
         [T, B, H]: sum_k p_{t,k} h_{t-1-k}, p the official masked softmax of <h_{t-1-k}, q_t> / sqrt(H).
     """
     native = _native(query)
-    args = history.contiguous(), query.contiguous(), memory_gate.contiguous()
     if native is not None:
+        args = history.contiguous(), query.contiguous(), memory_gate.contiguous()
         return _FusedAttention.apply(native, *args) if torch.is_grad_enabled() else native.attend_forward(*args)[0]
     steps, slots = query.size(0), memory_gate.size(-1)
     past = [history[slots - 1 - k : slots - 1 - k + steps] for k in range(slots)]  # past[k][t] = h_{t-1-k}
@@ -273,8 +273,9 @@ class ReadingLayer(nn.Module):
         query_masks = _dropout_mask(self.idropout, train, query_x)
         native = _native(x)
         if native is not None:
-            args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h.contiguous(),
-                    memory.c.contiguous(), query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
+            # (the memory may have any layout: the kernels copy it into their own state tensors)
+            args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h, memory.c,
+                    query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
                     self.hh_norm.gamma, self.hh_norm.beta, self.c_norm.gamma, self.c_norm.beta, rmask.contiguous(),
                     h_masks, query_masks, self.hh_norm.eps, self.c_norm.eps)
             if torch.is_grad_enabled():

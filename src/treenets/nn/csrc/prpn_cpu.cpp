@@ -391,7 +391,8 @@ std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history,
 // PRPN's layer norm over the last dimension of x [N, F] (see `normalise`): -> {y, xhat, stats [N, 2]}.
 std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
   const int64_t F = x.size(-1), N = x.numel() / F;
-  auto xhat = x.contiguous().clone(), y = torch::empty_like(xhat), stats = torch::empty({N, 2}, x.options());
+  auto xhat = x.clone(at::MemoryFormat::Contiguous), y = torch::empty_like(xhat);
+  auto stats = torch::empty({N, 2}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "prpn_layer_norm_forward", [&] {
     using T = scalar_t;
     const T *G = gamma.data_ptr<T>(), *BT = beta.data_ptr<T>();
