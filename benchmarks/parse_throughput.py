@@ -20,9 +20,11 @@ import time
 import torch
 from lm_throughput import VOCAB, make_models
 
+from treenets.config import build_config
 from treenets.data import data_root
-from treenets.tasks.lm import EOS, LanguageModel
-from treenets.tasks.parsing import TREEBANKS, load_gold
+from treenets.data.lm import EOS
+from treenets.data.treebanks import TREEBANKS, load_gold
+from treenets.predictors import LanguageModel
 from treenets.trees import ParseScores, tree_from_distances
 from treenets.vocab import Vocab
 
@@ -64,7 +66,7 @@ def main():
     torch.manual_seed(0)
     net, ref, *_ = make_models("onlstm-paper")
     net, ref = net.eval(), ref.eval()
-    lm = LanguageModel(net, vocab, config=None)
+    lm = LanguageModel(net, vocab, build_config({"task": "lm"}))  # the paper's config: the net's sizes
     ref.load_state_dict({k.replace("embedding", "encoder").replace("rnn.layers", "cells"): v
                          for k, v in net.state_dict().items()})
     runs = [("treenets, batched", lambda: batched(lm, sentences, args.batch_size)),

@@ -1,12 +1,13 @@
 """Tree-LSTM throughput on SICK: level-batched (treenets) versus one node at a time (the official style).
 
-SICK training pairs with their dependency trees, the model and optimizer of `configs/treelstm-sick-dependency.yaml`
-(Child-Sum Tree-LSTM, 300-d GloVe held fixed, memory 150, similarity head of 50, Adagrad), 2 threads. The
-reference below is written the way the official PyTorch port runs: recursion over one tree, one node at a
-time, one pair at a time, gradients accumulated over 25 pairs before an optimizer step; inference one pair
-at a time under `torch.no_grad`. treenets runs 25 pairs (50 trees) per batch, all the nodes of one height at
-once. The two ways take turns, 100 pairs at a time. Also: a full SICK training epoch (Child-Sum) and a full
-SST training epoch (`configs/treelstm-sst-fine.yaml`: binary Tree-LSTM, classifier on every node), in seconds.
+SICK training pairs with their dependency trees, the model and optimizer of
+`configs/treelstm-sick-dependency.yaml` (Child-Sum Tree-LSTM, 300-d GloVe held fixed, memory 150, similarity
+head of 50, Adagrad), 2 threads. The reference (tests/reference.py, which the tests check too) is written the
+way the official PyTorch port runs: recursion over one tree, one node at a time, one pair at a time, gradients
+accumulated over 25 pairs before an optimizer step; inference one pair at a time under `torch.no_grad`. treenets
+runs 25 pairs (50 trees) per batch, all the nodes of one height at once. The two ways take turns, 100 pairs at a
+time. Also: a full SICK training epoch (Child-Sum) and a full SST training epoch
+(`configs/treelstm-sst-fine.yaml`: binary Tree-LSTM, classifier on every node), in seconds.
 
     python benchmarks/treelstm_throughput.py [--pairs 500] [--threads 2]
 """
@@ -14,41 +15,31 @@ SST training epoch (`configs/treelstm-sst-fine.yaml`: binary Tree-LSTM, classifi
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from treenets.config import load_config
-from treenets.data import data_root
-from treenets.tasks.relatedness import RelatednessTask, sparse_target
-from treenets.tasks.sentiment import SentimentTask
-from treenets.train import make_optimizer
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from reference import reference_child_sum  # noqa: E402 - the reference the tests use
+
+from treenets.config import load_config  # noqa: E402
+from treenets.data import data_root  # noqa: E402
+from treenets.data.sick import PairBatch  # noqa: E402
+from treenets.optim import make_optimizer  # noqa: E402
+from treenets.tasks.relatedness import RelatednessTask, sparse_target  # noqa: E402
+from treenets.tasks.sentiment import SentimentTask  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 
 def reference_pair(model, pair, task):
     """Log-probabilities of one pair, the official way: recursion, node by node (same weights as `model`)."""
-    cell = model.encoder
-
-    def node(tree, x, j):
-        kids = [node(tree, x, k) for k in tree.children[j]]
-        if kids:
-            child_c, child_h = torch.cat([k[0] for k in kids]), torch.cat([k[1] for k in kids])
-        else:
-            child_c = child_h = x.new_zeros(1, cell.mem_dim)
-        i, o, u = (cell.ioux(x[j : j + 1]) + cell.iouh(child_h.sum(0, keepdim=True))).chunk(3, dim=1)
-        f = torch.sigmoid(cell.fh(child_h) + cell.fx(x[j : j + 1]).repeat(len(child_h), 1))
-        c = torch.sigmoid(i) * torch.tanh(u) + (f * child_c).sum(0, keepdim=True)
-        return c, torch.sigmoid(o) * torch.tanh(c)
-
-    roots = []
-    for tree in (pair.left, pair.right):
-        x = model.emb(torch.tensor(task.vocab.encode(tree.words)[0]))
-        roots.append(node(tree, x, tree.root)[1])
-    return model.similarity(*roots)
+    roots = [reference_child_sum(model.encoder, tree, model.emb(torch.tensor(task.vocab.encode(tree.words)[0])))[1]
+             for tree in (pair.left, pair.right)]
+    return model.compare(roots[0][None], roots[1][None])
 
 
 def main():
@@ -78,7 +69,7 @@ def main():
 
     def train_batched(chunk):
         for start in range(0, len(chunk), 25):
-            batch = task._batch(chunk[start : start + 25])
+            batch = PairBatch.build(chunk[start : start + 25], task.vocab)
             opt.zero_grad()
             task.train_loss(model, batch)[0].backward()
             opt.step()

@@ -1,9 +1,12 @@
-"""Helpers for tests: a tiny corpus and config that train in seconds."""
+"""Helpers for tests: a tiny corpus and config that train in seconds, small SICK copies, train-and-test."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
+
+import yaml
 
 WORDS = [
     "cat", "dog", "bird", "fish", "tree", "house", "car", "road", "city", "river",
@@ -40,3 +43,27 @@ def tiny_config(corpus: Path, **sections) -> dict:
     for section, values in sections.items():
         config.setdefault(section, {}).update(values)
     return config
+
+
+def tiny_sick(data_root, folder, pairs=(40, 12, 12)):
+    """The first pairs of each SICK split, and the full vocabulary and embeddings (no copies made)."""
+    source = data_root / "sick"
+    for split, count in zip(("train", "dev", "test"), pairs):
+        (folder / split).mkdir(parents=True)
+        for name in ("a.toks", "b.toks", "a.parents", "b.parents", "a.cparents", "b.cparents", "sim.txt"):
+            lines = (source / split / name).read_text().splitlines()[:count]
+            (folder / split / name).write_text("\n".join(lines) + "\n")
+    (folder / "sick.vocab").write_text((source / "sick.vocab").read_text())
+    return folder
+
+
+def train_and_test(tmp_path, capsys, config: dict) -> dict:
+    """Train `config` through the CLI into tmp_path/run, evaluate best.pt on test, return the printed metrics."""
+    path = tmp_path / "config.yaml"
+    from treenets.cli import main
+
+    path.write_text(yaml.safe_dump(config))
+    assert main(["train", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test"]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])

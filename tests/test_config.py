@@ -21,7 +21,7 @@ def test_shipped_configs_are_valid(path):
 def test_paper_recipe():
     config = load_config(Path(__file__).resolve().parents[1] / "configs/onlstm-ptb.yaml")
     m, o = config.model, config.optim
-    assert config.model.layer_sizes() == [400, 1150, 1150, 400]
+    assert (m.emb_size, m.hidden_size, m.num_layers) == (400, 1150, 3)
     assert (m.chunk_size, m.dropout, m.dropout_hidden, m.dropout_input, m.dropout_embedding, m.weight_drop) == (
         10, 0.45, 0.3, 0.5, 0.1, 0.45)
     assert (o.lr, o.clip, config.data.batch_size, config.data.bptt, config.train.seed, config.train.epochs) == (
@@ -34,6 +34,14 @@ def test_unknown_key_names_file_key_and_suggestion():
     message = str(info.value)
     assert message.startswith("my.yaml: unknown key 'optim.lrr'")
     assert "did you mean 'lr'?" in message
+
+
+def test_optimiser_sections_by_name():
+    assert build_config({"task": "lm", "optim": {"lr": 3}}).optim.name == "sgd"  # no name: SGD, as before
+    adam = build_config({"task": "lm", "optim": {"name": "adam", "betas": [0.0, 0.999]}}).optim
+    assert (adam.lr, adam.betas) == (0.001, (0.0, 0.999)) and not hasattr(adam, "nt_asgd")
+    relatedness = build_config({"task": "relatedness"}).optim
+    assert (relatedness.name, relatedness.lr, relatedness.weight_decay, relatedness.clip) == ("adagrad", 0.05, 1e-4, 0)
 
 
 def test_overrides_are_typed_and_named():
@@ -52,12 +60,16 @@ def test_chunk_size_must_divide_layer_sizes():
 
 
 @pytest.mark.parametrize("raw,message", [
-    ({"task": "mt"}, "task: unknown .mt. \\(expected one of: lm, sentence-lm, relatedness, sentiment\\)"),
-    ({}, "task: missing \\(expected one of: lm, sentence-lm, relatedness, sentiment\\)"),
+    ({"task": "mt"}, "task: unknown .mt. \\(expected one of: lm, relatedness, sentence-lm, sentiment\\)"),
+    ({}, "task: missing \\(expected one of: lm, relatedness, sentence-lm, sentiment\\)"),
     ({"task": "relatedness", "model": {"name": "binary-treelstm"}}, "binary-treelstm needs data.trees"),
     ({"task": "lm", "model": {"name": "onlstm", "dropout": 1.5}}, "model.dropout"),
     ({"task": "lm", "model": {"dropout": 0.5}}, "model.name: missing \\(expected one of: onlstm, prpn\\)"),
     ({"task": "lm", "data": {"batch_size": 0}}, "data.batch_size"),
+    ({"task": "relatedness", "optim": {"name": "adagrad", "nt_asgd": False}},
+     "unknown key 'optim.nt_asgd' .* it is an option of name: sgd only"),
+    ({"task": "lm", "optim": {"name": "rmsprop"}}, "optim.name: unknown 'rmsprop' \\(expected one of: sgd, adam"),
+    ({"task": "lm", "model": {"name": "onlstm", "fused": True}}, "unknown key 'model.fused'"),
     ([1, 2], "expected a mapping"),
 ])
 def test_invalid_values(raw, message):

@@ -13,14 +13,15 @@ import pytest
 import torch
 from helpers import tiny_config
 
-from treenets import checkpoint, train
+from treenets import checkpoint, optim
 from treenets.config import build_config
-from treenets.train import Trainer, nt_asgd_triggered
+from treenets.optim import make_optimizer, nt_asgd_triggered
+from treenets.train import Trainer
 
 PRPN = {"model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3, "nlookback": 2,
                   "dropout": 0.2, "idropout": 0.1, "rdropout": 0.1, "res": 1},
-        "optim": {"name": "adam", "lr": 0.003, "betas": [0.0, 0.999], "nt_asgd": False, "lr_scale_by_length": False,
-                  "lr_plateau_factor": 0.5, "lr_plateau_patience": 0},
+        "optim": {"name": "adam", "lr": 0.003, "betas": [0.0, 0.999], "lr_plateau_factor": 0.5,
+                  "lr_plateau_patience": 0},
         "data": {"variable_bptt": False, "random_offset": True},
         "loss": {"ar": 0.0, "tar": 0.0}}
 
@@ -49,7 +50,7 @@ def test_nt_asgd_trigger():
 def test_resume_continues_bit_for_bit(tmp_path, corpus, monkeypatch, sections):
     # ON-LSTM: switch to averaged SGD at the end of the second epoch, so the resumed half must restore its
     # state. PRPN: Adam moments, the plateau schedule and the per-epoch random offset must be restored.
-    monkeypatch.setattr(train, "nt_asgd_triggered", lambda history, loss, nonmono: len(history) == 1)
+    monkeypatch.setattr(optim, "nt_asgd_triggered", lambda history, loss, nonmono: len(history) == 1)
     per_epoch = _trainer(corpus, tmp_path / "probe", sections=sections).task.batches_per_epoch()
     total, half = int(2.6 * per_epoch), int(2.3 * per_epoch)
 
@@ -81,7 +82,8 @@ def test_run_writes_metrics_best_and_config(tmp_path, corpus):
     assert {"train", "eval"} == {r["event"] for r in records}
     assert all(r["loss"] > 0 and r["tokens_per_s"] > 0 for r in records if r["event"] == "train")
     best = checkpoint.load(tmp_path / "run" / "best.pt")
-    assert best["kind"] == "model" and best["trainer"]["best"] == pytest.approx(result.valid["ppl"])
+    assert best["kind"] == "model" and best["trainer"]["best"] == pytest.approx(result.valid.score)
+    assert result.valid.key == "ppl" and result.valid.values()["ppl"] == result.valid.score
     assert (tmp_path / "run" / "config.yaml").read_text().startswith("task: lm")
 
 
@@ -143,12 +145,62 @@ def test_word_vectors_out_of_weight_decay_stay_put_where_unused(kind):
         torch.manual_seed(0)
         for p in model.parameters():
             torch.nn.init.normal_(p)
-        optim = build_config({"task": "lm", "optim": {"name": kind, "lr": 0.1, "weight_decay": 0.5,
-                                                      "decay_embeddings": decay_embeddings}}).optim
-        optimizer = train.make_optimizer(optim, model, kind)
+        config = build_config({"task": "lm", "optim": {"name": kind, "lr": 0.1, "weight_decay": 0.5,
+                                                       "decay_embeddings": decay_embeddings}}).optim
+        optimizer = make_optimizer(config, model, kind)
         before = [p.detach().clone() for p in model.parameters()]
         model(torch.tensor([0, 1])).sum().backward()  # rows 2 and 3 unused
         optimizer.step()
         emb, weight = model[0].weight.detach(), model[1].weight.detach()
         assert torch.equal(emb[2:], before[0][2:]) is not decay_embeddings
         assert not torch.equal(emb[:2], before[0][:2]) and not torch.equal(weight, before[1])
+
+
+def test_every_parameter_group_gets_the_window_learning_rate(tmp_path, corpus):
+    """SGD scales the learning rate by the BPTT window's length: of every parameter group, also the word
+    vectors' own group when they are kept out of weight decay."""
+    trainer = _trainer(corpus, tmp_path / "run", sections={"optim": {"name": "sgd", "decay_embeddings": False}},
+                       max_steps=8)
+    assert len(trainer.optimizer.param_groups) == 2
+    seen, scales = [], []
+    step, next_batch = trainer.optimizer.step, trainer.task.next_batch
+
+    def record_step(*args, **kwargs):
+        seen.append([group["lr"] for group in trainer.optimizer.param_groups])
+        return step(*args, **kwargs)
+
+    def record_batch():
+        batch = next_batch()
+        scales.append(batch.lr_scale)
+        return batch
+
+    trainer.optimizer.step, trainer.task.next_batch = record_step, record_batch
+    trainer.run()
+    assert len(seen) == len(scales) == 8 and any(scale != 1.0 for scale in scales)
+    for lrs, scale in zip(seen, scales):
+        assert lrs == pytest.approx([5.0 * scale, 5.0 * scale])
+    assert [group["lr"] for group in trainer.optimizer.param_groups] == [5.0, 5.0]  # restored after each step
+
+
+# SGD: Adam would magnify float rounding in the gradients of biases that a batch norm follows (zero in exact
+# arithmetic) into steps of the full learning rate.
+PRPN_SGD = dict(PRPN, optim={"name": "sgd", "lr": 1.0, "nt_asgd": False})
+
+
+@pytest.mark.parametrize("sections", [None, PRPN_SGD], ids=["onlstm", "prpn"])
+def test_a_run_gives_the_same_numbers_with_either_kernel_backend(tmp_path, corpus, sections):
+    """The same training run, once in the PyTorch code and once in the compiled kernels: dropout masks,
+    losses and weights agree (to float32 rounding)."""
+    from treenets.nn.backend import kernels, use_backend
+
+    if kernels("onlstm") is None or kernels("prpn") is None:
+        pytest.skip("compiled kernels unavailable")
+    runs = []
+    for backend in ("torch", "auto"):
+        with use_backend("auto"):  # the Trainer sets the config's backend for the process; restored after
+            result = _trainer(corpus, tmp_path / backend, sections=sections, max_steps=6, backend=backend).run()
+        runs.append((result.valid.loss, _states(tmp_path / backend / "last.pt")[0]))
+    (loss_a, model_a), (loss_b, model_b) = runs
+    assert loss_a == pytest.approx(loss_b, rel=1e-4)
+    for name in model_a:
+        torch.testing.assert_close(model_a[name], model_b[name], rtol=1e-3, atol=1e-5, msg=name)

@@ -14,10 +14,10 @@ def load(path, device="cpu"):
         device: where to put the model (`"cpu"`, `"cuda"`, a `torch.device`).
 
     Returns:
-        a language model (`treenets.tasks.lm.LanguageModel`: `score`, `distances`, `parse`), a relatedness
-        model (`RelatednessPredictor.predict(a, b, a_parents, b_parents)`) or a sentiment classifier
-        (`SentimentPredictor.predict(tree_or_sentence)`), each with its vocabulary and config.
+        the predictor of the checkpoint's task (`treenets.predictors`): a `LanguageModel` (`score`,
+        `distances`, `parse`), a `RelatednessPredictor` (`predict(a, b, a_parents, b_parents)`) or a
+        `SentimentClassifier` (`predict(tree_or_sentence)`), each with its vocabulary and config.
     """
-    from treenets.api import load as _load
+    from treenets.predictors import Predictor
 
-    return _load(path, device=device)
+    return Predictor.load(path, device=device)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from treenets.errors import TreenetsError
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "vocabulary order (data.embeddings)")
     train.add_argument("--freeze-embeddings", action="store_true",
                        help="keep the word vectors fixed (model.freeze_embeddings)")
+    train.add_argument("--backend", choices=["auto", "torch", "cpp"],
+                       help="kernels: compiled where they apply (auto), PyTorch only, or compiled required "
+                            "(train.backend)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_device(train, default=None, default_text="train.device of the config, auto")
     _add_data(train)
@@ -142,16 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(baselines)
 
     predict = commands.add_parser(
-        "predict", help="score a sentence pair (relatedness) or classify a sentence (sentiment)",
-        description="Use a relatedness or sentiment checkpoint on your own input; prints JSON.")
-    predict.add_argument("checkpoint", help="a relatedness or sentiment checkpoint")
+        "predict", help="score a sentence pair (relatedness), classify a sentence (sentiment) or score one (LM)",
+        description="Use a checkpoint on your own input; prints JSON.")
+    predict.add_argument("checkpoint", help="a relatedness, sentiment or language-model checkpoint")
     predict.add_argument("--pair", nargs=2, metavar=("A", "B"), help="relatedness: two tokenised sentences")
     predict.add_argument("--parents", nargs=2, metavar=("PA", "PB"),
                          help="relatedness with a Tree-LSTM: each sentence's parents as in SICK's .parents "
                               "(dependency) or .cparents (constituency) files")
     predict.add_argument("--tree", help="sentiment with a Tree-LSTM: a bracketed binary tree, e.g. "
                                         "'(X (X It) (X works))' (labels are ignored)")
-    predict.add_argument("--sentence", help="sentiment with an LSTM: a tokenised sentence")
+    predict.add_argument("--sentence", help="sentiment with an LSTM, or a language model: a tokenised sentence")
     _add_device(predict, default="cpu", default_text="cpu")
 
     metrics = commands.add_parser("metrics", help="print a run's validation curve, optionally plot it",
@@ -163,35 +166,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_train(args) -> int:
     from treenets import checkpoint
-    from treenets.config import build_config, load_config
-    from treenets.train import Trainer, fmt_metric
+    from treenets.config import load_config, saved_config
+    from treenets.train import Trainer, fmt_metric, prepare_run_folder
 
     overrides = list(args.overrides)
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
                         (args.threads, "train.threads"), (args.device, "train.device"),
-                        (args.embeddings, "data.embeddings"), (args.freeze_embeddings or None,
-                                                                "model.freeze_embeddings")):
+                        (args.backend, "train.backend"), (args.embeddings, "data.embeddings"),
+                        (args.freeze_embeddings or None, "model.freeze_embeddings")):
         if option is not None:
             overrides.append(f"{key}={option}")
-    resume = args.resume
-    if args.config is None and not resume:
+    if args.config is None and not args.resume:
         raise TreenetsError("train: give a CONFIG file, or --resume CHECKPOINT")
     if args.config is not None:
         config = load_config(args.config, overrides)
         out = Path(args.out or Path("runs") / Path(args.config).stem)
     else:
-        saved = checkpoint.load(resume)
-        config = build_config(saved["config"], source=f"{resume} (saved config)", overrides=overrides)
-        out = Path(args.out or Path(resume).parent)
-    if resume == "":
-        resume = out / "last.pt"
-    elif resume is None and (out / "last.pt").exists():
-        if not args.overwrite:
-            raise TreenetsError(f"{out} already holds a training run: pass --resume to continue it, "
-                                "--overwrite to start again, or --out for another folder")
-        for name in ("last.pt", "best.pt", "metrics.jsonl", "tensorboard"):
-            target = out / name
-            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+        config = saved_config(checkpoint.load(args.resume), args.resume, overrides)
+        out = Path(args.out or Path(args.resume).parent)
+    resume = prepare_run_folder(out, args.resume, args.overwrite)
     trainer = Trainer(config, out, root=args.data, resume=resume, progress=not args.no_progress)
     if trainer.is_main:
         words = len(trainer.task.vocab)
@@ -202,12 +195,12 @@ def _cmd_train(args) -> int:
             print(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
     result = trainer.run()
     if trainer.is_main:
-        metric = trainer.task.metric
-        valid = fmt_metric(result.valid[metric]) if result.valid else "n/a"
+        key = trainer.task.Metric.key
+        valid = fmt_metric(result.valid.score) if result.valid else "n/a"
         print(f"stopped ({result.reason}) at step {result.state.step}, epoch {result.state.epoch}: "
-              f"validation {metric} {valid}")
+              f"validation {key} {valid}")
         print(f"checkpoint (resume): {out / 'last.pt'}")
-        print(f"best weights:        {out / 'best.pt'} (validation {metric} {fmt_metric(result.state.best)})")
+        print(f"best weights:        {out / 'best.pt'} (validation {key} {fmt_metric(result.state.best)})")
         print(f"metrics:             {out / 'metrics.jsonl'}")
         if result.reason in ("SIGINT", "SIGTERM"):
             print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
@@ -220,25 +213,22 @@ def _cmd_eval(args) -> int:
     from tqdm.auto import tqdm
 
     from treenets import checkpoint
-    from treenets.api import wrapper_for
-    from treenets.config import build_config
+    from treenets.predictors import Predictor
     from treenets.train import make_task, resolve_device
-    from treenets.vocab import Vocab
 
     device = resolve_device(args.device)
     results = []
     for path in args.checkpoints:
         saved = checkpoint.load(path)
-        config = build_config(saved["config"], source=f"{path} (saved config)")
-        task = make_task(config, Vocab(saved["vocab"]), args.data, device, splits=(args.split,))
-        model = wrapper_for(config.task).build_net(config, len(saved["vocab"]))
-        checkpoint.load_weights(model, saved["model"], path)
+        predictor = Predictor.from_checkpoint(saved, path, device)
         if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
             print(f"note: {path} is a train state; the averaged weights are in best.pt", file=sys.stderr)
+        task = make_task(predictor.config, predictor.vocab, args.data, device, splits=(args.split,))
         with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False) as bar:
-            result = task.evaluate(model.to(device), args.split, batch_size=args.batch_size, progress=bar.update)
-        print(json.dumps({"checkpoint": str(path), "split": args.split, **result}))
-        results.append(result)
+            result = task.evaluate(predictor.net, args.split, batch_size=args.batch_size, progress=bar.update)
+        values = result.values()
+        print(json.dumps({"checkpoint": str(path), "split": args.split, **values}))
+        results.append(values)
     if len(results) > 1:
         keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
         summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
@@ -279,17 +269,12 @@ def _cmd_data(args) -> int:
 
 
 def _load_lm(path, device):
-    import treenets
+    from treenets.predictors import LanguageModel
 
-    model = treenets.load(path, device=device)
-    if not hasattr(model, "distances"):
-        raise TreenetsError(f"{path}: not a language model (no syntactic distances to parse with)")
-    return model
+    return LanguageModel.load(path, device=device)
 
 
 def _cmd_parse(args) -> int:
-    from treenets.tasks.parsing import layer_names, select
-    from treenets.trees import tree_from_distances
     from treenets.trees.draw import ascii_art, bracketed, write_svg
 
     sentences = list(args.sentences)
@@ -301,45 +286,39 @@ def _cmd_parse(args) -> int:
     if not sentences:
         raise TreenetsError("parse: give sentences as arguments or --file")
     lm = _load_lm(args.checkpoint, args.device)
-    num_layers = lm.net.num_layers
-    layer = layer_names(args.layer, num_layers, lm.default_layer)[0]
+    layer = lm.layers(args.layer, option="--layer")[0]
     if args.svg:
         Path(args.svg).mkdir(parents=True, exist_ok=True)
     tokens = [lm.tokenize(s) for s in sentences]
-    nonempty = [t for t in tokens if t]
-    all_distances = iter(lm.distances(nonempty)) if nonempty else iter(())
+    parses = iter(lm.parse([t for t in tokens if t], layer, args.split))
     for number, words in enumerate(tokens, start=1):
         if not words:
             print(f"[{number}] (empty sentence skipped)\n")
             continue
-        distances = next(all_distances)
-        tree = tree_from_distances(words, select(distances, layer).tolist(), args.split)
-        unknown = [w for w in words if w not in lm.vocab]
+        parse = next(parses)
         print(f"[{number}] {' '.join(words)}")
-        if unknown:
-            print(f"    unknown words (read as <unk>): {' '.join(unknown)}")
-        print(bracketed(tree))
-        print(ascii_art(tree, words))
+        if parse.unknown:
+            print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
+        print(bracketed(parse.nested))
+        print(ascii_art(parse.nested, words))
         if args.distances:
-            for i, row in enumerate(distances):
+            for i, row in enumerate(parse.distances):
                 print(f"    layer {i + 1}: " + " ".join(f"{w}={d:.2f}" for w, d in zip(words, row.tolist())))
             print()
         if args.svg:
-            write_svg(tree, Path(args.svg) / f"{number:04d}.svg")
+            write_svg(parse.nested, Path(args.svg) / f"{number:04d}.svg")
     if args.svg:
         print(f"SVG drawings: {args.svg}")
     return 0
 
 
 def _cmd_parse_eval(args) -> int:
-    from treenets.tasks.parsing import (
+    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.trees.evaluation import (
         evaluate_baselines,
         evaluate_model,
         format_table,
-        layer_names,
-        load_gold,
         multi_run_lines,
-        resolve_treebank,
         write_outputs,
     )
 
@@ -348,9 +327,8 @@ def _cmd_parse_eval(args) -> int:
     rows, results, distances, notes, figure_layer = [], [], {}, [], None
     for checkpoint in args.checkpoints:
         lm = _load_lm(checkpoint, args.device)
-        figure_layer = figure_layer or str(lm.default_layer + 1)
-        num_layers = lm.net.num_layers
-        layers = layer_names(args.layer, num_layers, lm.default_layer)
+        figure_layer = figure_layer or str(lm.default_layer)
+        layers = lm.layers(args.layer, "--layer")
         model_results, model_distances, counts = evaluate_model(lm, checkpoint, sentences, layers, args.split,
                                                                 args.batch_size)
         results += model_results
@@ -374,7 +352,8 @@ def _cmd_parse_eval(args) -> int:
 
 
 def _cmd_baselines(args) -> int:
-    from treenets.tasks.parsing import evaluate_baselines, format_table, load_gold, resolve_treebank
+    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.trees.evaluation import evaluate_baselines, format_table
 
     path = resolve_treebank(args.treebank, args.data)
     sentences = load_gold(path, wsj10=args.wsj10)
@@ -386,28 +365,15 @@ def _cmd_baselines(args) -> int:
 
 
 def _cmd_predict(args) -> int:
-    import treenets
+    from treenets.predictors import Predictor
 
-    model = treenets.load(args.checkpoint, device=args.device)
-    task = model.config.task
-    if task == "relatedness":
-        if not args.pair:
-            raise TreenetsError("predict: a relatedness model needs --pair A B (and --parents for a Tree-LSTM)")
-        parents = args.parents or (None, None)
-        result = model.predict(args.pair[0], args.pair[1], parents[0], parents[1])
-    elif task == "sentiment":
-        text = args.tree or args.sentence
-        if not text:
-            raise TreenetsError("predict: a sentiment model needs --tree (Tree-LSTM) or --sentence (LSTM)")
-        result = model.predict(text)
-    else:
-        raise TreenetsError(f"{args.checkpoint}: a {task} checkpoint; use `treenets parse` or `treenets eval`")
-    print(json.dumps(result))
+    result = Predictor.load(args.checkpoint, device=args.device).predict_command(args)
+    print(json.dumps({k: v for k, v in asdict(result).items() if v is not None}))
     return 0
 
 
 def _cmd_metrics(args) -> int:
-    from treenets.metrics import plot_curve, read_metrics
+    from treenets.runlog import plot_curve, read_metrics
     from treenets.train import fmt_metric
 
     records = read_metrics(args.run)

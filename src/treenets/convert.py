@@ -15,6 +15,7 @@ import torch
 from treenets.errors import TreenetsError
 from treenets.nn.onlstm import ONLSTMLanguageModel
 from treenets.nn.prpn import PRPNLanguageModel
+from treenets.nn.tree_models import RelatednessModel, RelatednessModelConfig
 
 
 def _as_tensor(value) -> torch.Tensor:
@@ -101,7 +102,7 @@ def prpn_lm_from_official(state_dict: Mapping, ntoken: int, ninp: int, nhid: int
 
 
 def childsum_similarity_from_official(state_dict: Mapping, vocab: int, in_dim: int, mem_dim: int, hidden_dim: int,
-                                      num_classes: int = 5, **_ignored):
+                                      num_classes: int = 5, **_ignored) -> RelatednessModel:
     """A `RelatednessModel` (Child-Sum Tree-LSTM + similarity head) holding the weights of the official
     PyTorch port's `SimilarityTreeLSTM` (dasguptar/treelstm.pytorch). Its head compares the root c states,
     as the port does (`head_state="c"`).
@@ -110,12 +111,9 @@ def childsum_similarity_from_official(state_dict: Mapping, vocab: int, in_dim: i
         state_dict: the port's `state_dict` (`emb.weight`, `childsumtreelstm.*`, `similarity.*`).
         vocab, in_dim, mem_dim, hidden_dim, num_classes: the port's constructor arguments.
     """
-    from treenets.config import RelatednessModelConfig
-    from treenets.tasks.relatedness import RelatednessModel
-
     config = RelatednessModelConfig(name="childsum-treelstm", emb_size=in_dim, mem_size=mem_dim,
                                     hidden_size=hidden_dim, num_classes=num_classes, head_state="c")
-    model = RelatednessModel(vocab, config)
+    model = config.build(vocab)
     renamed = {"emb.weight": "emb.weight"}
     for part in ("ioux", "iouh", "fx", "fh"):
         renamed.update({f"childsumtreelstm.{part}.{k}": f"encoder.{part}.{k}" for k in ("weight", "bias")})

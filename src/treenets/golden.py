@@ -96,7 +96,6 @@ def _prpn_lm(config: dict, params: dict, inputs: dict, path: Path) -> dict[str, 
 def _childsum_similarity(config: dict, params: dict, inputs: dict, path: Path) -> dict[str, np.ndarray]:
     """All pairs in one batch of trees (level by level), compared with the port's tree-at-a-time outputs."""
     from treenets.convert import childsum_similarity_from_official
-    from treenets.nn.treelstm import TreeBatch
     from treenets.trees.parents import parse_parents
 
     args = {k: _arg(config, k, path) for k in ("vocab", "in_dim", "mem_dim", "hidden_dim")}
@@ -111,10 +110,8 @@ def _childsum_similarity(config: dict, params: dict, inputs: dict, path: Path) -
             ids.append(torch.from_numpy(tokens))
     outputs = {}
     with torch.no_grad():
-        batch = TreeBatch.build(trees)
-        h, c = model.encoder(batch, *batch.word_inputs(torch.cat(ids), model.emb))
-        roots_h, roots_c = h[batch.roots], c[batch.roots]
-        log_probs = model.similarity(roots_c[: len(pairs)], roots_c[len(pairs) :])
+        roots_h, roots_c = model.sentence_states(trees, ids)
+        log_probs = model.compare(roots_c[: len(pairs)], roots_c[len(pairs) :])
     for i, k in enumerate(pairs):
         for side, offset in (("a", 0), ("b", len(pairs))):
             outputs[f"{side}_root_c_{k}"] = roots_c[offset + i : offset + i + 1]

@@ -13,9 +13,9 @@ metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
+import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,9 +26,13 @@ import torch.distributed as dist
 import yaml
 from tqdm.auto import tqdm
 
-from treenets import checkpoint
+from treenets import checkpoint, optim
 from treenets.config import to_dict
 from treenets.errors import TreenetsError
+from treenets.nn.backend import set_backend
+from treenets.runlog import MetricsLog
+from treenets.tasks import task_class
+from treenets.tasks.metrics import Metric
 from treenets.vocab import Vocab
 
 
@@ -53,46 +57,28 @@ def resolve_device(name: str) -> torch.device:
 
 
 def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, splits=None):
-    """The task object for `config.task`."""
-    from treenets.tasks.lm import LMTask
-    from treenets.tasks.relatedness import RelatednessTask
-    from treenets.tasks.sentences import SentenceLMTask
-    from treenets.tasks.sentiment import SentimentTask
-
-    tasks = {"lm": LMTask, "sentence-lm": SentenceLMTask, "relatedness": RelatednessTask,
-             "sentiment": SentimentTask}
-    kwargs = {"splits": splits} if splits else {}
-    return tasks[config.task](config, vocab=vocab, root=root, device=device or torch.device("cpu"), rank=rank,
-                              world=world, **kwargs)
+    """The task object for `config.task` (from the registry)."""
+    return task_class(config.task)(config, vocab=vocab, root=root, device=device, rank=rank, world=world,
+                                   splits=splits)
 
 
-def make_optimizer(optim, model: torch.nn.Module, kind: str) -> torch.optim.Optimizer:
-    """`kind` is `sgd`, `asgd` (averaged SGD, as after the NT-ASGD switch), `adam` or `adagrad`.
-    Parameters that do not require gradients (frozen embeddings) are left out; with `optim.decay_embeddings`
-    false, word embeddings get no weight decay (as the official Tree-LSTM code, which leaves them out of L2)."""
-    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": params}]
-    if not optim.decay_embeddings:
-        groups = [{"params": [p for p in params if id(p) not in embeddings]},
-                  {"params": [p for p in params if id(p) in embeddings], "weight_decay": 0.0}]
-    # The fused Adagrad/Adam update each tensor in one pass (4-5x faster than the per-op loop on the CPU, which
-    # matters for large embedding tables); same update, same state, so checkpoints resume either way.
-    fused = bool(params) and all(p.device.type == "cpu" for p in params)
-    if kind == "asgd":
-        return torch.optim.ASGD(groups, lr=optim.lr, t0=0, lambd=0.0, weight_decay=optim.weight_decay)
-    if kind == "sgd":
-        return torch.optim.SGD(groups, lr=optim.lr, weight_decay=optim.weight_decay)
-    if kind == "adagrad":
-        return torch.optim.Adagrad(groups, lr=optim.lr, weight_decay=optim.weight_decay, fused=fused or None)
-    return torch.optim.Adam(groups, lr=optim.lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay,
-                            fused=fused or None)
+RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "tensorboard")
 
 
-def nt_asgd_triggered(history: list[float], loss: float, nonmono: int) -> bool:
-    """The non-monotone trigger of NT-ASGD (Merity et al., 2018), as in the official code: switch when the
-    new validation loss is worse than the best one from before the last `nonmono` epochs."""
-    return len(history) > nonmono and loss > min(history[:-nonmono])
+def prepare_run_folder(out: Path, resume, overwrite: bool):
+    """The checkpoint to resume from (None: a fresh run) for run folder `out`: `resume` `""` means
+    `out/last.pt`; a folder that already holds a run must be resumed or overwritten (its run files are then
+    deleted)."""
+    if resume == "":
+        return out / "last.pt"
+    if resume is None and (out / "last.pt").exists():
+        if not overwrite:
+            raise TreenetsError(f"{out} already holds a training run: pass --resume to continue it, "
+                                "--overwrite to start again, or --out for another folder")
+        for name in RUN_FILES:
+            target = out / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+    return resume
 
 
 @dataclass
@@ -111,39 +97,13 @@ class TrainerState:
 class TrainResult:
     reason: str  # "finished", "max_steps", "max_minutes", "SIGTERM", "SIGINT"
     state: TrainerState
-    valid: dict | None  # the last validation result
+    valid: Metric | None  # the last validation result
     out_dir: Path
 
     @property
     def exit_code(self) -> int:
         signals = {"SIGINT": 130, "SIGTERM": 143}
         return signals.get(self.reason, 0)
-
-
-class MetricsLog:
-    """Appends one JSON object per line to `metrics.jsonl`; mirrors scalars to TensorBoard if installed."""
-
-    def __init__(self, path: Path, enabled: bool):
-        self.path, self.enabled, self.writer = path, enabled, None
-        if enabled:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                pass
-            else:
-                self.writer = SummaryWriter(str(path.parent / "tensorboard"))
-
-    def write(self, record: dict) -> None:
-        if not self.enabled:
-            return
-        with open(self.path, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        if self.writer is not None:
-            prefix = record["event"] if record["event"] == "train" else record.get("split", record["event"])
-            for key, value in record.items():
-                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
-                    self.writer.add_scalar(f"{prefix}/{key}", value, record["step"])
-            self.writer.flush()
 
 
 def _fingerprint(model: torch.nn.Module) -> str:
@@ -174,6 +134,8 @@ class Trainer:
         self.device = device
         if config.train.threads:
             torch.set_num_threads(config.train.threads)
+        if config.train.backend is not None:
+            set_backend(config.train.backend)
         self.is_main = self.rank == 0
         self.progress = progress and self.is_main
 
@@ -185,7 +147,7 @@ class Trainer:
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         self.model = self.task.build_model().to(device)
         self.state = TrainerState(optimizer=config.optim.name)
-        self.optimizer = make_optimizer(config.optim, self.model, self.state.optimizer)
+        self.optimizer = optim.make_optimizer(config.optim, self.model, self.state.optimizer)
         self.scheduler = self._make_scheduler()
         torch.manual_seed(config.train.seed + self.rank)  # different dropout masks in every process
         if saved is not None:
@@ -202,11 +164,11 @@ class Trainer:
 
     def _make_scheduler(self):
         """Learning rate x factor when validation has not improved for `patience` epochs (PRPN's recipe)."""
-        optim = self.config.optim
-        if optim.lr_plateau_factor is None:
+        config = self.config.optim
+        if config.lr_plateau_factor is None:
             return None
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, "min", optim.lr_plateau_factor,
-                                                          optim.lr_plateau_patience, threshold=0)
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, "min", config.lr_plateau_factor,
+                                                          config.lr_plateau_patience, threshold=0)
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -245,7 +207,7 @@ class Trainer:
         checkpoint.load_weights(self.model, saved["model"], path)
         self.state = TrainerState(**saved["trainer"])
         opt = saved["optimizer"]
-        self.optimizer = make_optimizer(self.config.optim, self.model, opt["kind"])
+        self.optimizer = optim.make_optimizer(self.config.optim, self.model, opt["kind"])
         self.optimizer.load_state_dict(opt["state"])
         self.scheduler = self._make_scheduler()
         if self.scheduler is not None and saved.get("scheduler"):
@@ -270,12 +232,7 @@ class Trainer:
             return []
         return [(p, self.optimizer.state[p]["ax"]) for p in self.model.parameters() if "ax" in self.optimizer.state[p]]
 
-    def _improves(self, value: float) -> bool:
-        if self.state.best is None:
-            return True
-        return value > self.state.best if getattr(self.task, "higher_is_better", False) else value < self.state.best
-
-    def evaluate(self, split="valid") -> dict:
+    def evaluate(self, split="valid") -> Metric:
         """Evaluate on `split`, with the averaged weights when averaged SGD is on."""
         swaps = self._averaged()
         kept = [p.detach().clone() for p, _ in swaps]
@@ -285,8 +242,8 @@ class Trainer:
         try:
             with tqdm(unit="tok", desc=f"eval {split}", leave=False, disable=None if self.progress else True) as bar:
                 result = self.task.evaluate(self.model, split, progress=bar.update)
-            if self.is_main and self._improves(result[self.task.metric]):
-                self.state.best, self.state.best_step = result[self.task.metric], self.state.step
+            if self.is_main and result.improves(result.score, self.state.best):
+                self.state.best, self.state.best_step = result.score, self.state.step
                 checkpoint.save(self._payload("model", self.model.state_dict()), self.out_dir / "best.pt")
         finally:
             with torch.no_grad():
@@ -295,7 +252,7 @@ class Trainer:
         if self.world > 1:  # every process must agree on the best value (it drives no decision, but is saved)
             self.state.best, self.state.best_step = self._gather((self.state.best, self.state.best_step))[0]
         record = {"event": "eval", "split": split, "step": self.state.step, "epoch": self.state.epoch,
-                  "averaged": bool(swaps), **result}
+                  "averaged": bool(swaps), **result.values()}
         self.metrics.write(record)
         return result
 
@@ -321,31 +278,35 @@ class Trainer:
         return reason
 
     def _train_step(self, batch) -> float:
-        optim = self.config.optim
+        config = self.config.optim
         self.net.train()
-        group = self.optimizer.param_groups[0]
-        base_lr = group["lr"]
-        if optim.lr_scale_by_length:
-            group["lr"] = base_lr * batch.lr_scale
+        # Every parameter group's learning rate is scaled for this batch (e.g. by its BPTT length), then restored.
+        scale = optim.lr_scale(config, batch)
+        base_lrs = [group["lr"] for group in self.optimizer.param_groups]
+        if scale != 1.0:
+            for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
+                group["lr"] = base_lr * scale
         self.optimizer.zero_grad(set_to_none=True)
         loss, summed = self.task.train_loss(self.net, batch)
         loss.backward()
-        if optim.clip:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), optim.clip)
+        if config.clip:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip)
         self.optimizer.step()
-        group["lr"] = base_lr
+        for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
+            group["lr"] = base_lr
         return summed
 
-    def _end_epoch(self) -> dict:
+    def _end_epoch(self) -> Metric:
         """Validate, keep the best weights, apply the NT-ASGD trigger (official ON-LSTM `main.py` semantics) and
         the plateau schedule (official PRPN `main_LM.py`)."""
         result = self.evaluate("valid")
-        optim, state = self.config.optim, self.state
-        loss = result["loss"]
-        if state.optimizer == "sgd" and optim.nt_asgd and nt_asgd_triggered(state.history, loss, optim.nonmono):
+        config, state = self.config.optim, self.state
+        loss = result.loss
+        if state.optimizer == "sgd" and config.nt_asgd and optim.nt_asgd_triggered(state.history, loss,
+                                                                                   config.nonmono):
             self.log(f"epoch {state.epoch}: validation stopped improving; switching to averaged SGD")
             state.optimizer = "asgd"
-            self.optimizer = make_optimizer(optim, self.model, "asgd")
+            self.optimizer = optim.make_optimizer(config, self.model, "asgd")
             self.scheduler = self._make_scheduler()
         state.history.append(loss)
         if self.scheduler is not None:
@@ -391,8 +352,7 @@ class Trainer:
                 bar.close()
                 if reason is None:
                     valid = self._end_epoch()
-                    self.log(f"epoch {state.epoch}: valid {self.task.metric} {fmt_metric(valid[self.task.metric])} "
-                             f"(step {state.step})")
+                    self.log(f"epoch {state.epoch}: valid {valid.key} {fmt_metric(valid.score)} (step {state.step})")
                     state.epoch += 1
                     state.epoch_step = 0
                     self.save_last()
@@ -413,7 +373,7 @@ class Trainer:
         loss = window["loss"] / max(window["units"], 1)
         speed = window["units"] * self.world / elapsed
         record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss}
-        if self.task.metric == "ppl":
+        if self.task.Metric.key == "ppl":
             record["ppl"] = math.exp(min(loss, 50.0))
         record.update({"lr": self.optimizer.param_groups[0]["lr"], f"{self.task.units}_per_s": speed,
                        "optimizer": self.state.optimizer})

@@ -55,6 +55,3 @@ class Vocab:
                 i = self.index[self.unk]
             ids.append(i)
         return ids, unknown
-
-    def decode(self, ids: Iterable[int]) -> list[str]:
-        return [self.words[i] for i in ids]

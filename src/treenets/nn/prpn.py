@@ -36,13 +36,15 @@ the PyTorch code (the specification, used on other devices); tests check that bo
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from pydantic import Field
 
-from treenets.nn.native import kernels_for
+from treenets.nn.backend import kernels_for
+from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
 
 
 class LayerNorm(nn.Module):
@@ -55,9 +57,9 @@ class LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        native = _native(x)
-        if native is not None:
-            return _FusedLayerNorm.apply(native, x, self.gamma, self.beta, self.eps)
+        kernels = kernels_for("prpn", x, self.gamma)
+        if kernels is not None:
+            return _FusedLayerNorm.apply(kernels, x, self.gamma, self.beta, self.eps)
         std, mean = torch.std_mean(x, -1, keepdim=True)
         return torch.addcdiv(self.beta, self.gamma * (x - mean), std + self.eps)
 
@@ -68,28 +70,47 @@ def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return e / (e.sum(dim=-1, keepdim=True) + 1e-8)
 
 
+# splitmix64 (Steele, Lea & Flood, 2014) as signed 64-bit integers: the odd constant and the two multipliers.
+_GOLDEN, _MIX1, _MIX2 = (c - 2**64 for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
+
+
+def _shift_right(z: torch.Tensor, k: int) -> torch.Tensor:
+    """Logical right shift of int64 values taken as unsigned (`>>` on int64 copies the sign bit)."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def splitmix_uniform_bits(seed: int, count: int, device=None) -> torch.Tensor:
+    """`count` 24-bit uniform integers [count] from a counter-based generator: value j is bits 40..63 (j even)
+    or 16..39 (j odd) of splitmix64(seed + (j // 2 + 1) * golden). Integer products wrap around as in C++;
+    the compiled `dropout_mask` draws the same numbers."""
+    counter = torch.arange(1, (count + 1) // 2 + 1, dtype=torch.int64, device=device)
+    z = seed + counter * _GOLDEN
+    z = (z ^ _shift_right(z, 30)) * _MIX1
+    z = (z ^ _shift_right(z, 27)) * _MIX2
+    z = z ^ _shift_right(z, 31)
+    pairs = torch.stack([_shift_right(z, 40), _shift_right(z, 16) & 0xFFFFFF], dim=1)
+    return pairs.view(-1)[:count]
+
+
 def _dropout_mask(p: float, training: bool, like: torch.Tensor):
     """A dropout mask (kept units 1 / (1 - p)) of like's shape, device and dtype; None when there is no
-    dropout. On the CPU the compiled kernels draw it from a seed taken from torch's generator (several times
-    faster than torch.rand); elsewhere torch.rand."""
+    dropout. A seed is drawn from torch's generator (so masks follow `torch.manual_seed` and a checkpoint's
+    RNG state), then a unit is kept where its 24-bit uniform (`splitmix_uniform_bits`) is at least
+    ceil(p 2^24): in the compiled kernels (several times faster than torch.rand) or in PyTorch, the same mask."""
     if not training or not p:
         return None
-    native = kernels_for("prpn", like, autograd=True)  # not `_native`: tests switch that off alone
-    if native is not None:
-        return native.dropout_mask(list(like.shape), p, int(torch.randint(0, 2**62, ())), like)
-    return (torch.rand_like(like) >= p).to(like.dtype) / (1.0 - p)
+    seed = int(torch.randint(0, 2**62, ()))
+    kernels = kernels_for("prpn", like)
+    if kernels is not None:
+        return kernels.dropout_mask(list(like.shape), p, seed, like)
+    keep = splitmix_uniform_bits(seed, like.numel(), like.device) >= math.ceil(p * 16777216.0)
+    return (keep.to(like.dtype) * (1.0 / torch.tensor(1.0 - p, dtype=like.dtype))).view(like.shape)
 
 
 def _dropout(x, p, training):
     """Dropout with a mask from `_dropout_mask`."""
     mask = _dropout_mask(p, training, x)
     return x if mask is None else x * mask
-
-
-def _native(x: torch.Tensor):
-    """The compiled kernels (reading recurrence, attention, layer norm; forward and backward) when they
-    apply: CPU float tensors."""
-    return kernels_for("prpn", x, autograd=True)
 
 
 class _FusedReading(torch.autograd.Function):
@@ -99,19 +120,20 @@ class _FusedReading(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, kernels, *args):
-        outputs = kernels.forward(*args, True)
+        saved = kernels.forward(*args, True)  # hs, cs and the intermediates of every step, by name
         gates_x, query_x, memory_gate, mem_h, mem_c, w_query_h, w_hh, b_hh, hh_gamma, hh_beta, c_gamma, c_beta, \
             rmask, h_masks, q_masks, _, _ = args
+        hs, cs = saved.pop("hs"), saved.pop("cs")
         # hs and cs are outputs: kept through save_for_backward (an attribute would make a reference cycle).
-        ctx.kernels, ctx.masks, ctx.intermediates = kernels, (h_masks, q_masks), outputs[2:]
-        ctx.save_for_backward(memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, *outputs[:2])
-        return outputs[0], outputs[1]
+        ctx.kernels, ctx.masks, ctx.intermediates = kernels, (h_masks, q_masks), saved
+        ctx.save_for_backward(memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, hs, cs)
+        return hs, cs
 
     @staticmethod
     def backward(ctx, d_hs, d_cs):
         memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, hs, cs = ctx.saved_tensors
         grads = ctx.kernels.backward(d_hs, d_cs, memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask,
-                                     *ctx.masks, [hs, cs, *ctx.intermediates])
+                                     *ctx.masks, dict(ctx.intermediates, hs=hs, cs=cs))
         # None for the kernels and for rmask, the masks and the two eps
         return (None, *grads, None, None, None, None, None)
 
@@ -158,10 +180,10 @@ def attend(history: torch.Tensor, query: torch.Tensor, memory_gate: torch.Tensor
     Returns:
         [T, B, H]: sum_k p_{t,k} h_{t-1-k}, p the official masked softmax of <h_{t-1-k}, q_t> / sqrt(H).
     """
-    native = _native(query)
-    if native is not None:
+    kernels = kernels_for("prpn", history, query, memory_gate)
+    if kernels is not None:
         args = history.contiguous(), query.contiguous(), memory_gate.contiguous()
-        return _FusedAttention.apply(native, *args) if torch.is_grad_enabled() else native.attend_forward(*args)[0]
+        return _FusedAttention.apply(kernels, *args) if torch.is_grad_enabled() else kernels.attend_forward(*args)[0]
     steps, slots = query.size(0), memory_gate.size(-1)
     past = [history[slots - 1 - k : slots - 1 - k + steps] for k in range(slots)]  # past[k][t] = h_{t-1-k}
     scale = 1.0 / math.sqrt(query.size(-1))
@@ -271,17 +293,18 @@ class ReadingLayer(nn.Module):
         # independent masks for every step, [T, B, H]
         h_masks = _dropout_mask(self.idropout, train, query_x)
         query_masks = _dropout_mask(self.idropout, train, query_x)
-        native = _native(x)
-        if native is not None:
+        kernels = kernels_for("prpn", x, self.hh.weight)
+        if kernels is not None:
             # (the memory may have any layout: the kernels copy it into their own state tensors)
             args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h, memory.c,
                     query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
                     self.hh_norm.gamma, self.hh_norm.beta, self.c_norm.gamma, self.c_norm.beta, rmask.contiguous(),
                     h_masks, query_masks, self.hh_norm.eps, self.c_norm.eps)
             if torch.is_grad_enabled():
-                hs, cs = _FusedReading.apply(native, *args)
+                hs, cs = _FusedReading.apply(kernels, *args)
             else:
-                hs, cs = native.forward(*args, False)
+                states = kernels.forward(*args, False)
+                hs, cs = states["hs"], states["cs"]
             slots = self.nslots
             return hs[slots:], Memory(hs[steps:].flip(0).transpose(0, 1), cs[steps:].flip(0).transpose(0, 1))
         scale = 1.0 / math.sqrt(self.hidden_size)
@@ -363,6 +386,28 @@ class PRPNOutput(NamedTuple):
     distances: torch.Tensor  # [1, T, B]: the parsing network's gate d_t, the syntactic distance
 
 
+class PRPNConfig(Section):
+    """PRPN language model; the official `main_LM.py` option names are the same."""
+
+    name: Literal["prpn"] = "prpn"
+    emb_size: PositiveInt = 800  # [emsize]
+    hidden_size: PositiveInt = 1200  # [nhid]
+    num_layers: PositiveInt = 2  # [nlayers] reading layers
+    nslots: PositiveInt = 15  # memory slots: how many past states the attention sees
+    nlookback: PositiveInt = 5  # the parsing convolution reads nlookback + 1 embeddings
+    resolution: PositiveFloat = 0.1  # temperature of the memory gates
+    dropout: Probability = 0.7  # on the first reading layer's input and the decoder's input
+    idropout: Probability = 0.5  # everywhere else
+    rdropout: Probability = 0.5  # on the hidden state each reading layer feeds its cell
+    tie_weights: bool = True  # [tied]
+    hard: bool = True  # hardtanh memory gates instead of sigmoid ones
+    res: Annotated[int, Field(ge=0)] = 0  # residual blocks in the predict network
+
+    def build(self, vocab_size: int) -> PRPNLanguageModel:
+        """The language model of this config, freshly initialised."""
+        return PRPNLanguageModel(vocab_size, **self.model_dump(exclude={"name"}))
+
+
 class PRPNLanguageModel(nn.Module):
     """The PRPN language model: embedding, parsing network, reading layers, predict network, decoder.
 
@@ -392,13 +437,13 @@ class PRPNLanguageModel(nn.Module):
             nn.init.uniform_(self.decoder.weight, -0.01, 0.01)
         self.hidden_size, self.dropout, self.rdropout = hidden_size, dropout, rdropout
 
-    @classmethod
-    def from_config(cls, config, vocab_size: int) -> PRPNLanguageModel:
-        """Build from a `treenets.config.PRPNConfig`."""
-        return cls(vocab_size, **config.model_dump(exclude={"name"}))
+    num_distance_rows = 1  # rows of `forward(...).distances`: the parsing network's gate
+    default_distance_row = 1  # (1-based) the row parsed by default
 
-    num_layers = 1  # rows of distances: the parsing network's gate
-    default_parse_layer = 0
+    @property
+    def num_layers(self) -> int:
+        """Reading layers."""
+        return len(self.readers)
 
     def initial_state(self, batch_size: int) -> PRPNState:
         return PRPNState([r.initial_state(batch_size) for r in self.readers],

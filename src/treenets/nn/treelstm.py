@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 
 from treenets.errors import TreenetsError
-from treenets.nn.native import kernels, kernels_for
+from treenets.nn.backend import kernels_for
 from treenets.trees.parents import ParentTree
 
 
@@ -112,25 +112,20 @@ class TreeBatch:
         return torch.cat([vectors, vectors.new_zeros(1, vectors.size(1))]), rows
 
 
-def _native(x: torch.Tensor):
-    """The compiled kernels when they apply (CPU float tensors), else None (the PyTorch loops run)."""
-    return kernels_for("treelstm", x, autograd=True)
-
-
 class _ChildSumLevels(torch.autograd.Function):
     """`ChildSumTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
 
     @staticmethod
-    def run(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, keep: bool):
+    def run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, keep: bool):
         """h, c (and with `keep` what the backward needs: act, f, h_sum) of every node."""
         nodes, child, slot, _, parent = batch.schedule()
-        return kernels("treelstm").childsum_forward(iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh,
-                                                    b_fh, nodes, child, slot, parent, keep)
+        return kernels.childsum_forward(iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh, b_fh, nodes,
+                                        child, slot, parent, keep)
 
     @staticmethod
-    def forward(ctx, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch):
-        h, c, act, f_all, h_sum = _ChildSumLevels.run(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, True)
-        ctx.batch = batch
+    def forward(ctx, kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch):
+        h, c, act, f_all, h_sum = _ChildSumLevels.run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, True)
+        ctx.kernels, ctx.batch = kernels, batch
         ctx.save_for_backward(w_iouh, w_fh, h, c, act, f_all, h_sum)
         ctx.set_materialize_grads(False)
         return h, c
@@ -140,20 +135,24 @@ class _ChildSumLevels(torch.autograd.Function):
     def backward(ctx, grad_h, grad_c):
         batch = ctx.batch
         nodes, child, slot, _, _ = batch.schedule()
-        grads = kernels("treelstm").childsum_backward(grad_h, grad_c, *ctx.saved_tensors, batch.parent, nodes,
-                                                      child, slot)
-        return (*grads, None)
+        grads = ctx.kernels.childsum_backward(grad_h, grad_c, *ctx.saved_tensors, batch.parent, nodes, child, slot)
+        return (None, *grads, None)
 
 
 class _NaryLevels(torch.autograd.Function):
     """`NaryTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
 
     @staticmethod
-    def forward(ctx, x_iou, x_f, u_w, u_b, n_ary, batch):
+    def run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, keep: bool):
+        """h, c (and with `keep` what the backward needs: the children's h in place, the gates) of every node."""
         nodes, child, slot, order, _ = batch.schedule()
-        h, c, kids, gates = kernels("treelstm").nary_forward(x_iou.contiguous(), x_f.contiguous(), u_w, u_b, n_ary,
-                                                             nodes, child, slot, order)
-        ctx.batch, ctx.n_ary = batch, n_ary
+        return kernels.nary_forward(x_iou.contiguous(), x_f.contiguous(), u_w, u_b, n_ary, nodes, child, slot,
+                                    order, keep)
+
+    @staticmethod
+    def forward(ctx, kernels, x_iou, x_f, u_w, u_b, n_ary, batch):
+        h, c, kids, gates = _NaryLevels.run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, True)
+        ctx.kernels, ctx.batch, ctx.n_ary = kernels, batch, n_ary
         ctx.save_for_backward(u_w, c, kids, gates)
         ctx.set_materialize_grads(False)
         return h, c
@@ -163,9 +162,13 @@ class _NaryLevels(torch.autograd.Function):
     def backward(ctx, grad_h, grad_c):
         nodes, child, slot, order, _ = ctx.batch.schedule()
         u_w, c, kids, gates = ctx.saved_tensors
-        grads = kernels("treelstm").nary_backward(grad_h, grad_c, u_w, ctx.n_ary, c, kids, gates, nodes, child,
-                                                  slot, order)
-        return (*grads, None, None)
+        grads = ctx.kernels.nary_backward(grad_h, grad_c, u_w, ctx.n_ary, c, kids, gates, nodes, child, slot, order)
+        return (None, *grads, None, None)
+
+
+def _records_graph(*tensors: torch.Tensor) -> bool:
+    """Whether autograd records a graph through any of `tensors`."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 class ChildSumTreeLSTM(nn.Module):
@@ -184,11 +187,12 @@ class ChildSumTreeLSTM(nn.Module):
         """inputs [num_nodes, in_dim] (or, with `rows` [num_nodes], distinct vectors [R, in_dim] and each node's
         row: see `TreeBatch.word_inputs`) -> (h, c) of every node, each [num_nodes, mem_dim]."""
         iou_x, f_x = _node_rows(rows, self.ioux(inputs), self.fx(inputs))  # all input projections at once
-        if _native(inputs) is not None:
-            weights = (self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias)
-            if torch.is_grad_enabled() and any(t.requires_grad for t in (iou_x, f_x, *weights)):
-                return _ChildSumLevels.apply(iou_x, f_x, *weights, batch)
-            return tuple(_ChildSumLevels.run(iou_x, f_x, *weights, batch, keep=False)[:2])  # inference
+        weights = (self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias)
+        kernels = kernels_for("treelstm", iou_x, *weights)
+        if kernels is not None:
+            if _records_graph(iou_x, f_x, *weights):
+                return _ChildSumLevels.apply(kernels, iou_x, f_x, *weights, batch)
+            return tuple(_ChildSumLevels.run(kernels, iou_x, f_x, *weights, batch, keep=False)[:2])  # inference
         h = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         c = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         for level in batch.levels:
@@ -237,8 +241,12 @@ class NaryTreeLSTM(nn.Module):
                                 f"at most {self.n_ary} (binarize the trees)")
         mem, n_ary = self.mem_dim, self.n_ary
         iou_x, f_x = _node_rows(rows, self.iou_x(inputs), self.f_x(inputs))
-        if _native(inputs) is not None:
-            return _NaryLevels.apply(iou_x, f_x, self.children_proj.weight, self.children_proj.bias, n_ary, batch)
+        weights = (self.children_proj.weight, self.children_proj.bias)
+        kernels = kernels_for("treelstm", iou_x, *weights)
+        if kernels is not None:
+            if _records_graph(iou_x, f_x, *weights):
+                return _NaryLevels.apply(kernels, iou_x, f_x, *weights, n_ary, batch)
+            return tuple(_NaryLevels.run(kernels, iou_x, f_x, *weights, n_ary, batch, keep=False)[:2])  # inference
         h = inputs.new_zeros(batch.num_nodes, mem)
         c = inputs.new_zeros(batch.num_nodes, mem)
         for level in batch.levels:

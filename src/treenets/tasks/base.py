@@ -1,22 +1,36 @@
-"""What every task shares: its constructor arguments, evaluation mode, batches over examples, perplexity."""
+"""What every task shares: the declarations the registry reads, the constructor, evaluation mode."""
 
 from __future__ import annotations
 
 import contextlib
-import math
-from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
-import torch.distributed as dist
 
 from treenets import data
 from treenets.errors import TreenetsError
+from treenets.nn.utils import unwrap
+from treenets.tasks.metrics import Metric
 from treenets.vocab import Vocab
 
 
-@dataclass
 class Task:
-    """A task for the shared training loop (`treenets.train`).
+    """A task for the shared training loop (`treenets.train`), `treenets eval` and `treenets.load`.
+
+    A subclass declares (class attributes):
+        name: the value of `task:` in configs.
+        Config: its config schema (a `treenets.schema.Section` with `task: Literal[name]`).
+        Metric: the `treenets.tasks.metrics.Metric` its `evaluate` returns.
+        Predictor: the user-facing class that wraps a trained network (`treenets.predictors`).
+        units: what a batch's `size` counts, for speeds in the log ("tokens", "pairs", ...).
+        all_splits: the splits it can read.
+
+    and implements `build_net` (the network for a config and vocabulary size), reading its data in
+    `__init__` (building the vocabulary when none is given), `batches_per_epoch()`, `next_batch()` (None at
+    the end of an epoch), `train_loss(model, batch) -> (loss, summed loss for reporting)`,
+    `evaluate(model, split) -> Metric`, and `state_dict()` / `load_state_dict(state, model)` for exact
+    resumption (tasks that read examples in shuffled batches keep a `ShuffledBatches` in `self.batches` and
+    inherit these).
 
     Args:
         config: the validated config of the task.
@@ -24,22 +38,34 @@ class Task:
         root: the data root (None: `TREENETS_DATA` / the default lookup).
         device: where batches go.
         rank, world: this process and the number of processes (DistributedDataParallel).
-        splits: which splits to read (evaluation needs only one).
-
-    A task provides `build_model()`, `batches_per_epoch()`, `next_batch()` (None at the end of an epoch),
-    `train_loss(model, batch) -> (loss, summed loss for reporting)`, `evaluate(model, split)` (a dict with
-    `loss` and `metric`), and `state_dict()` / `load_state_dict(state, model)` for exact resumption.
+        splits: which splits to read (evaluation needs only one); None: all of `all_splits`.
     """
 
-    config: object
-    vocab: Vocab | None = None
-    root: str | None = None
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    rank: int = 0
-    world: int = 1
-    splits: tuple[str, ...] = ("train", "valid", "test")
+    name: ClassVar[str]
+    Config: ClassVar[type]
+    Metric: ClassVar[type[Metric]]
+    Predictor: ClassVar[type]
+    units: ClassVar[str]
+    all_splits: ClassVar[tuple[str, ...]] = ("train", "valid", "test")
 
-    higher_is_better = False  # for `metric`
+    def __init__(self, config, vocab: Vocab | None = None, root=None, device=None, rank: int = 0, world: int = 1,
+                 splits: tuple[str, ...] | None = None):
+        self.config, self.vocab, self.root = config, vocab, root
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.rank, self.world = rank, world
+        for split in splits or ():
+            if split not in self.all_splits:
+                raise TreenetsError(f"task {self.name} has the splits {', '.join(self.all_splits)}, not {split!r}")
+        self.splits = tuple(splits or self.all_splits)
+
+    @classmethod
+    def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
+        """The network of `config`, freshly initialised."""
+        raise NotImplementedError
+
+    def build_model(self) -> torch.nn.Module:
+        """The network to train (tasks with pretrained word vectors load them here)."""
+        return self.build_net(self.config, len(self.vocab))
 
     def data_folder(self, expected: str):
         """The folder of `data.path` under the data root; a clear error naming `expected` if it is missing."""
@@ -48,7 +74,6 @@ class Task:
             raise TreenetsError(f"data.path: {folder} does not exist (expected {expected})")
         return folder
 
-    # Tasks that read examples in shuffled batches keep a `ShuffledBatches` in `self.batches`.
     def batches_per_epoch(self) -> int:
         return len(self.batches)
 
@@ -62,7 +87,7 @@ class Task:
 @contextlib.contextmanager
 def evaluating(model):
     """The unwrapped network in eval mode without gradients; its previous mode is restored afterwards."""
-    net = getattr(model, "module", model)
+    net = unwrap(model)
     was_training = net.training
     net.eval()
     try:
@@ -70,11 +95,3 @@ def evaluating(model):
             yield net
     finally:
         net.train(was_training)
-
-
-def perplexity(total: torch.Tensor, world: int) -> dict:
-    """`{"loss", "ppl", "tokens"}` from `total` = [summed cross-entropy, tokens] over all processes."""
-    if world > 1:
-        dist.all_reduce(total)
-    loss = (total[0] / total[1]).item()
-    return {"loss": loss, "ppl": math.exp(loss), "tokens": int(total[1].item())}

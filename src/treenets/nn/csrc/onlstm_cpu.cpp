@@ -12,13 +12,11 @@
 #include <cmath>
 #include <vector>
 
+#include "common.h"
+
+using namespace treenets;
+
 namespace {
-
-template <typename T>
-inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
-
-// Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
-inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
 
 template <typename T>
 void forward_rows(const T* pre, const T* c_prev, T* h, T* c, T* master, T* probs, T* gates,
@@ -116,9 +114,16 @@ void backward_rows(const T* dh, const T* dc, const T* c_prev, const T* c, const 
   }
 }
 
-template <typename T>
-const T* data_or_null(const torch::Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
+// The sizes every ON-LSTM kernel works with, from h [B, H] (or [B, 2, nc] for master) and n_chunks.
+struct Sizes {
+  int64_t B, H, nc, G;
+};
+
+Sizes sizes_of(const torch::Tensor& h, int64_t n_chunks, const char* fn, const char* name) {
+  check_float(h, 2, fn, name);
+  TORCH_CHECK(n_chunks > 0 && h.size(1) % n_chunks == 0, fn, ": the size of ", name, " (", h.size(1),
+              ") must be a multiple of n_chunks = ", n_chunks);
+  return {h.size(0), h.size(1), n_chunks, 2 * n_chunks + 4 * h.size(1)};
 }
 
 }  // namespace
@@ -129,7 +134,13 @@ const T* data_or_null(const torch::Tensor& t) {
 // cs [T + 1, B, H] (from c0), probs [T, B, 2, nc], gates [T, B, 4, H]; otherwise those are undefined.
 std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Tensor& w_hh, const torch::Tensor& h0,
                                    const torch::Tensor& c0, int64_t n_chunks, bool keep) {
-  const int64_t T = x_proj.size(0), B = h0.size(0), H = h0.size(1), cs_size = H / n_chunks;
+  const char* fn = "onlstm forward";
+  const auto z = sizes_of(h0, n_chunks, fn, "h0");
+  check_float(x_proj, 3, fn, "x_proj");
+  check_tensor(x_proj, h0, {x_proj.size(0), z.B, z.G}, false, fn, "x_proj");
+  check_tensor(w_hh, h0, {z.G, z.H}, false, fn, "w_hh");
+  check_tensor(c0, h0, {z.B, z.H}, false, fn, "c0");
+  const int64_t T = x_proj.size(0), B = z.B, H = z.H, cs_size = H / n_chunks;
   auto opts = x_proj.options();
   auto hs = torch::empty({T, B, H}, opts);
   auto master = torch::empty({T, B, 2, n_chunks}, opts);
@@ -167,7 +178,19 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
                                     const torch::Tensor& h0,
                                     const torch::Tensor& hs, const torch::Tensor& cs, const torch::Tensor& master,
                                     const torch::Tensor& probs, const torch::Tensor& gates, int64_t n_chunks) {
-  const int64_t T = hs.size(0), B = hs.size(1), H = hs.size(2), G = w_hh.size(0), cs_size = H / n_chunks;
+  const char* fn = "onlstm backward";
+  const auto z = sizes_of(h0, n_chunks, fn, "h0");
+  check_float(hs, 3, fn, "hs");
+  const int64_t T = hs.size(0), B = z.B, H = z.H, G = z.G, cs_size = H / n_chunks;
+  check_tensor(hs, h0, {T, B, H}, true, fn, "hs");
+  check_tensor(cs, h0, {T + 1, B, H}, true, fn, "cs");
+  check_tensor(master, h0, {T, B, 2, n_chunks}, true, fn, "master");
+  check_tensor(probs, h0, {T, B, 2, n_chunks}, true, fn, "probs");
+  check_tensor(gates, h0, {T, B, 4, H}, true, fn, "gates");
+  check_tensor(w_hh, h0, {G, H}, false, fn, "w_hh");
+  check_optional(d_hs, h0, {T, B, H}, fn, "d_hs");
+  check_optional(d_c_last, h0, {B, H}, fn, "d_c_last");
+  check_optional(d_master, h0, {T, B, 2, n_chunks}, fn, "d_master");
   auto opts = hs.options();
   auto d_pre = torch::empty({T, B, G}, opts);
   auto dh = torch::zeros({B, H}, opts);
@@ -199,7 +222,18 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
 // Single steps, for tests against the PyTorch specification.
 void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::Tensor h, torch::Tensor c,
                   torch::Tensor master, torch::Tensor probs, torch::Tensor gates, int64_t n_chunks) {
-  const int64_t B = pre.size(0), H = c_prev.size(1);
+  const char* fn = "onlstm forward_step";
+  const auto z = sizes_of(c_prev, n_chunks, fn, "c_prev");
+  const int64_t B = z.B, H = z.H;
+  TORCH_CHECK(c_prev.is_contiguous(), fn, ": c_prev must be contiguous");
+  check_tensor(pre, c_prev, {B, z.G}, true, fn, "pre");
+  check_tensor(h, c_prev, {B, H}, true, fn, "h");
+  check_tensor(c, c_prev, {B, H}, true, fn, "c");
+  check_tensor(master, c_prev, {B, 2, n_chunks}, true, fn, "master");
+  check_tensor(probs, c_prev, {B, 2, n_chunks}, true, fn, "probs");
+  check_tensor(gates, c_prev, gates.sizes(), true, fn, "gates");
+  TORCH_CHECK(gates.numel() == B * 4 * H, fn, ": gates must hold B * 4 * H = ", B * 4 * H, " values, got shape ",
+              gates.sizes());
   AT_DISPATCH_FLOATING_TYPES(pre.scalar_type(), "onlstm_forward_step", [&] {
     forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(),
                            c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),
@@ -211,7 +245,21 @@ void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch
                    const torch::Tensor& c, const torch::Tensor& master, const torch::Tensor& probs,
                    const torch::Tensor& gates, const torch::Tensor& d_master, torch::Tensor d_pre,
                    torch::Tensor dc_prev, int64_t n_chunks) {
-  const int64_t B = dh.size(0), H = dh.size(1);
+  const char* fn = "onlstm backward_step";
+  const auto z = sizes_of(dh, n_chunks, fn, "dh");
+  const int64_t B = z.B, H = z.H;
+  TORCH_CHECK(dh.is_contiguous(), fn, ": dh must be contiguous");
+  check_tensor(dc, dh, {B, H}, true, fn, "dc");
+  check_tensor(c_prev, dh, {B, H}, true, fn, "c_prev");
+  check_tensor(c, dh, {B, H}, true, fn, "c");
+  check_tensor(dc_prev, dh, {B, H}, true, fn, "dc_prev");
+  check_tensor(master, dh, {B, 2, n_chunks}, true, fn, "master");
+  check_tensor(probs, dh, {B, 2, n_chunks}, true, fn, "probs");
+  check_tensor(gates, dh, gates.sizes(), true, fn, "gates");
+  TORCH_CHECK(gates.numel() == B * 4 * H, fn, ": gates must hold B * 4 * H = ", B * 4 * H, " values, got shape ",
+              gates.sizes());
+  if (d_master.defined()) check_tensor(d_master, dh, {B, 2, n_chunks}, true, fn, "d_master");
+  check_tensor(d_pre, dh, {B, z.G}, true, fn, "d_pre");
   AT_DISPATCH_FLOATING_TYPES(dh.scalar_type(), "onlstm_backward_step", [&] {
     backward_rows<scalar_t>(dh.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(),
                             c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),

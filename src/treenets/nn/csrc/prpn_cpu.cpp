@@ -14,20 +14,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "common.h"
+
 using torch::Tensor;
+using Named = std::map<std::string, Tensor>;
+using namespace treenets;
 
 // `#pragma omp simd` cannot stand inside a macro's argument (the AT_DISPATCH bodies below); _Pragma can.
 #define SIMD _Pragma("omp simd")
 
 namespace {
 
-template <typename T>
-inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
-
-// Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
-inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
 
 // PRPN's layer norm without its affine part, in place: x <- (x - mean) / (std + eps), std unbiased.
 // Returns 1 / (std + eps) and std, what the backward needs.
@@ -135,9 +136,18 @@ void attend_row_backward(const T* hs, const T* cs, T* d_hs, T* d_cs, int64_t j, 
   }
 }
 
-template <typename T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
+// The reading layer's weights and layer-norm parameters, shared by forward and backward: H from w_query_h.
+int64_t check_reading_weights(const Tensor& w_query_h, const Tensor& w_hh, const Tensor& hh_gamma,
+                              const Tensor& c_gamma, const Tensor& c_beta, const Tensor& rmask, const char* fn) {
+  check_float(w_query_h, 2, fn, "w_query_h");
+  const int64_t H = w_query_h.size(0);
+  check_tensor(w_query_h, w_query_h, {H, H}, false, fn, "w_query_h");
+  check_tensor(w_hh, w_query_h, {4 * H, H}, false, fn, "w_hh");
+  check_tensor(hh_gamma, w_query_h, {4 * H}, true, fn, "hh_gamma");
+  check_tensor(c_gamma, w_query_h, {H}, true, fn, "c_gamma");
+  check_tensor(c_beta, w_query_h, {H}, true, fn, "c_beta");
+  check_tensor(rmask, w_query_h, {H}, true, fn, "rmask");
+  return H;
 }
 
 }  // namespace
@@ -147,14 +157,27 @@ const T* data_or_null(const Tensor& t) {
 // [H, H] (the query's hidden part), w_hh [4H, H], b_hh [4H], the two layer norms' gamma/beta, rmask [H]
 // (on the hidden state read for the cell), h_masks/q_masks [T, B, H] (dropout on the query's input and
 // output; None: no dropout), the layer norms' eps. With `keep`, also returns what `backward` needs.
-// Returns {hs, cs} and with keep {hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act, c_xhat, c_stats}.
-std::vector<Tensor> forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory_gate,
+// Returns the named tensors {hs, cs} and with keep also {hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act,
+// c_xhat, c_stats}, which `backward` reads by name.
+Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory_gate,
                             const Tensor& mem_h, const Tensor& mem_c, const Tensor& w_query_h, const Tensor& w_hh,
                             const Tensor& b_hh, const Tensor& hh_gamma, const Tensor& hh_beta,
                             const Tensor& c_gamma, const Tensor& c_beta, const Tensor& rmask,
                             const c10::optional<Tensor>& h_masks, const c10::optional<Tensor>& q_masks,
                             double hh_eps, double c_eps, bool keep) {
-  const int64_t steps = gates_x.size(0), B = gates_x.size(1), H = mem_h.size(2), S = mem_h.size(1);
+  const char* fn = "prpn forward";
+  const int64_t H = check_reading_weights(w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, fn);
+  check_float(memory_gate, 3, fn, "memory_gate");
+  const int64_t steps = memory_gate.size(0), B = memory_gate.size(1), S = memory_gate.size(2);
+  check_tensor(memory_gate, w_query_h, {steps, B, S}, true, fn, "memory_gate");
+  check_tensor(gates_x, w_query_h, {steps, B, 4 * H}, true, fn, "gates_x");
+  check_tensor(query_x, w_query_h, {steps, B, H}, true, fn, "query_x");
+  check_tensor(mem_h, w_query_h, {B, S, H}, false, fn, "mem_h");
+  check_tensor(mem_c, w_query_h, {B, S, H}, false, fn, "mem_c");
+  check_tensor(b_hh, w_query_h, {4 * H}, true, fn, "b_hh");
+  check_tensor(hh_beta, w_query_h, {4 * H}, true, fn, "hh_beta");
+  check_optional(h_masks, w_query_h, {steps, B, H}, fn, "h_masks");
+  check_optional(q_masks, w_query_h, {steps, B, H}, fn, "q_masks");
   const auto opts = gates_x.options();
   const int64_t kept = keep ? steps : 1;  // without keep, per-step buffers are reused
   auto hs = torch::empty({S + steps, B, H}, opts), cs = torch::empty({S + steps, B, H}, opts);
@@ -230,22 +253,48 @@ SIMD
       });
     }
   });
-  if (!keep) return {hs, cs};
-  return {hs, cs, hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act, c_xhat, c_stats};
+  if (!keep) return {{"hs", hs}, {"cs", cs}};
+  return {{"hs", hs},   {"cs", cs},   {"hq", hq},           {"q", q},        {"ex", ex},
+          {"z", z},     {"amax", amax}, {"rhm", rhm},       {"rc", rc},      {"hh_xhat", hh_xhat},
+          {"hh_stats", hh_stats}, {"act", act}, {"c_xhat", c_xhat}, {"c_stats", c_stats}};
 }
 
-// The backward of `forward` (run with keep), given the gradients of its hs and cs (each may be None).
+// The backward of `forward` (run with keep), given the gradients of its hs and cs (each may be None) and the
+// named tensors forward returned.
 // Returns d_gates_x, d_query_x, d_memory_gate, d_mem_h, d_mem_c, d_w_query_h, d_w_hh, d_b_hh,
 // d_hh_gamma, d_hh_beta, d_c_gamma, d_c_beta.
 std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::optional<Tensor>& d_cs_in,
                              const Tensor& memory_gate, const Tensor& w_query_h, const Tensor& w_hh,
                              const Tensor& hh_gamma, const Tensor& c_gamma, const Tensor& c_beta,
                              const Tensor& rmask, const c10::optional<Tensor>& h_masks,
-                             const c10::optional<Tensor>& q_masks, const std::vector<Tensor>& saved) {
-  const auto &hs = saved[0], &cs = saved[1], &hq = saved[2], &q = saved[3], &ex = saved[4], &z = saved[5];
-  const auto &amax = saved[6], &rhm = saved[7], &rc = saved[8], &hh_xhat = saved[9], &hh_stats = saved[10];
-  const auto &act = saved[11], &c_xhat = saved[12], &c_stats = saved[13];
-  const int64_t steps = q.size(0), B = q.size(1), H = q.size(2), S = hs.size(0) - steps;
+                             const c10::optional<Tensor>& q_masks, const Named& saved) {
+  const char* fn = "prpn backward";
+  const int64_t H = check_reading_weights(w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, fn);
+  check_float(memory_gate, 3, fn, "memory_gate");
+  const int64_t steps = memory_gate.size(0), B = memory_gate.size(1), S = memory_gate.size(2);
+  check_tensor(memory_gate, w_query_h, {steps, B, S}, true, fn, "memory_gate");
+  check_optional(h_masks, w_query_h, {steps, B, H}, fn, "h_masks");
+  check_optional(q_masks, w_query_h, {steps, B, H}, fn, "q_masks");
+  check_optional(d_hs_in, w_query_h, {S + steps, B, H}, fn, "d_hs");
+  check_optional(d_cs_in, w_query_h, {S + steps, B, H}, fn, "d_cs");
+  // What forward kept, by name, each checked against its shape.
+  const auto get = [&](const char* name, at::IntArrayRef sizes) -> const Tensor& {
+    const auto found = saved.find(name);
+    TORCH_CHECK(found != saved.end(), fn, ": the saved tensors have no ", name, " (run forward with keep)");
+    if (found->second.scalar_type() == at::kLong) {
+      TORCH_CHECK(found->second.sizes() == sizes && found->second.is_contiguous(), fn, ": ", name,
+                  " must be a contiguous int64 tensor of shape ", sizes, ", got ", found->second.sizes());
+    } else {
+      check_tensor(found->second, w_query_h, sizes, true, fn, name);
+    }
+    return found->second;
+  };
+  const auto &hs = get("hs", {S + steps, B, H}), &cs = get("cs", {S + steps, B, H});
+  const auto &hq = get("hq", {steps, B, H}), &q = get("q", {steps, B, H}), &ex = get("ex", {steps, B, S});
+  const auto &z = get("z", {steps, B}), &amax = get("amax", {steps, B}), &rhm = get("rhm", {steps, B, H});
+  const auto &rc = get("rc", {steps, B, H}), &hh_xhat = get("hh_xhat", {steps, B, 4 * H});
+  const auto &hh_stats = get("hh_stats", {steps, B, 2}), &act = get("act", {steps, B, 4 * H});
+  const auto &c_xhat = get("c_xhat", {steps, B, H}), &c_stats = get("c_stats", {steps, B, 2});
   const auto opts = q.options();
   // The gradients of the states, completed step by step in reverse (every use of a state is a later step).
   auto d_hs = d_hs_in.has_value() ? d_hs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
@@ -342,7 +391,13 @@ SIMD
 // absolute layout, query [T, B, H], memory_gate [T, B, S] -> {read [T, B, H], e [T, B, S], z [T, B],
 // argmax [T, B]}, the last three for `attend_backward`.
 std::vector<Tensor> attend_forward(const Tensor& history, const Tensor& query, const Tensor& memory_gate) {
+  const char* fn = "prpn attend_forward";
+  check_float(query, 3, fn, "query");
+  check_float(memory_gate, 3, fn, "memory_gate");
   const int64_t steps = query.size(0), B = query.size(1), H = query.size(2), S = memory_gate.size(2);
+  check_tensor(query, query, {steps, B, H}, true, fn, "query");
+  check_tensor(memory_gate, query, {steps, B, S}, true, fn, "memory_gate");
+  check_tensor(history, query, {S + steps, B, H}, true, fn, "history");
   const auto opts = query.options();
   auto read = torch::empty({steps, B, H}, opts), e = torch::empty({steps, B, S}, opts);
   auto z = torch::empty({steps, B}, opts);
@@ -364,7 +419,18 @@ std::vector<Tensor> attend_forward(const Tensor& history, const Tensor& query, c
 // Its backward: -> {d_history, d_query, d_memory_gate}.
 std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history, const Tensor& query,
                                     const Tensor& memory_gate, const Tensor& e, const Tensor& z, const Tensor& top) {
+  const char* fn = "prpn attend_backward";
+  check_float(query, 3, fn, "query");
+  check_float(memory_gate, 3, fn, "memory_gate");
   const int64_t steps = query.size(0), B = query.size(1), H = query.size(2), S = memory_gate.size(2);
+  check_tensor(query, query, {steps, B, H}, true, fn, "query");
+  check_tensor(memory_gate, query, {steps, B, S}, true, fn, "memory_gate");
+  check_tensor(history, query, {S + steps, B, H}, true, fn, "history");
+  check_tensor(d_read, query, {steps, B, H}, false, fn, "d_read");
+  check_tensor(e, query, {steps, B, S}, true, fn, "e");
+  check_tensor(z, query, {steps, B}, true, fn, "z");
+  TORCH_CHECK(top.scalar_type() == at::kLong && top.sizes() == at::IntArrayRef({steps, B}) && top.is_contiguous(),
+              fn, ": top must be a contiguous int64 tensor of shape [", steps, ", ", B, "], got ", top.sizes());
   auto d_history = torch::zeros_like(history), d_query = torch::empty_like(query);
   auto d_gate = torch::empty_like(memory_gate);
   const auto dr = d_read.contiguous();
@@ -390,7 +456,12 @@ std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history,
 
 // PRPN's layer norm over the last dimension of x [N, F] (see `normalise`): -> {y, xhat, stats [N, 2]}.
 std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  const char* fn = "prpn layer_norm_forward";
+  check_float(x, x.dim(), fn, "x");
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) > 0, fn, ": x must have a last dimension of features, got ", x.sizes());
   const int64_t F = x.size(-1), N = x.numel() / F;
+  check_tensor(gamma, x, {F}, true, fn, "gamma");
+  check_tensor(beta, x, {F}, true, fn, "beta");
   auto xhat = x.clone(at::MemoryFormat::Contiguous), y = torch::empty_like(xhat);
   auto stats = torch::empty({N, 2}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "prpn_layer_norm_forward", [&] {
@@ -413,7 +484,13 @@ SIMD
 // Its backward: -> {dx, d_gamma, d_beta}.
 std::vector<Tensor> layer_norm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& stats,
                                         const Tensor& gamma) {
+  const char* fn = "prpn layer_norm_backward";
+  check_float(xhat, xhat.dim(), fn, "xhat");
+  TORCH_CHECK(xhat.dim() >= 1 && xhat.is_contiguous(), fn, ": xhat must be contiguous with a last dimension");
   const int64_t F = xhat.size(-1), N = xhat.numel() / F;
+  check_tensor(dy, xhat, xhat.sizes(), false, fn, "dy");
+  check_tensor(stats, xhat, {N, 2}, true, fn, "stats");
+  check_tensor(gamma, xhat, {F}, true, fn, "gamma");
   const auto d = dy.contiguous();
   auto dx = torch::empty_like(xhat);
   AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "prpn_layer_norm_backward", [&] {
@@ -439,6 +516,8 @@ SIMD
 // floats), several times faster than torch.rand on the CPU; the seed comes from torch's generator, so the
 // masks follow torch.manual_seed and a checkpoint's RNG state.
 Tensor dropout_mask(const std::vector<int64_t>& shape, double p, int64_t seed, const Tensor& like) {
+  check_float(like, like.dim(), "prpn dropout_mask", "like");
+  TORCH_CHECK(p >= 0 && p < 1, "prpn dropout_mask: p must be in [0, 1), got ", p);
   auto mask = torch::empty(shape, like.options());
   const int64_t n = mask.numel();
   const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));  // u >= p <=> bits >= this

@@ -11,8 +11,11 @@
 #include <cmath>
 #include <vector>
 
+#include "common.h"
+
 using torch::Tensor;
 using TensorList = std::vector<Tensor>;
+using namespace treenets;
 
 namespace {
 
@@ -20,9 +23,20 @@ Tensor zeros_like_rows(const Tensor& like, int64_t rows, int64_t cols) {
   return torch::zeros({rows, cols}, like.options());
 }
 
-template <typename T>
-inline T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
+// A schedule: per level the nodes and, for the edges into them, the children and the parents' slots (and
+// the children's positions, N-ary), all int64 index tensors with one entry per level.
+void check_schedule(const TensorList& nodes, const TensorList& child, const TensorList& slot,
+                    const TensorList* order, const char* fn) {
+  TORCH_CHECK(child.size() == nodes.size() && slot.size() == nodes.size() &&
+                  (order == nullptr || order->size() == nodes.size()),
+              fn, ": the schedule must have the same number of levels in nodes, child, slot (and order), got ",
+              nodes.size(), ", ", child.size(), ", ", slot.size());
+  for (size_t l = 0; l < nodes.size(); ++l) {
+    check_index(nodes[l], -1, fn, "nodes[level]");
+    check_index(child[l], -1, fn, "child[level]");
+    check_index(slot[l], child[l].size(0), fn, "slot[level]");
+    if (order != nullptr) check_index((*order)[l], child[l].size(0), fn, "order[level]");
+  }
 }
 
 }  // namespace
@@ -36,7 +50,19 @@ inline T sigmoid(T x) {
 TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor& w_iouh, const Tensor& b_iouh,
                             const Tensor& w_fh, const Tensor& b_fh, const TensorList& nodes, const TensorList& child,
                             const TensorList& slot, const TensorList& edge_parent, bool keep) {
+  const char* fn = "childsum_forward";
+  check_float(w_fh, 2, fn, "w_fh");
+  check_float(iou_x, 2, fn, "iou_x");
   const int64_t N = iou_x.size(0), m = w_fh.size(0);
+  check_tensor(iou_x, w_fh, {N, 3 * m}, true, fn, "iou_x");
+  check_tensor(f_x, w_fh, {N, m}, true, fn, "f_x");
+  check_tensor(w_iouh, w_fh, {3 * m, m}, false, fn, "w_iouh");
+  check_tensor(b_iouh, w_fh, {3 * m}, true, fn, "b_iouh");
+  check_tensor(w_fh, w_fh, {m, m}, false, fn, "w_fh");
+  check_tensor(b_fh, w_fh, {m}, true, fn, "b_fh");
+  check_schedule(nodes, child, slot, nullptr, fn);
+  TORCH_CHECK(edge_parent.size() == nodes.size(), fn, ": edge_parent must have one entry per level");
+  for (const auto& p : edge_parent) check_index(p, -1, fn, "edge_parent[level]");
   // Every node belongs to one level, which writes its rows: only f (absent at roots) needs zeros.
   auto h = torch::empty({N, m}, iou_x.options()), c = torch::empty({N, m}, iou_x.options());
   auto act = torch::empty({keep ? N : 0, 3 * m}, iou_x.options()), f_all = zeros_like_rows(iou_x, keep ? N : 0, m);
@@ -99,7 +125,20 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
                              const Tensor& w_iouh, const Tensor& w_fh, const Tensor& h, const Tensor& c,
                              const Tensor& act, const Tensor& f_all, const Tensor& h_sum_all, const Tensor& parent,
                              const TensorList& nodes, const TensorList& child, const TensorList& slot) {
+  const char* fn = "childsum_backward";
+  check_float(h, 2, fn, "h");
   const int64_t N = h.size(0), m = h.size(1);
+  check_tensor(h, h, {N, m}, true, fn, "h");
+  check_tensor(c, h, {N, m}, true, fn, "c");
+  check_tensor(act, h, {N, 3 * m}, true, fn, "act");
+  check_tensor(f_all, h, {N, m}, true, fn, "f_all");
+  check_tensor(h_sum_all, h, {N, m}, true, fn, "h_sum_all");
+  check_tensor(w_iouh, h, {3 * m, m}, false, fn, "w_iouh");
+  check_tensor(w_fh, h, {m, m}, false, fn, "w_fh");
+  check_optional(grad_h, h, {N, m}, fn, "grad_h");
+  check_optional(grad_c, h, {N, m}, fn, "grad_c");
+  check_index(parent, N, fn, "parent");
+  check_schedule(nodes, child, slot, nullptr, fn);
   auto dh = grad_h.has_value() ? grad_h->contiguous().clone() : zeros_like_rows(h, N, m);
   auto dc = grad_c.has_value() ? grad_c->contiguous().clone() : zeros_like_rows(h, N, m);
   auto d_iou = zeros_like_rows(h, N, 3 * m), d_f = zeros_like_rows(h, N, m);
@@ -159,19 +198,29 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
 }
 
 // N-ary: x_iou [N, 3m] (W x + b for i, o, u), x_f [N, m] (W_f x); u_w [(3+K)m, K m], u_b [(3+K)m].
-// Returns h, c [N, m], kids_h [N, K m] (children's h in their positions), gates [N, (3+K) m] after activation.
+// Returns h, c [N, m], and with `keep` what the backward needs: kids_h [N, K m] (children's h in their
+// positions), gates [N, (3+K) m] after activation (without keep both have no rows: inference keeps only h, c).
 // Per level: one matrix product; the children are placed and the gates computed in two loops.
 TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_w, const Tensor& u_b, int64_t K,
                         const TensorList& nodes, const TensorList& child, const TensorList& slot,
-                        const TensorList& order) {
-  const int64_t N = x_iou.size(0), m = x_f.size(1), G = (3 + K) * m;
+                        const TensorList& order, bool keep) {
+  const char* fn = "nary_forward";
+  check_float(x_f, 2, fn, "x_f");
+  const int64_t N = x_f.size(0), m = x_f.size(1), G = (3 + K) * m;
+  TORCH_CHECK(K > 0, fn, ": K (children per node) must be positive, got ", K);
+  check_tensor(x_f, x_f, {N, m}, true, fn, "x_f");
+  check_tensor(x_iou, x_f, {N, 3 * m}, true, fn, "x_iou");
+  check_tensor(u_w, x_f, {G, K * m}, false, fn, "u_w");
+  check_tensor(u_b, x_f, {G}, false, fn, "u_b");
+  check_schedule(nodes, child, slot, &order, fn);
   auto h = zeros_like_rows(x_iou, N, m), c = zeros_like_rows(x_iou, N, m);
-  auto kids_all = zeros_like_rows(x_iou, N, K * m), gates_all = zeros_like_rows(x_iou, N, G);
+  auto kids_all = zeros_like_rows(x_iou, keep ? N : 0, K * m), gates_all = zeros_like_rows(x_iou, keep ? N : 0, G);
   const auto u_t = u_w.t();
   AT_DISPATCH_FLOATING_TYPES(x_iou.scalar_type(), "nary_forward", [&] {
     using T = scalar_t;
     T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *KA = kids_all.data_ptr<T>(), *GA = gates_all.data_ptr<T>();
     const T *XI = x_iou.data_ptr<T>(), *XF = x_f.data_ptr<T>();
+    std::vector<T> scratch(keep ? 0 : G);  // one node's gates when they are not kept
     for (size_t l = 0; l < nodes.size(); ++l) {
       const int64_t n = nodes[l].size(0), e = child[l].size(0);
       const int64_t* nd = nodes[l].data_ptr<int64_t>();
@@ -187,8 +236,8 @@ TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_
       const T* pp = pre.data_ptr<T>();
       for (int64_t j = 0; j < n; ++j) {
         const T *p = pp + j * G, *xi = XI + nd[j] * 3 * m, *xf = XF + nd[j] * m, *kcj = kc + j * K * m;
-        T *g = GA + nd[j] * G, *cj = C + nd[j] * m, *hj = H + nd[j] * m;
-        std::copy_n(kh + j * K * m, K * m, KA + nd[j] * K * m);
+        T *g = keep ? GA + nd[j] * G : scratch.data(), *cj = C + nd[j] * m, *hj = H + nd[j] * m;
+        if (keep) std::copy_n(kh + j * K * m, K * m, KA + nd[j] * K * m);
         for (int64_t x = 0; x < m; ++x) cj[x] = 0;
         for (int64_t q = 0; q < K; ++q) {
           _Pragma("omp simd")
@@ -218,7 +267,17 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
                          const Tensor& u_w, int64_t K, const Tensor& c, const Tensor& kids_all,
                          const Tensor& gates_all, const TensorList& nodes, const TensorList& child,
                          const TensorList& slot, const TensorList& order) {
+  const char* fn = "nary_backward";
+  check_float(c, 2, fn, "c");
   const int64_t N = c.size(0), m = c.size(1), G = (3 + K) * m;
+  TORCH_CHECK(K > 0, fn, ": K (children per node) must be positive, got ", K);
+  check_tensor(c, c, {N, m}, true, fn, "c");
+  check_tensor(kids_all, c, {N, K * m}, true, fn, "kids_all");
+  check_tensor(gates_all, c, {N, G}, true, fn, "gates_all");
+  check_tensor(u_w, c, {G, K * m}, false, fn, "u_w");
+  check_optional(grad_h, c, {N, m}, fn, "grad_h");
+  check_optional(grad_c, c, {N, m}, fn, "grad_c");
+  check_schedule(nodes, child, slot, &order, fn);
   auto dh = grad_h.has_value() ? grad_h->contiguous().clone() : zeros_like_rows(c, N, m);
   auto dc = grad_c.has_value() ? grad_c->contiguous().clone() : zeros_like_rows(c, N, m);
   auto d_pre_all = zeros_like_rows(c, N, G);

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from treenets import data
+from treenets.data.lm import BPTTStream, batchify, read_lm_file, shard_columns
 from treenets.errors import TreenetsError
-from treenets.tasks.lm import BPTTStream, batchify, read_lm_file, shard_columns
 from treenets.vocab import Vocab
 
 

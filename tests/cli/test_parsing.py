@@ -10,7 +10,7 @@ import yaml
 
 import treenets
 from treenets.cli import main
-from treenets.tasks.parsing import load_gold
+from treenets.data.treebanks import load_gold
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,20 @@ def run(tmp_path_factory):
 
 def test_model_parse_returns_an_nltk_tree(run):
     lm = treenets.load(run / "run" / "best.pt")
-    tree = lm.parse("the dog bird of a fish")
+    parse = lm.parse("the dog bird of a fish")
+    tree = parse.tree
     assert isinstance(tree, nltk.Tree) and tree.leaves() == ["the", "dog", "bird", "of", "a", "fish"]
-    assert lm.parse("dog").leaves() == ["dog"]
-    assert lm.parse("the dog bird", layer="mean").leaves() == ["the", "dog", "bird"]
+    assert parse.layer == lm.default_layer == 2 and parse.distances.shape == (2, 6)
+    assert lm.parse("dog").tree.leaves() == ["dog"]
+    assert lm.parse("the dog bird", layer="mean").tree.leaves() == ["the", "dog", "bird"]
+    # One batched path: a list of sentences gives the trees of the sentences parsed one by one, and `at`
+    # builds another layer's tree from the same distances.
+    sentences = ["the dog bird of a fish", "a fish", "dog"]
+    batch = lm.parse(sentences, layer=1, batch_size=2)
+    assert [p.nested for p in batch] == [lm.parse(s, layer=1).nested for s in sentences]
+    assert batch[0].at(2).nested == parse.nested
+    with pytest.raises(treenets.TreenetsError, match="layer 3: expected a layer number from 1 to 2"):
+        lm.parse("a dog", layer=3)
 
 
 def test_parse_command_prints_trees_distances_and_svg(run, tmp_path, capsys):
@@ -129,7 +139,7 @@ def test_sentence_level_prpn_trains_and_parses(tmp_path, capsys):
                        "eval_batch_size": 4},
               "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 4,
                         "nlookback": 2, "dropout": 0.1, "idropout": 0.1, "rdropout": 0.0},
-              "optim": {"name": "adam", "lr": 0.003, "nt_asgd": False, "lr_scale_by_length": False},
+              "optim": {"name": "adam", "lr": 0.003},
               "train": {"epochs": 2, "seed": 3, "threads": 1, "log_interval": 1}}
     path = tmp_path / "up.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -137,7 +147,8 @@ def test_sentence_level_prpn_trains_and_parses(tmp_path, capsys):
     lm = treenets.load(tmp_path / "run" / "best.pt")
     assert (lm.bos, lm.eos) == ("<s>", "</s>")
     assert lm.vocab.words[:3] == ["<unk>", "<s>", "</s>"]
-    assert lm.parse("the cat see a big dog").leaves() == ["the", "cat", "see", "a", "big", "dog"]
+    assert lm.parse("the cat see a big dog").tree.leaves() == ["the", "cat", "see", "a", "big", "dog"]
+    assert lm.num_distance_rows == 1 and lm.default_layer == 1
     capsys.readouterr()
     assert main(["parse-eval", str(tmp_path / "run" / "best.pt"), "--treebank", str(valid_trees)]) == 0
     out = capsys.readouterr().out

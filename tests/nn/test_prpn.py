@@ -134,11 +134,10 @@ def test_training_mode_backward_and_dropout():
 
 @pytest.mark.parametrize("nslots,hard,dtype", [(1, True, torch.float64), (4, False, torch.float64),
                                                (15, True, torch.float32)])
-def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype, monkeypatch):
+def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype):
     """The compiled evaluation loop of the reading layers against `ReadingLayer.forward`, over two segments
     with the state carried (the second starts with full slots)."""
-    from treenets.nn import prpn
-    from treenets.nn.native import kernels
+    from treenets.nn.backend import kernels, use_backend
 
     if kernels("prpn") is None:
         pytest.skip("compiled kernels unavailable")
@@ -153,19 +152,20 @@ def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype, monkeypatch)
         return [first.output, second.output, *second.state.reader[0], *second.state.reader[1]]
 
     compiled = run()
-    monkeypatch.setattr(prpn, "_native", lambda x: None)
-    for a, b in zip(compiled, run()):
+    with use_backend("torch"):
+        expected = run()
+    for a, b in zip(compiled, expected):
         torch.testing.assert_close(a, b)
 
 
 @pytest.mark.parametrize("nslots,res", [(1, 0), (4, 1), (15, 0)])
-def test_compiled_training_matches_pytorch(nslots, res, monkeypatch):
+def test_compiled_training_matches_pytorch(nslots, res):
     """Training on the CPU (fused reading layers, attention and layer norms with their hand-derived
     backward) against the PyTorch specification: same dropout masks, two segments with the state carried
     and the gradient flowing through it, a loss on the outputs and on the memory left after; every
     parameter's gradient and the outputs must agree."""
     from treenets.nn import prpn
-    from treenets.nn.native import kernels
+    from treenets.nn.backend import kernels, use_backend
 
     if kernels("prpn") is None:
         pytest.skip("compiled kernels unavailable")
@@ -190,8 +190,8 @@ def test_compiled_training_matches_pytorch(nslots, res, monkeypatch):
         return [first.output, second.output], grads
 
     outputs, grads = run()
-    monkeypatch.setattr(prpn, "_native", lambda x: None)
-    expected_outputs, expected_grads = run()
+    with use_backend("torch"):
+        expected_outputs, expected_grads = run()
     assert grads.keys() == expected_grads.keys() and len(grads) >= 30  # all but the unused decoder bias
     for a, b in zip(outputs, expected_outputs):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
@@ -203,7 +203,7 @@ def test_fused_functions_gradcheck():
     """The hand-derived backwards of the reading recurrence (with dropout masks, a carried memory and
     gradients reaching hs and cs), the attention and the layer norm, against finite differences."""
     from treenets.nn import prpn
-    from treenets.nn.native import kernels
+    from treenets.nn.backend import kernels
 
     native = kernels("prpn")
     if native is None:
@@ -234,15 +234,18 @@ def test_fused_functions_gradcheck():
     assert torch.autograd.gradcheck(lambda *a: prpn._FusedLayerNorm.apply(native, *a, 1e-6), (x, gamma, beta))
 
 
-def test_compiled_attention_matches_pytorch(monkeypatch):
+def test_compiled_attention_matches_pytorch():
     from treenets.nn import prpn
+    from treenets.nn.backend import kernels, use_backend
 
+    if kernels("prpn") is None:
+        pytest.skip("compiled kernels unavailable")
     torch.manual_seed(1)
     history, query = torch.randn(4 + 6, 3, 5, dtype=torch.float64), torch.randn(6, 3, 5, dtype=torch.float64)
     gate = torch.rand(6, 3, 4, dtype=torch.float64)
     compiled = prpn.attend(history, query, gate)
-    monkeypatch.setattr(prpn, "_native", lambda x: None)
-    expected = prpn.attend(history, query, gate)
+    with use_backend("torch"):
+        expected = prpn.attend(history, query, gate)
     torch.testing.assert_close(compiled, expected)
     # by hand for one row: step 0 reads the 4 states before the segment, slot k = history[3 - k]
     logits = torch.stack([history[3 - k, 0] @ query[0, 0] for k in range(4)]) / math.sqrt(5)
@@ -250,19 +253,50 @@ def test_compiled_attention_matches_pytorch(monkeypatch):
     torch.testing.assert_close(expected[0, 0], sum(weights[k] * history[3 - k, 0] for k in range(4)))
 
 
+@pytest.mark.parametrize("backend", ["auto", "torch"])
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.7])
-def test_dropout_masks(p):
+def test_dropout_masks(p, backend):
+    from treenets.nn.backend import use_backend
     from treenets.nn.prpn import _dropout_mask
 
     like = torch.empty(101, 999)  # an odd number of values: the generator makes them in pairs
     torch.manual_seed(0)
-    mask = _dropout_mask(p, True, like)
+    with use_backend(backend):
+        mask = _dropout_mask(p, True, like)
     assert mask.shape == like.shape and mask.dtype == like.dtype
     assert mask.unique().tolist() == pytest.approx([0.0, 1 / (1 - p)])
     assert (mask == 0).double().mean().item() == pytest.approx(p, abs=0.005)
     kept = mask.flatten() > 0
     assert (kept[1:] == kept[:-1]).double().mean().item() == pytest.approx(p * p + (1 - p) * (1 - p), abs=0.005)
     torch.manual_seed(0)
-    assert torch.equal(_dropout_mask(p, True, like), mask)  # follows torch.manual_seed
-    assert not torch.equal(_dropout_mask(p, True, like), mask)  # and a new draw differs
+    with use_backend(backend):
+        assert torch.equal(_dropout_mask(p, True, like), mask)  # follows torch.manual_seed
+        assert not torch.equal(_dropout_mask(p, True, like), mask)  # and a new draw differs
     assert _dropout_mask(p, False, like) is None and _dropout_mask(0.0, True, like) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5, 11), (35, 4, 33)])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.7])
+def test_both_backends_draw_the_same_dropout_masks(shape, p, dtype):
+    from treenets.nn.backend import kernels, use_backend
+    from treenets.nn.prpn import _dropout_mask
+
+    if kernels("prpn") is None:
+        pytest.skip("compiled kernels unavailable")
+    like = torch.empty(shape, dtype=dtype)
+    masks = []
+    for backend in ("auto", "torch"):
+        torch.manual_seed(42)
+        with use_backend(backend):
+            masks.append(_dropout_mask(p, True, like))
+    assert masks[0].dtype == masks[1].dtype == dtype and torch.equal(masks[0], masks[1])
+
+
+def test_splitmix_bits_by_hand():
+    """The first value of splitmix64 with seed 0 (the reference generator's known output 0xE220A8397B1DCDAF):
+    its bits 40..63 and 16..39 are the first two 24-bit uniforms."""
+    from treenets.nn.prpn import splitmix_uniform_bits
+
+    first = 0xE220A8397B1DCDAF
+    assert splitmix_uniform_bits(0, 3).tolist()[:2] == [first >> 40, (first >> 16) & 0xFFFFFF]

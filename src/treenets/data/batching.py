@@ -1,10 +1,22 @@
-"""Epochs over a list of examples in batches: a fresh order every epoch, saved and restored exactly."""
+"""Batches for the training loop, and epochs over a list of examples in shuffled batches."""
 
 from __future__ import annotations
 
 import math
 
 import torch
+
+
+class Batch:
+    """What the training loop reads from any task's batch: `size` (the units the loss is summed over, for
+    reporting) and `lr_scale` (the learning-rate factor of this batch; only variable-length BPTT windows set
+    it, see `treenets.data.lm.Window`)."""
+
+    lr_scale: float = 1.0
+
+    @property
+    def size(self) -> int:
+        raise NotImplementedError
 
 
 class ShuffledBatches:

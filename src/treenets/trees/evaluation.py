@@ -1,5 +1,5 @@
-"""Unsupervised constituency parsing: trees induced from a language model's syntactic distances, scored
-against a treebank beside the baseline trees.
+"""Unsupervised parsing evaluation: trees induced by a language model scored against a treebank beside the
+baseline trees, as a table, per-sentence records and figures (`treenets parse-eval`, `treenets baselines`).
 """
 
 from __future__ import annotations
@@ -9,89 +9,12 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import nltk
 from tqdm.auto import tqdm
 
-from treenets import data
-from treenets.errors import TreenetsError
-from treenets.trees import (
-    ParseScores,
-    balanced,
-    collapse,
-    labeled_spans,
-    left_branching,
-    random_tree,
-    read_treebank,
-    right_branching,
-    sentence_prf,
-    spans,
-    tree_from_distances,
-    tree_words,
-)
+from treenets.data.treebanks import GoldSentence
+from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
 from treenets.trees.draw import bracketed, parse_figure
 from treenets.trees.metrics import LABELS, multi_run, self_f1
-from treenets.trees.ptb import TreeSource
-
-# Short names for the treebanks staged under the data root.
-TREEBANKS = {
-    "nltk-sample": "nltk_data/corpora/treebank/combined",  # WSJ sections 00-01, 10% sample, 3,914 trees
-    "wsj22": "wsj_trees/22.auto.clean",  # WSJ section 22, 1,700 trees
-    "wsj24": "wsj_trees/dev_24.LDC99T42",  # WSJ section 24, 1,346 trees
-}
-
-
-def resolve_treebank(spec: str, root=None) -> Path:
-    """A treebank path: one of `TREEBANKS`, an existing path, or a path under the data root."""
-    if spec in TREEBANKS:
-        return data.resolve(TREEBANKS[spec], root)
-    path = Path(spec).expanduser()
-    if path.exists() or path.is_absolute():
-        return path
-    under_root = data.resolve(spec, root)
-    if under_root.exists():
-        return under_root
-    raise TreenetsError(f"--treebank {spec}: not found (a path, a path under the data root, or one of "
-                        f"{', '.join(TREEBANKS)})")
-
-
-@dataclass
-class GoldSentence:
-    words: list[str]  # the kept, normalised words
-    gold: object  # nested lists over `words` ([] if no word is kept)
-    labeled: list  # (start, end, label) of the gold phrases, for per-label recall
-    tree: nltk.Tree
-    source: TreeSource
-
-
-def load_gold(path: Path, wsj10: bool = False) -> list[GoldSentence]:
-    """The sentences of a treebank, preprocessed as in the official evaluation; `wsj10` keeps those with at
-    most 10 words after filtering."""
-    sentences = []
-    for tree, source in read_treebank(path):
-        words = tree_words(tree)
-        if wsj10 and len(words) > 10:
-            continue
-        sentences.append(GoldSentence(words, collapse(tree), labeled_spans(tree), tree, source))
-    return sentences
-
-
-def layer_names(spec: str, num_layers: int, default: int) -> list[str]:
-    """Which distances to evaluate: `"all"` (each layer and the mean), `"mean"`, `"default"`, or a 1-based
-    layer number. Returns names: `"1"`, `"2"`, ..., `"mean"`."""
-    if spec == "all":
-        return [str(i + 1) for i in range(num_layers)] + (["mean"] if num_layers > 1 else [])
-    if spec == "default":
-        return [str(default + 1)]
-    if spec == "mean":
-        return ["mean"]
-    if spec.isdigit() and 1 <= int(spec) <= num_layers:
-        return [spec]
-    raise TreenetsError(f"--layer {spec}: expected a layer number from 1 to {num_layers}, 'mean' or 'all'")
-
-
-def select(distances, name: str):
-    """One row of `[layers, words]` distances by name (`"2"` = second layer), or their mean."""
-    return distances.mean(0) if name == "mean" else distances[int(name) - 1]
 
 
 @dataclass
@@ -102,37 +25,35 @@ class ModelResult:
     trees: list  # predicted nested-list tree per sentence
 
 
-def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: list[str], split: str,
+def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: list, split: str,
                    batch_size: int = 64, progress: bool = True) -> tuple[list[ModelResult], list, dict]:
-    """Induce and score trees for every requested layer of one model.
+    """Induce (`lm.parse`) and score trees for every requested layer of one model.
 
-    Returns the results per layer, the distances per sentence (`[layers, words]`, None for an empty
+    Returns the results per layer, the distances per sentence (`[rows, words]`, None for an empty
     sentence), and counts of the words the vocabulary did not know.
     """
     present = [i for i, s in enumerate(sentences) if s.words]
-    distances = [None] * len(sentences)
+    parses = [None] * len(sentences)
     bar = tqdm(total=len(present), unit="sent", desc=f"distances {Path(checkpoint).name}", leave=False,
                disable=None if progress else True)
     for start in range(0, len(present), batch_size * 8):
         chunk = present[start : start + batch_size * 8]
-        for index, value in zip(chunk, lm.distances([sentences[i].words for i in chunk], batch_size=batch_size)):
-            distances[index] = value.numpy()
+        for index, parse in zip(chunk, lm.parse([sentences[i].words for i in chunk], layers[0], split, batch_size)):
+            parses[index] = parse
         bar.update(len(chunk))
     bar.close()
     words = sum(len(s.words) for s in sentences)
-    unknown = sum(w not in lm.vocab for s in sentences for w in lm.tokenize(s.words))
+    unknown = sum(len(p.unknown) for p in parses if p is not None)
     results = []
-    for name in layers:
+    for layer in layers:
         scores, trees = ParseScores(), []
-        for sentence, dist in zip(sentences, distances):
-            tree = tree_from_distances(sentence.words, select(dist, name), split) if sentence.words else []
+        for sentence, parse in zip(sentences, parses):
+            tree = parse.at(layer).nested if parse is not None else []
             scores.add(tree, sentence.gold, sentence.labeled)
             trees.append(tree)
-        results.append(ModelResult(checkpoint, name, scores, trees))
+        results.append(ModelResult(checkpoint, str(layer), scores, trees))
+    distances = [p.distances.numpy() if p is not None else None for p in parses]
     return results, distances, {"words": words, "unknown": unknown}
-
-
-BASELINES = ("right-branching", "left-branching", "balanced", "random")
 
 
 def evaluate_baselines(sentences: list[GoldSentence], draws: int = 5, seed: int = 0) -> dict[str, dict]:

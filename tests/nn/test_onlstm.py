@@ -9,9 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treenets.nn import onlstm
-from treenets.nn.native import kernels
-from treenets.nn.onlstm import ONLSTMLanguageModel, ONLSTMLayer, _FusedRecurrence, _run, cumax, onlstm_step
+from treenets.nn.backend import kernels, use_backend
+from treenets.nn.onlstm import ONLSTMLanguageModel, ONLSTMLayer, _FusedRecurrence, cumax, onlstm_step, recurrence
 
 
 @given(st.lists(st.floats(-30, 30), min_size=1, max_size=40))
@@ -56,52 +55,59 @@ def _random_problem(steps=5, batch=3, hidden=8, chunk=2, dtype=torch.float64, se
     return (x, w, h0, c0), n_chunks
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["compiled", "pytorch"])
-def test_fused_backward_passes_gradcheck(native, monkeypatch):
-    if native and kernels("onlstm") is None:
+def _compiled():
+    module = kernels("onlstm")
+    if module is None:
         pytest.skip("compiled kernels unavailable")
-    if not native:
-        monkeypatch.setattr(onlstm, "_native", lambda x: None)
+    return module
+
+
+def test_compiled_backward_passes_gradcheck():
+    module = _compiled()
     inputs, n_chunks = _random_problem()
-    assert torch.autograd.gradcheck(lambda *a: _FusedRecurrence.apply(*a, n_chunks), inputs)
+    assert torch.autograd.gradcheck(lambda *a: _FusedRecurrence.apply(module, *a, n_chunks), inputs)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_compiled_kernels_match_the_pytorch_step(dtype):
-    native = kernels("onlstm")
-    if native is None:
-        pytest.skip("compiled kernels unavailable")
+def test_compiled_step_matches_the_pytorch_step_and_its_gradient(dtype):
+    module = _compiled()
     (x, w, h0, c0), n_chunks = _random_problem(steps=1, batch=4, hidden=30, chunk=5, dtype=dtype)
-    pre = x[0].detach() * 3
-    ref = onlstm_step(pre, c0.detach(), n_chunks)
+    pre = (x[0].detach() * 3).requires_grad_()
+    c_prev = c0.detach().clone().requires_grad_()
+    ref = onlstm_step(pre, c_prev, n_chunks)
     h, c = torch.empty_like(ref.h), torch.empty_like(ref.c)
     master, probs, gates = torch.empty_like(ref.master), torch.empty_like(ref.probs), torch.empty_like(ref.gates)
-    native.forward_step(pre, c0.detach(), h, c, master, probs, gates, n_chunks)
+    module.forward_step(pre.detach(), c_prev.detach(), h, c, master, probs, gates, n_chunks)
     tol = 1e-5 if dtype == torch.float32 else 1e-12
     for got, want in ((h, ref.h), (c, ref.c), (master, ref.master), (probs, ref.probs), (gates, ref.gates)):
-        torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+        torch.testing.assert_close(got, want.detach(), atol=tol, rtol=tol)
+    # The hand-derived step backward against autograd through the specification.
     dh, dc, dm = torch.randn_like(h), torch.randn_like(c), torch.randn_like(master)
-    want_pre, want_c = onlstm.onlstm_step_backward(dh, dc, c0.detach(), c, master, probs, gates, dm)
+    want_pre, want_c = torch.autograd.grad((ref.h * dh).sum() + (ref.c * dc).sum() + (ref.master * dm).sum(),
+                                           (pre, c_prev))
     got_pre, got_c = torch.empty_like(pre), torch.empty_like(c)
-    native.backward_step(dh, dc, c0.detach(), c, master, probs, gates, dm, got_pre, got_c, n_chunks)
+    module.backward_step(dh, dc, c_prev.detach(), c, master, probs, gates, dm, got_pre, got_c, n_chunks)
     torch.testing.assert_close(got_pre, want_pre, atol=tol * 10, rtol=tol * 10)
     torch.testing.assert_close(got_c, want_c, atol=tol, rtol=tol)
 
 
-def test_fused_layer_equals_plain_autograd_layer_in_training():
+def test_both_backends_give_the_same_layer_in_training():
+    """Compiled recurrence + hand-derived backward against the PyTorch specification under autograd, with
+    DropConnect on: outputs and every gradient."""
+    _compiled()
     torch.manual_seed(0)
-    fused = ONLSTMLayer(5, 12, 3, weight_drop=0.4, fused=True).double()
-    plain = ONLSTMLayer(5, 12, 3, weight_drop=0.4, fused=False).double()
-    plain.load_state_dict(fused.state_dict())
+    layer = ONLSTMLayer(5, 12, 3, weight_drop=0.4).double()
     x = torch.randn(7, 4, 5, dtype=torch.float64)
     results = []
-    for layer in (fused, plain):
+    for backend in ("auto", "torch"):
+        layer.zero_grad()
         torch.manual_seed(1)  # same DropConnect mask
         xi = x.clone().requires_grad_()
-        out = layer(xi)
-        distance = 1.0 - out.master[..., 1, :].mean(-1)
-        (out.output.pow(2).sum() + out.state[1].sum() + distance.sum()).backward()
-        results.append([out.output, out.state[1], xi.grad] + [p.grad for p in layer.parameters()])
+        with use_backend(backend):
+            out = layer(xi)
+            distance = 1.0 - out.master[..., 1, :].mean(-1)
+            (out.output.pow(2).sum() + out.state[1].sum() + distance.sum()).backward()
+        results.append([out.output, out.state[1], xi.grad] + [p.grad.clone() for p in layer.parameters()])
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
 
@@ -152,12 +158,39 @@ def test_any_layout_runs_forward_and_backward(layers, chunk, chunks, steps):
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-def test_eval_loop_uses_no_graph_and_matches_training_free_path():
+def test_inference_records_no_graph_and_matches_training(monkeypatch):
+    """Without gradients the recurrence keeps nothing for a backward: no autograd Function runs (patched to
+    fail) and no output has a graph; its values equal the training path's."""
+    _compiled()
     torch.manual_seed(0)
     (x, w, h0, c0), n_chunks = _random_problem(dtype=torch.float32)
+    hs, c_last, master = recurrence(x, w, h0, c0, n_chunks)
+    assert hs.grad_fn is not None  # training: the hand-derived backward is recorded
+
+    def no_function(*args):
+        raise AssertionError("inference ran the autograd Function")
+
+    monkeypatch.setattr(_FusedRecurrence, "apply", no_function)
     with torch.no_grad():
-        run = _run(x, w, h0, c0, n_chunks, keep=False)
-    hs, c_last, master = _FusedRecurrence.apply(x, w, h0, c0, n_chunks)
-    torch.testing.assert_close(run.hs, hs.detach())
-    torch.testing.assert_close(run.c_last, c_last.detach())
-    torch.testing.assert_close(run.master, master.detach())
+        run = recurrence(x, w, h0, c0, n_chunks)
+    for got, want in zip(run, (hs, c_last, master)):
+        assert got.grad_fn is None and not got.requires_grad
+        torch.testing.assert_close(got, want.detach())
+
+
+def test_language_model_equals_the_official_style_reference():
+    """The batched model against `reference.ReferenceLM` (the official loop, step by step) with the same
+    weights, in evaluation: the same logits and the same distances of every layer."""
+    from reference import ReferenceLM
+
+    torch.manual_seed(0)
+    model = ONLSTMLanguageModel(30, emb_size=8, hidden_size=12, num_layers=3, chunk_size=4, weight_drop=0.3).eval()
+    ref = ReferenceLM(30, 8, 12, 3, 4, 0.4, 0.2, 0.3, 0.1, 0.3).eval()
+    ref.load_state_dict({k.replace("embedding", "encoder").replace("rnn.layers", "cells"): v
+                         for k, v in model.state_dict().items()})
+    tokens = torch.randint(0, 30, (7, 3))
+    with torch.no_grad():
+        out = model(tokens)
+        ref_output, _ = ref(tokens)
+        torch.testing.assert_close(model.decoder(out.output), ref.decoder(ref_output))
+        torch.testing.assert_close(out.distances, ref.distances(tokens))

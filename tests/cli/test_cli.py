@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import treenets
-from treenets.cli import build_parser, main
+from treenets.cli import COMMANDS, build_parser, main
 from treenets.errors import TreenetsError
 
 
@@ -26,15 +26,31 @@ def trained(tmp_path_factory):
     return root
 
 
+def _commands(parser, prefix=()):
+    """Every command and subcommand of a parser, as argument prefixes."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name)
+                yield from _commands(sub, (*prefix, name))
+
+
 def test_every_command_has_help(capsys):
     parser = build_parser()
-    for command in (["--help"], ["train", "--help"], ["eval", "--help"], ["check-golden", "--help"],
-                    ["data", "--help"], ["data", "check", "--help"], ["metrics", "--help"]):
+    commands = list(_commands(parser))
+    assert {c[0] for c in commands} == set(COMMANDS) and ("data", "download") in commands
+    for command in [(), *commands]:
         with pytest.raises(SystemExit) as info:
-            parser.parse_args(command)
-        assert info.value.code == 0
-    out = capsys.readouterr().out
-    assert "--max-minutes" in out and "--set" in out and "--split" in out
+            parser.parse_args([*command, "--help"])
+        assert info.value.code == 0, command
+        out = capsys.readouterr().out
+        assert out.startswith("usage: treenets " + " ".join(command)), command
+        assert len(out.splitlines()) > 3, command  # a description or options, not only the usage line
+        if command == ("train",):
+            assert "--max-minutes" in out and "--set" in out and "--backend" in out
+
 
 
 def test_eval_prints_perplexity(trained, capsys):

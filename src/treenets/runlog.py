@@ -1,4 +1,5 @@
-"""Reading a run's `metrics.jsonl` and drawing its learning curve."""
+"""A run's metrics log: `metrics.jsonl` (one JSON record per log line and evaluation, mirrored to TensorBoard
+when it is installed), read back and drawn as a learning curve."""
 
 from __future__ import annotations
 
@@ -6,6 +7,32 @@ import json
 from pathlib import Path
 
 from treenets.errors import TreenetsError
+
+
+class MetricsLog:
+    """Appends one JSON object per line to `metrics.jsonl`; mirrors scalars to TensorBoard if installed."""
+
+    def __init__(self, path: Path, enabled: bool):
+        self.path, self.enabled, self.writer = path, enabled, None
+        if enabled:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                pass
+            else:
+                self.writer = SummaryWriter(str(path.parent / "tensorboard"))
+
+    def write(self, record: dict) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        if self.writer is not None:
+            prefix = record["event"] if record["event"] == "train" else record.get("split", record["event"])
+            for key, value in record.items():
+                if isinstance(value, (int, float)) and key not in ("step", "epoch"):
+                    self.writer.add_scalar(f"{prefix}/{key}", value, record["step"])
+            self.writer.flush()
 
 
 def read_metrics(run: str | Path) -> list[dict]:

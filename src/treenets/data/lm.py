@@ -1,0 +1,144 @@
+"""Word-level language-model data in the Mikolov PTB format, as AWD-LSTM and ON-LSTM read it.
+
+The corpus is one token stream (`<eos>` appended to every line) cut into `batch_size` columns and read
+time-major in windows of about `bptt` steps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from treenets.data.batching import Batch
+from treenets.errors import TreenetsError
+from treenets.vocab import Vocab
+
+EOS = "<eos>"
+UNK = "<unk>"
+
+
+def read_lm_file(path: Path) -> list[list[str]]:
+    """Sentences of a Mikolov-format file: one sentence per line, tokens separated by spaces, no `<eos>`.
+
+    Raises:
+        TreenetsError: naming the file (and line) when it is missing, binary, not UTF-8, looks like a
+            bracketed treebank, contains tabs or `<eos>`, or holds no token at all.
+    """
+    if not path.is_file():
+        raise TreenetsError(f"{path}: missing (expected a Mikolov-format text file; "
+                            "`treenets data download ptb` fetches the Penn Treebank one)")
+    raw = path.read_bytes()
+    if b"\0" in raw:
+        raise TreenetsError(f"{path}: binary file; expected plain text with one sentence per line")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise TreenetsError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+    sentences = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if "\t" in line:
+            raise TreenetsError(f"{path}:{lineno}: tab character; expected tokens separated by spaces")
+        tokens = line.split()
+        if tokens[:1] and tokens[0].startswith("("):
+            raise TreenetsError(f"{path}:{lineno}: looks like a bracketed tree; expected plain sentences, "
+                                "one per line (Mikolov PTB format)")
+        if EOS in tokens:
+            raise TreenetsError(f"{path}:{lineno}: contains {EOS}, which the reader appends to every line itself")
+        sentences.append(tokens + [EOS])
+    if not any(len(s) > 1 for s in sentences):
+        raise TreenetsError(f"{path}: no tokens; expected one sentence per line")
+    return sentences
+
+
+def encode_stream(sentences: list[list[str]], vocab: Vocab, path: Path) -> torch.Tensor:
+    """The token ids of all sentences in order, as one 1-D LongTensor (unknown words -> `<unk>`)."""
+    ids = []
+    for lineno, sentence in enumerate(sentences, start=1):
+        try:
+            ids.extend(vocab.encode(sentence)[0])
+        except TreenetsError as exc:
+            raise TreenetsError(f"{path}:{lineno}: {exc}") from None
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def batchify(stream: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Cut a 1-D stream into `batch_size` contiguous columns, time-major `[N // batch_size, batch_size]`.
+
+    The tokens that do not fill a whole row are dropped (as in the official code).
+    """
+    rows = stream.numel() // batch_size
+    if rows < 2:
+        raise TreenetsError(f"{stream.numel()} tokens are too few for batch size {batch_size}")
+    return stream[: rows * batch_size].view(batch_size, rows).t().contiguous()
+
+
+def shard_columns(batched: torch.Tensor, rank: int, world: int) -> torch.Tensor:
+    """The columns of a batchified stream that belong to process `rank` of `world`."""
+    width = batched.size(1)
+    if width % world:
+        raise TreenetsError(f"batch size {width} is not divisible by the number of processes {world}")
+    per = width // world
+    return batched[:, rank * per : (rank + 1) * per].contiguous()
+
+
+@dataclass
+class Window(Batch):
+    input: torch.Tensor  # [T, B]
+    target: torch.Tensor  # [T, B]
+    lr_scale: float  # seq_len / bptt (1 for fixed-length windows): the learning rate is scaled by it
+
+    @property
+    def size(self) -> int:
+        return self.target.numel()
+
+
+class BPTTStream:
+    """Reads a batchified stream window by window; its position and length sampler can be saved and restored.
+
+    With `variable=True` each window's length is drawn as in AWD-LSTM: `bptt` with probability 0.95 and
+    `bptt / 2` otherwise, plus N(0, 5) noise, at least 5 steps. The draws come from the stream's own
+    generator so that a resumed run draws the same lengths.
+    """
+
+    def __init__(self, batched: torch.Tensor, bptt: int, variable: bool, seed: int):
+        self.batched, self.bptt, self.variable = batched, bptt, variable
+        self.generator = torch.Generator().manual_seed(seed)
+        self.position = 0
+        self.offset = 0  # where in the 1-D stream the columns were cut (see `LMTask`, `random_offset`)
+
+    def draw_offset(self, limit: int) -> int:
+        """A random start in [0, limit) from the stream's generator (0 when limit is 0)."""
+        self.offset = int(torch.randint(0, max(limit, 1), (), generator=self.generator).item())
+        return self.offset
+
+    def __len__(self) -> int:
+        """Windows per pass at the nominal length."""
+        return math.ceil((self.batched.size(0) - 1) / self.bptt)
+
+    def next_window(self) -> Window | None:
+        """The next window, or None at the end of the stream (then the position is reset to 0)."""
+        remaining = self.batched.size(0) - 1 - self.position
+        if remaining < 1 or (self.variable and remaining < 2):
+            self.position = 0
+            return None
+        length = self.bptt
+        if self.variable:
+            half = torch.rand((), generator=self.generator).item() >= 0.95
+            mean = self.bptt / 2.0 if half else float(self.bptt)
+            length = max(5, int(torch.normal(mean, 5.0, (), generator=self.generator).item()))
+        scale = length / self.bptt
+        length = min(length, remaining)
+        i = self.position
+        self.position += length
+        return Window(self.batched[i : i + length], self.batched[i + 1 : i + 1 + length], scale)
+
+    def state_dict(self) -> dict:
+        return {"position": self.position, "offset": self.offset, "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.position, self.offset = int(state["position"]), int(state["offset"])
+        self.generator.set_state(state["generator"])

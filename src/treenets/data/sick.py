@@ -1,0 +1,83 @@
+"""SICK sentence pairs as the Tree-LSTM preprocessing writes them: per split folder `a.toks`, `b.toks`,
+`a.parents`/`b.parents` (dependency) or `a.cparents`/`b.cparents` (constituency), `sim.txt`; the vocabulary
+`sick.vocab` after four special tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from treenets.data.batching import Batch
+from treenets.errors import TreenetsError
+from treenets.trees.parents import ParentTree, binarize, parse_parents
+from treenets.vocab import Vocab
+
+# The special tokens in front of `sick.vocab`, in the order of the official port (rows 0..3 of sick_embed.pth).
+SPECIALS = ["<blank>", "<unk>", "<s>", "</s>"]
+SPLIT_FOLDERS = {"train": "train", "valid": "dev", "test": "test"}  # valid = dev = SICK trial
+
+
+def read_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise TreenetsError(f"{path}: missing (expected the SICK files of the treelstm preprocessing)")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def read_vocab(path: Path) -> Vocab:
+    """`sick.vocab` (one word per line) after the four special tokens."""
+    return Vocab(SPECIALS + [w for w in read_lines(path) if w], unk="<unk>")
+
+
+@dataclass
+class Pair:
+    left: ParentTree
+    right: ParentTree
+    score: float
+
+
+def read_split(folder: Path, trees: str) -> list[Pair]:
+    """The pairs of one split folder, with `trees` "dependency" or "constituency" (binarised)."""
+    suffix = "parents" if trees == "dependency" else "cparents"
+    sides = []
+    for side in ("a", "b"):
+        toks = read_lines(folder / f"{side}.toks")
+        parents = read_lines(folder / f"{side}.{suffix}")
+        if len(toks) != len(parents):
+            raise TreenetsError(f"{folder / f'{side}.{suffix}'}: {len(parents)} lines for {len(toks)} sentences")
+        built = []
+        for lineno, (words, line) in enumerate(zip(toks, parents), start=1):
+            tree = parse_parents(line, words.split(), f"{folder / f'{side}.{suffix}'}:{lineno}",
+                                 constituency=trees == "constituency")
+            built.append(binarize(tree) if trees == "constituency" else tree)
+        sides.append(built)
+    scores = read_lines(folder / "sim.txt")
+    if len(scores) != len(sides[0]):
+        raise TreenetsError(f"{folder / 'sim.txt'}: {len(scores)} scores for {len(sides[0])} pairs")
+    pairs = []
+    for lineno, (left, right, score) in enumerate(zip(*sides, scores), start=1):
+        try:
+            value = float(score)
+        except ValueError:
+            raise TreenetsError(f"{folder / 'sim.txt'}:{lineno}: {score!r} is not a number") from None
+        pairs.append(Pair(left, right, value))
+    return pairs
+
+
+@dataclass
+class PairBatch(Batch):
+    pairs: list[Pair]
+    left_ids: list[torch.Tensor]  # word ids of each left sentence, in node order
+    right_ids: list[torch.Tensor]
+    scores: torch.Tensor  # [B] gold relatedness
+
+    @property
+    def size(self) -> int:
+        return len(self.pairs)
+
+    @classmethod
+    def build(cls, pairs: list[Pair], vocab: Vocab) -> PairBatch:
+        left = [torch.tensor(vocab.encode(p.left.words)[0]) for p in pairs]
+        right = [torch.tensor(vocab.encode(p.right.words)[0]) for p in pairs]
+        return cls(pairs, left, right, torch.tensor([p.score for p in pairs]))

@@ -1,0 +1,53 @@
+"""The Stanford Sentiment Treebank in PTB form (`train.txt`, `dev.txt`, `test.txt`: one labelled binary tree
+per line), fine-grained (labels 0..4) or binary (negative / positive; neutral phrases unlabelled, sentences
+with a neutral root dropped)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from treenets.data.batching import Batch
+from treenets.errors import TreenetsError
+from treenets.trees.parents import ParentTree, parse_bracketed
+from treenets.vocab import Vocab
+
+SPLIT_FILES = {"train": "train.txt", "valid": "dev.txt", "test": "test.txt"}
+BINARY = {0: 0, 1: 0, 2: -1, 3: 1, 4: 1}  # fine label -> binary label (-1: no label)
+NUM_CLASSES = {"fine": 5, "binary": 2}
+
+
+def read_trees(path: Path, classes: str) -> list[ParentTree]:
+    """Labelled trees of an SST file (one bracketed tree per line), labels mapped for `classes`."""
+    if not path.is_file():
+        raise TreenetsError(f"{path}: missing (expected SST trees in PTB form, one per line)")
+    trees = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        tree = parse_bracketed(line, f"{path}:{lineno}")
+        if any(not 0 <= label <= 4 for label in tree.labels):
+            raise TreenetsError(f"{path}:{lineno}: labels must be 0..4 on every node")
+        if classes == "binary":
+            labels = tuple(BINARY[label] for label in tree.labels)
+            if labels[tree.root] == -1:
+                continue  # a neutral sentence: not part of the binary task
+            tree = ParentTree(tree.parents, tree.words, labels)
+        trees.append(tree)
+    return trees
+
+
+@dataclass
+class TreesBatch(Batch):
+    trees: list[ParentTree]
+    word_ids: list[torch.Tensor]  # word ids of each tree, in node order
+
+    @property
+    def size(self) -> int:
+        return len(self.trees)
+
+    @classmethod
+    def build(cls, trees: list[ParentTree], vocab: Vocab) -> TreesBatch:
+        return cls(trees, [torch.tensor(vocab.encode(t.words)[0]) for t in trees])

@@ -1,0 +1,127 @@
+"""The one kernel switch: which code runs the recurrences, decided here for every model.
+
+Backends:
+    auto  (default) the compiled C++ kernels exactly where they apply: tensors on the CPU, float32 or
+          float64, and a C++ compiler to build them on first use; the PyTorch code everywhere else (CUDA,
+          other dtypes, no compiler).
+    torch the PyTorch code only: the specification the kernels are tested against.
+    cpp   like auto, but an error when the kernels cannot be built (instead of falling back silently);
+          tensors the kernels do not take (CUDA, other dtypes) still run the PyTorch code.
+
+The same rule holds in training and in inference. Both backends draw the same dropout masks from torch's
+generator, so a run's numbers do not depend on the backend (to float rounding).
+
+The setting starts from `$TREENETS_BACKEND` (default auto); `set_backend(name)` changes it for the process,
+`use_backend(name)` for a `with` block; `treenets train` sets it from `train.backend`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import platform
+import warnings
+from pathlib import Path
+
+import torch
+
+from treenets.errors import TreenetsError
+
+BACKENDS = ("auto", "torch", "cpp")
+ENV_VAR = "TREENETS_BACKEND"
+_SOURCES = Path(__file__).with_name("csrc")
+_loaded: dict = {}
+_failures: dict[str, str] = {}
+
+
+def _checked(name: str, origin: str) -> str:
+    if name not in BACKENDS:
+        raise TreenetsError(f"{origin}: unknown backend {name!r} (expected one of: {', '.join(BACKENDS)})")
+    return name
+
+
+_backend = _checked(os.environ.get(ENV_VAR) or "auto", f"${ENV_VAR}")
+
+
+def get_backend() -> str:
+    """The current backend: `auto`, `torch` or `cpp`."""
+    return _backend
+
+
+def set_backend(name: str) -> None:
+    """Use backend `name` from now on in this process."""
+    global _backend
+    _backend = _checked(name, "backend")
+
+
+@contextlib.contextmanager
+def use_backend(name: str):
+    """Use backend `name` inside a `with` block, then the previous one again."""
+    previous = get_backend()
+    set_backend(name)
+    try:
+        yield
+    finally:
+        set_backend(previous)
+
+
+def _flags() -> list[str]:
+    # -ffast-math lets the compiler call the vectorised exp/tanh of glibc's libmvec; the kernels need no
+    # IEEE corner cases (their inputs are finite), and the flag is not passed to the linker, so it does not
+    # switch the process to flush-to-zero.
+    flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
+    if platform.machine() in ("x86_64", "AMD64"):
+        flags.append("-march=native")
+    return flags
+
+
+def _cpu_features() -> str:
+    """The CPU model and instruction-set flags (Linux), which -march=native compiles for."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor()
+    return "".join(sorted({line for line in lines if line.startswith(("model name", "flags"))}))
+
+
+def kernels(name: str):
+    """The compiled module `csrc/<name>_cpu.cpp` (with the shared `csrc/common.h`), built on first use; None
+    if it cannot be built (the reason is kept for the `cpp` backend's error; warns once)."""
+    if name in _loaded:
+        return _loaded[name]
+    source = _SOURCES / f"{name}_cpu.cpp"
+    flags = _flags()
+    # The build depends on the sources, the flags and this CPU (-march=native): name it after all of them.
+    text = source.read_text() + (_SOURCES / "common.h").read_text()
+    tag = hashlib.sha1((text + " ".join(flags) + platform.machine() + _cpu_features()).encode()).hexdigest()[:10]
+    module = None
+    try:
+        from torch.utils.cpp_extension import load
+
+        module = load(name=f"treenets_{name}_{tag}", sources=[str(source)], extra_cflags=flags,
+                      extra_include_paths=[str(_SOURCES)], verbose=False)
+    except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
+        _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        warnings.warn(f"treenets: compiled CPU kernels for {name} unavailable, using PyTorch code (slower): "
+                      f"{_failures[name]}", stacklevel=2)
+    _loaded[name] = module
+    return module
+
+
+def kernels_for(name: str, *tensors: torch.Tensor):
+    """The compiled module `name` if the current backend uses it for `tensors` (all on the CPU, float32 or
+    float64), else None: the caller runs its PyTorch code.
+
+    Raises:
+        TreenetsError: under the `cpp` backend, when the kernels apply but cannot be built.
+    """
+    if _backend == "torch":
+        return None
+    if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
+        return None
+    module = kernels(name)
+    if module is None and _backend == "cpp":
+        raise TreenetsError(f"backend cpp: the compiled {name} kernels cannot be built ({_failures.get(name)}); "
+                            "use backend auto or torch")
+    return module

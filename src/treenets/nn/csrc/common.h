@@ -1,0 +1,78 @@
+// Helpers shared by the compiled kernels (onlstm_cpu.cpp, prpn_cpu.cpp, treelstm_cpu.cpp).
+#pragma once
+
+#include <torch/extension.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace treenets {
+
+template <typename T>
+inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+// Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
+inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
+
+// The data of an optional tensor, or nullptr when it is undefined.
+template <typename T>
+const T* data_or_null(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+}  // namespace treenets
+
+// Input checks: every exported kernel checks its inputs with these at entry, so that a wrong call stops with
+// a message naming the kernel (`fn`), the tensor (`name`) and what was expected, never reading bad memory.
+namespace treenets {
+
+// A dtype as Python writes it (float32, int64, ...).
+inline std::string dtype_name(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    default: return c10::toString(t.scalar_type());
+  }
+}
+
+// A CPU float32/float64 tensor with `dim` dimensions.
+inline void check_float(const torch::Tensor& t, int64_t dim, const char* fn, const char* name) {
+  TORCH_CHECK(t.defined(), fn, ": ", name, " is missing");
+  TORCH_CHECK(t.device().is_cpu(), fn, ": ", name, " must be a CPU tensor, got one on ", t.device());
+  TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, fn, ": ", name,
+              " must be float32 or float64, got ", dtype_name(t));
+  TORCH_CHECK(t.dim() == dim, fn, ": ", name, " must have ", dim, " dimensions, got shape ", t.sizes());
+}
+
+// A CPU tensor with the dtype of `like`, the shape `sizes` and, with `contiguous`, a contiguous layout.
+inline void check_tensor(const torch::Tensor& t, const torch::Tensor& like, at::IntArrayRef sizes, bool contiguous,
+                         const char* fn, const char* name) {
+  check_float(t, static_cast<int64_t>(sizes.size()), fn, name);
+  TORCH_CHECK(t.scalar_type() == like.scalar_type(), fn, ": ", name, " must be ", dtype_name(like),
+              " like the other inputs, got ", dtype_name(t));
+  TORCH_CHECK(t.sizes() == sizes, fn, ": ", name, " must have shape ", sizes, ", got ", t.sizes());
+  TORCH_CHECK(!contiguous || t.is_contiguous(), fn, ": ", name, " must be contiguous");
+}
+
+// `check_tensor` for an optional tensor, when it is given.
+inline void check_optional(const c10::optional<torch::Tensor>& t, const torch::Tensor& like, at::IntArrayRef sizes,
+                           const char* fn, const char* name) {
+  if (t.has_value() && t->defined()) check_tensor(*t, like, sizes, false, fn, name);
+}
+
+// A contiguous 1-D CPU int64 tensor of indices (a Tree-LSTM schedule), of `length` values unless negative.
+inline void check_index(const torch::Tensor& t, int64_t length, const char* fn, const char* name) {
+  TORCH_CHECK(t.defined() && t.device().is_cpu() && t.scalar_type() == at::kLong && t.dim() == 1 &&
+                  t.is_contiguous(),
+              fn, ": ", name, " must be a contiguous 1-D CPU int64 tensor, got ",
+              t.defined() ? dtype_name(t) : "nothing", " of shape ", t.sizes(), " on ", t.device());
+  TORCH_CHECK(length < 0 || t.size(0) == length, fn, ": ", name, " must have ", length, " values, got ",
+              t.size(0));
+}
+
+}  // namespace treenets

@@ -1,0 +1,15 @@
+"""User-facing models: a trained network with its vocabulary and config, ready to predict.
+
+`Predictor.load(path)` (also `treenets.load`) returns the predictor of the checkpoint's task —
+`LanguageModel` (score sentences, read syntactic distances, parse), `RelatednessPredictor` (score sentence
+pairs) or `SentimentClassifier` (classify sentences and their phrases) — each with `predict`, `save` and
+typed results.
+"""
+
+from treenets.predictors.base import Predictor
+from treenets.predictors.lm import LanguageModel, Parse, SentenceScore
+from treenets.predictors.relatedness import Relatedness, RelatednessPredictor
+from treenets.predictors.sentiment import Sentiment, SentimentClassifier
+
+__all__ = ["LanguageModel", "Parse", "Predictor", "Relatedness", "RelatednessPredictor", "SentenceScore",
+           "Sentiment", "SentimentClassifier"]

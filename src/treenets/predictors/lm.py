@@ -1,0 +1,227 @@
+"""A trained language model: score sentences, read its syntactic distances, induce trees.
+
+Layers of distances are numbered from 1, as the papers and the CLI print them; `"mean"` is the mean of the
+rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import nltk
+import torch
+
+from treenets.errors import TreenetsError
+from treenets.predictors.base import Predictor
+from treenets.trees import tree_from_distances
+
+_DIGITS = re.compile(r"[0-9]+")
+
+Layer = int | str  # a 1-based row of distances, or "mean"
+
+
+@dataclass
+class SentenceScore:
+    tokens: list[str]
+    logprobs: list[float]  # natural log; one per token, then one for the closing boundary token
+    unknown: list[str]  # tokens read as <unk>
+
+    @property
+    def total(self) -> float:
+        return sum(self.logprobs)
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(-self.total / len(self.logprobs))
+
+
+def select_row(distances: torch.Tensor, layer: Layer) -> torch.Tensor:
+    """One row of `[rows, words]` distances (`layer` 1-based), or their mean (`"mean"`)."""
+    return distances.mean(0) if layer == "mean" else distances[int(layer) - 1]
+
+
+@dataclass
+class Parse:
+    """The tree a language model induces for a sentence, from one row of its syntactic distances."""
+
+    words: list[str]  # the sentence as the model read it (normalised)
+    distances: torch.Tensor  # [rows, words]: every row of distances
+    layer: Layer  # the row the tree is built from
+    split: str  # "official" or "before" (see `treenets.trees.tree_from_distances`)
+    unknown: list[str]  # words read as <unk>
+    nested: list | str = field(init=False)  # the tree as nested lists of words (binary; a lone word for one)
+
+    def __post_init__(self):
+        self.nested = tree_from_distances(self.words, select_row(self.distances, self.layer).tolist(), self.split)
+
+    def at(self, layer: Layer) -> Parse:
+        """The same sentence's tree from another row of distances (no new forward pass)."""
+        return Parse(self.words, self.distances, layer, self.split, self.unknown)
+
+    @property
+    def tree(self) -> nltk.Tree:
+        """The tree as an `nltk.Tree` (every node labelled `X`)."""
+        from treenets.trees.draw import to_nltk
+
+        return to_nltk(self.nested if isinstance(self.nested, list) else [self.nested])
+
+
+class LanguageModel(Predictor):
+    """A trained language model with its vocabulary (from `treenets.load(checkpoint)`).
+
+    Sentences are strings (split on white space) or lists of tokens. Text is normalised to the vocabulary's
+    conventions when the vocabulary has them: lower-cased if it holds no upper-case word, digit runs
+    replaced by `N` if it holds `N` and no digits (the PTB rules). Words outside the vocabulary are read as
+    `<unk>` and reported. Each sentence is read between the boundary tokens its task trained the model with
+    (`<eos>` on both sides for a stream language model, as the official ON-LSTM parsing code does; `<s>`,
+    `</s>` for a sentence-level one, as PRPN's).
+    """
+
+    def __init__(self, net, vocab, config, device="cpu"):
+        from treenets.tasks import task_class
+
+        super().__init__(net, vocab, config, device)
+        self.bos, self.eos = task_class(config.task).boundaries
+        unk = vocab.unk
+        words = [w for w in vocab.words if w not in (self.eos, unk)]
+        self._lower = not any(w != w.lower() for w in words)
+        self._digits = "N" in vocab and not any(_DIGITS.search(w) for w in words)
+
+    # --- reading sentences -------------------------------------------------------------------------------
+    def tokenize(self, sentence: str | list[str]) -> list[str]:
+        tokens = sentence.split() if isinstance(sentence, str) else list(sentence)
+        if self._lower:
+            tokens = [t.lower() for t in tokens]
+        if self._digits:
+            tokens = [_DIGITS.sub("N", t) for t in tokens]
+        return tokens
+
+    def _encode_batch(self, sentences: list):
+        """Tokens, ids and unknown words of each sentence, and a right-padded `[T, B]` batch of
+        `<bos> w_1 ... w_n <eos>` (padding at the end does not change earlier positions of a left-to-right
+        model)."""
+        rows = []
+        for sentence in sentences:
+            tokens = self.tokenize(sentence)
+            if not tokens:
+                raise TreenetsError(f"empty sentence {sentence!r}: expected at least one word")
+            ids, unknown = self.vocab.encode([self.bos] + tokens + [self.eos])
+            rows.append((tokens, ids, unknown))
+        width = max(len(ids) for _, ids, _ in rows)
+        batch = torch.full((width, len(rows)), self.vocab.index[self.eos], dtype=torch.long)
+        for j, (_, ids, _) in enumerate(rows):
+            batch[: len(ids), j] = torch.tensor(ids)
+        return rows, batch.to(self.device)
+
+    # --- scores --------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def score(self, sentences: str | list) -> SentenceScore | list[SentenceScore]:
+        """Log-probabilities of each word and of the closing boundary token, each sentence read after the
+        opening one.
+
+        Args:
+            sentences: one sentence as a string, or a list of sentences (strings or token lists).
+
+        Returns:
+            a `SentenceScore` for a string, else a list of them.
+        """
+        if isinstance(sentences, str):
+            return self.score([sentences])[0]
+        rows, batch = self._encode_batch(sentences)
+        out = self.net(batch[:-1])
+        logp = torch.log_softmax(self.net.decoder(out.output), dim=-1)
+        token_logp = logp.gather(-1, batch[1:].unsqueeze(-1)).squeeze(-1).cpu()
+        return [SentenceScore(tokens, token_logp[: len(ids) - 1, j].tolist(), unknown)
+                for j, (tokens, ids, unknown) in enumerate(rows)]
+
+    def predict(self, sentences: str | list) -> SentenceScore | list[SentenceScore]:
+        """What a language model predicts: the words' log-probabilities (`score`)."""
+        return self.score(sentences)
+
+    def predict_command(self, args) -> SentenceScore:
+        if not args.sentence:
+            raise TreenetsError("predict: a language model needs --sentence (or use `treenets parse`)")
+        return self.score(args.sentence)
+
+    # --- syntactic distances and trees ----------------------------------------------------------------------
+    @property
+    def num_distance_rows(self) -> int:
+        """Rows of syntactic distances the model gives (ON-LSTM: one per layer; PRPN: one; 0: none)."""
+        return getattr(self.net, "num_distance_rows", 0)
+
+    @property
+    def default_layer(self) -> int:
+        """The row parsed by default, 1-based (the papers' choice: ON-LSTM's second layer, PRPN's gate)."""
+        self._require_distances()
+        return self.net.default_distance_row
+
+    def _require_distances(self) -> None:
+        if not self.num_distance_rows:
+            raise TreenetsError(f"{type(self.net).__name__} gives no syntactic distances: it scores sentences "
+                                "but induces no trees")
+
+    def layers(self, spec: Layer = "default", option: str = "layer") -> list[Layer]:
+        """Rows named by `spec`: a 1-based number (int or digits), `"mean"`, `"default"`, or `"all"` (each row,
+        then the mean when there are several); errors name `spec` as `option`."""
+        self._require_distances()
+        rows = self.num_distance_rows
+        if spec == "all":
+            return list(range(1, rows + 1)) + (["mean"] if rows > 1 else [])
+        if spec in ("default", None):
+            return [self.default_layer]
+        if spec == "mean":
+            return ["mean"]
+        if (isinstance(spec, int) or (isinstance(spec, str) and spec.isdigit())) and 1 <= int(spec) <= rows:
+            return [int(spec)]
+        raise TreenetsError(f"{option} {spec}: expected a layer number from 1 to {rows}, 'mean' or 'all'")
+
+    @torch.no_grad()
+    def distances(self, sentences: str | list, input_gate: bool = False, batch_size: int = 64):
+        """Syntactic distances of every word: `[rows, n_words]` for a string, else a list of them (sentences
+        as in `score`), computed in batches of similar length; the boundary positions are dropped.
+
+        The distances are the ones the model parses with (ON-LSTM: `1 - mean(master forget gate)` per layer;
+        PRPN: the parsing network's gate, one row); with `input_gate=True`, ON-LSTM's `mean(master input
+        gate)` instead.
+        """
+        if isinstance(sentences, str):
+            return self.distances([sentences], input_gate, batch_size)[0]
+        self._require_distances()
+        order = sorted(range(len(sentences)), key=lambda i: len(self.tokenize(sentences[i])))
+        result = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            rows, batch = self._encode_batch([sentences[i] for i in chunk])
+            out = self.net(batch)
+            values = getattr(out, "distance_input", None) if input_gate else out.distances
+            if values is None:
+                raise TreenetsError(f"{type(self.net).__name__} has no input-gate distances")
+            values = values.cpu()
+            for j, (index, (tokens, _, _)) in enumerate(zip(chunk, rows)):
+                result[index] = values[:, 1 : 1 + len(tokens), j]
+        return result
+
+    def parse(self, sentences: str | list, layer: Layer | None = None, split: str = "official",
+              batch_size: int = 64) -> Parse | list[Parse]:
+        """The trees the model induces (greedy top-down splits at the largest distance, as the official code).
+
+        Args:
+            sentences: one sentence as a string, or a list of sentences (strings or token lists), read in
+                batches of `batch_size`.
+            layer: the 1-based row of distances, `"mean"`, or None for `default_layer`.
+            split: `"official"` or `"before"` (see `treenets.trees.tree_from_distances`).
+
+        Returns:
+            a `Parse` for a string (`.tree` an `nltk.Tree`, `.nested` the same as nested lists, `.distances`,
+            `.at(layer)` the tree of another row), else a list of them.
+        """
+        if isinstance(sentences, str):
+            return self.parse([sentences], layer, split, batch_size)[0]
+        if split not in ("official", "before"):
+            raise TreenetsError(f"split {split!r}: expected 'official' or 'before'")
+        chosen = self.layers("default" if layer is None else layer)[0]
+        tokens = [self.tokenize(s) for s in sentences]
+        return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab])
+                for words, distances in zip(tokens, self.distances(tokens, batch_size=batch_size))]

@@ -1,0 +1,50 @@
+"""Tasks, one file each, and the one registry from task name to task class.
+
+A task (a subclass of `treenets.tasks.base.Task`, decorated with `@register`) declares everything about
+itself in its file: its name, config schema, data reading and batching, network builder, loss, metric and
+the predictor that wraps a trained network. The config schema union, the training loop, `treenets.load`,
+the CLI and `check-golden` all read this registry; adding a task is adding a module to this package (it is
+found and imported by `all_tasks`) and a YAML config.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from treenets.errors import TreenetsError
+
+_TASKS: dict[str, type] = {}
+
+
+def register(task: type) -> type:
+    """Class decorator: add `task` to the registry under `task.name` (also from outside this package: the
+    config schema is rebuilt to include it)."""
+    from treenets.config import schema_changed
+
+    if task.name in _TASKS and _TASKS[task.name] is not task:
+        raise ValueError(f"two tasks are named {task.name!r}: {_TASKS[task.name]} and {task}")
+    _TASKS[task.name] = task
+    schema_changed()
+    return task
+
+
+@cache
+def _import_task_modules() -> None:
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+def all_tasks() -> dict[str, type]:
+    """Task name -> task class, for every task module of this package, by name."""
+    _import_task_modules()
+    return dict(sorted(_TASKS.items()))
+
+
+def task_class(name: str) -> type:
+    """The task class registered as `name`."""
+    tasks = all_tasks()
+    if name not in tasks:
+        raise TreenetsError(f"unknown task {name!r} (expected one of: {', '.join(tasks)})")
+    return tasks[name]

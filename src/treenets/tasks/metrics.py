@@ -1,0 +1,126 @@
+"""Evaluation metrics: objects that aggregate over batches (and processes), report their values, and say
+whether they are better than another result (SuPar's `Metric`).
+
+A task's `evaluate` returns one; the training loop keeps the best by `score` and uses `loss` for the
+NT-ASGD trigger and the learning-rate schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from scipy import stats
+
+
+class Metric:
+    """An evaluation result.
+
+    Subclasses set `key` (the value that selects models, e.g. `"ppl"`) and `higher_is_better`, accumulate
+    with their own `add`, and give every value in `values()` (what is logged and printed).
+    """
+
+    key: ClassVar[str]
+    higher_is_better: ClassVar[bool]
+
+    def values(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def score(self) -> float:
+        """The value that selects models."""
+        return self.values()[self.key]
+
+    @property
+    def loss(self) -> float:
+        """The validation loss (lower is better whatever the metric)."""
+        return self.values()["loss"]
+
+    @classmethod
+    def improves(cls, value: float, best: float | None) -> bool:
+        """Whether a score `value` beats `best` (None: nothing yet)."""
+        if best is None:
+            return True
+        return value > best if cls.higher_is_better else value < best
+
+    def __gt__(self, other: Metric) -> bool:
+        """`a > b`: a is the better result."""
+        return self.improves(self.score, other.score)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values().items())
+        return f"{type(self).__name__}({values})"
+
+
+class Perplexity(Metric):
+    """Mean cross-entropy per token and its exponential, summed over batches and processes."""
+
+    key, higher_is_better = "ppl", False
+
+    def __init__(self, device=None):
+        self.total = torch.zeros(2, dtype=torch.float64, device=device)  # summed cross-entropy, tokens
+
+    def add(self, summed_xent: torch.Tensor, tokens) -> None:
+        self.total[0] += summed_xent.double()
+        self.total[1] += tokens
+
+    def reduce(self, world: int) -> Perplexity:
+        """Sum over the processes (every process must call it)."""
+        if world > 1:
+            dist.all_reduce(self.total)
+        return self
+
+    def values(self) -> dict:
+        loss = (self.total[0] / self.total[1]).item()
+        return {"loss": loss, "ppl": math.exp(loss), "tokens": int(self.total[1].item())}
+
+
+class Correlation(Metric):
+    """Relatedness: Pearson's r (the selection value), Spearman's rho and the mean squared error (the loss)."""
+
+    key, higher_is_better = "pearson", True
+
+    def __init__(self):
+        self.predicted, self.gold = [], []
+
+    def add(self, predicted, gold) -> None:
+        self.predicted.append(np.asarray(predicted, dtype=np.float64))
+        self.gold.append(np.asarray(gold, dtype=np.float64))
+
+    def values(self) -> dict:
+        predicted, gold = np.concatenate(self.predicted), np.concatenate(self.gold)
+        mse = float(np.mean((predicted - gold) ** 2))
+        return {"pearson": float(stats.pearsonr(predicted, gold)[0]),
+                "spearman": float(stats.spearmanr(predicted, gold)[0]), "mse": mse, "loss": mse,
+                "pairs": int(len(gold))}
+
+
+class SentimentAccuracy(Metric):
+    """Sentiment: accuracy at the roots (the paper's figure, the selection value), over all labelled phrases
+    (tree models), and the roots' negative log-likelihood as the loss."""
+
+    key, higher_is_better = "root_accuracy", True
+
+    def __init__(self, phrases: bool):
+        self.phrases = phrases
+        self.counts = torch.zeros(5, dtype=torch.float64)  # root correct, roots, phrase correct, phrases, root nll
+
+    def add(self, log_probs: torch.Tensor, labels: torch.Tensor, roots: torch.Tensor) -> None:
+        """log_probs [nodes, classes], labels [nodes] (-1: none), roots [B] (positions of the roots)."""
+        predicted = log_probs.argmax(-1)
+        labelled = labels >= 0
+        self.counts += torch.tensor([
+            (predicted[roots] == labels[roots]).sum().item(), len(roots),
+            (predicted[labelled] == labels[labelled]).sum().item(), labelled.sum().item(),
+            torch.nn.functional.nll_loss(log_probs[roots], labels[roots], reduction="sum").item()],
+            dtype=torch.float64)
+
+    def values(self) -> dict:
+        c = self.counts
+        result = {"root_accuracy": (c[0] / c[1]).item(), "loss": (c[4] / c[1]).item(), "sentences": int(c[1].item())}
+        if self.phrases:
+            result["phrase_accuracy"] = (c[2] / c[3]).item()
+        return result

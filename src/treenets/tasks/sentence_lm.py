@@ -1,0 +1,120 @@
+"""Sentence-level language modelling on treebank sentences (the PRPN unsupervised-parsing recipe).
+
+Each sentence is read on its own, `<s> w_1 ... w_n </s>`, from the model's initial state; sentences are
+batched with padding, and the loss is averaged over the real tokens only (a mask). Metric: perplexity.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from treenets.config import TrainConfig
+from treenets.data.batching import ShuffledBatches
+from treenets.data.sentences import BOS, EOS, UNK, SentenceBatch, make_batch, read_sentences
+from treenets.errors import TreenetsError
+from treenets.nn.prpn import PRPNConfig
+from treenets.nn.utils import unwrap
+from treenets.optim import OptimConfig, SGDConfig
+from treenets.predictors.lm import LanguageModel
+from treenets.schema import PositiveInt, Section
+from treenets.tasks import register
+from treenets.tasks.base import Task, evaluating
+from treenets.tasks.lm import LanguageModelConfig, LMLossConfig
+from treenets.tasks.metrics import Perplexity
+from treenets.vocab import Vocab
+
+
+class SentenceDataConfig(Section):
+    """Sentences of treebanks, one per batch row.
+
+    Treebanks are paths (files or folders of .mrg), paths under the data root, or the names nltk-sample,
+    wsj22, wsj24. Words are preprocessed as for parsing evaluation (word tags only, lower-cased, digits -> N).
+    """
+
+    train: list[str] = ["nltk-sample", "wsj22"]
+    valid: list[str] = ["wsj24"]
+    min_count: PositiveInt = 3  # training words seen fewer times are read as <unk> (official: 3)
+    batch_size: PositiveInt = 64
+    eval_batch_size: PositiveInt = 64
+    shuffle: bool = True  # a new order of the training sentences every epoch
+
+
+class SentenceLMConfig(Section):
+    task: Literal["sentence-lm"]
+    data: SentenceDataConfig = SentenceDataConfig()
+    model: LanguageModelConfig = PRPNConfig()
+    loss: LMLossConfig = LMLossConfig(ar=0.0, tar=0.0)
+    optim: OptimConfig = SGDConfig()
+    train: TrainConfig = TrainConfig()
+
+
+def masked_cross_entropy(model, batch: SentenceBatch) -> torch.Tensor:
+    """Summed cross-entropy over the real targets, every sentence read from the initial state."""
+    net = unwrap(model)
+    out = model(batch.input, net.initial_state(batch.input.size(1)))
+    logits = net.decoder(out.output)
+    losses = F.cross_entropy(logits.view(-1, logits.size(-1)), batch.target.reshape(-1), reduction="none")
+    return (losses * batch.mask.reshape(-1)).sum()
+
+
+@register
+class SentenceLMTask(Task):
+    """Sentence-level language modelling."""
+
+    name = "sentence-lm"
+    Config = SentenceLMConfig
+    Metric = Perplexity
+    Predictor = LanguageModel
+    units = "tokens"
+    all_splits = ("train", "valid")
+    boundaries = (BOS, EOS)
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        cfg = config.data
+        if cfg.batch_size % self.world:
+            raise TreenetsError(f"data.batch_size {cfg.batch_size} is not divisible by the {self.world} processes")
+        specs = {"train": cfg.train, "valid": cfg.valid}
+        self.sentences = {split: read_sentences(specs[split], self.root) for split in self.splits}
+        if self.vocab is None:
+            counts = Counter(w for s in self.sentences["train"] for w in s)
+            frequent = [w for w in dict.fromkeys(w for s in self.sentences["train"] for w in s)
+                        if counts[w] >= cfg.min_count]
+            self.vocab = Vocab([UNK, BOS, EOS] + frequent, unk=UNK)
+        if "train" in self.splits:
+            if not self.sentences["train"]:
+                raise TreenetsError(f"data.train: no sentences in {cfg.train}")
+            self.batches = ShuffledBatches(len(self.sentences["train"]), cfg.batch_size, config.train.seed,
+                                           shuffle=cfg.shuffle, rank=self.rank, world=self.world)
+
+    @classmethod
+    def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
+        return config.model.build(vocab_size)
+
+    def next_batch(self) -> SentenceBatch | None:
+        rows = self.batches.next_rows()
+        if rows is None:
+            return None
+        return make_batch([self.sentences["train"][i] for i in rows], self.vocab, self.device)
+
+    def train_loss(self, model, batch: SentenceBatch) -> tuple[torch.Tensor, float]:
+        """Mean cross-entropy over the real tokens, and its sum."""
+        summed = masked_cross_entropy(model, batch)
+        loss = summed / batch.mask.sum()
+        return loss, summed.item()
+
+    def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Perplexity:
+        size = batch_size or self.config.data.eval_batch_size
+        sentences = self.sentences[split][self.rank :: self.world]
+        metric = Perplexity(self.device)
+        with evaluating(model) as net:
+            for start in range(0, len(sentences), size):
+                batch = make_batch(sentences[start : start + size], self.vocab, self.device)
+                metric.add(masked_cross_entropy(net, batch), batch.mask.sum().double())
+                if progress is not None:
+                    progress(batch.size)
+        return metric.reduce(self.world)

@@ -1,0 +1,34 @@
+"""The staged SICK and SST data: the embedding rows' alignment with the vocabulary, the split sizes."""
+
+from __future__ import annotations
+
+import torch
+
+from treenets.data.sick import SPECIALS
+from treenets.data.sst import read_trees
+
+
+def test_sick_embedding_rows_follow_the_vocabulary_after_four_specials(data_root):
+    """Row i + 4 of sick_embed.pth is line i of sick.vocab: related words are close only at that offset."""
+    matrix = torch.load(data_root / "sick" / "sick_embed.pth", weights_only=True)
+    words = (data_root / "sick" / "sick.vocab").read_text().split("\n")
+    assert tuple(matrix.shape) == (len(SPECIALS) + len([w for w in words if w]), 300)
+    index = {w: i for i, w in enumerate(words)}
+    pairs = [("man", "woman"), ("boy", "girl"), ("dog", "cat"), ("guitar", "piano")]
+
+    def mean_cosine(offset):
+        vectors = [(matrix[index[a] + offset], matrix[index[b] + offset]) for a, b in pairs]
+        return sum(torch.cosine_similarity(u, v, dim=0).item() for u, v in vectors) / len(vectors)
+
+    assert mean_cosine(4) > 0.6
+    assert mean_cosine(4) - max(mean_cosine(3), mean_cosine(5)) > 0.25
+    assert matrix[0].abs().sum() == 0 and matrix[1].abs().sum() == 0  # <blank>, <unk>
+
+
+def test_sst_splits_fine_and_binary(data_root):
+    folder = data_root / "sst" / "trainDevTestTrees_PTB" / "trees"
+    fine = {split: read_trees(folder / f"{split}.txt", "fine") for split in ("train", "dev", "test")}
+    assert [len(fine[s]) for s in ("train", "dev", "test")] == [8544, 1101, 2210]
+    assert all(len(t.words) * 2 - 1 == t.size for t in fine["dev"])  # binary trees
+    binary = {split: read_trees(folder / f"{split}.txt", "binary") for split in ("train", "dev", "test")}
+    assert [len(binary[s]) for s in ("train", "dev", "test")] == [6920, 872, 1821]

@@ -1,0 +1,123 @@
+"""The kernel switch: one setting, one rule, and the same training numbers from either backend."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from treenets.errors import TreenetsError
+from treenets.nn import backend
+from treenets.nn.backend import get_backend, kernels, kernels_for, set_backend, use_backend
+from treenets.nn.onlstm import ONLSTMConfig
+from treenets.nn.prpn import PRPNConfig
+from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
+from treenets.trees.parents import parse_bracketed, parse_parents
+
+
+def _require_kernels(*names):
+    for name in names:
+        if kernels(name) is None:
+            pytest.skip("compiled kernels unavailable")
+
+
+def test_setting_is_validated_and_restored():
+    assert get_backend() == "auto"
+    with pytest.raises(TreenetsError, match="unknown backend 'fast' \\(expected one of: auto, torch, cpp\\)"):
+        set_backend("fast")
+    with use_backend("torch"):
+        assert get_backend() == "torch"
+        assert kernels_for("onlstm", torch.zeros(2)) is None
+    assert get_backend() == "auto"
+
+
+def test_one_rule_where_the_kernels_apply():
+    _require_kernels("onlstm")
+    cpu = torch.zeros(2)
+    assert kernels_for("onlstm", cpu) is kernels("onlstm")
+    assert kernels_for("onlstm", cpu.double()) is kernels("onlstm")
+    assert kernels_for("onlstm", cpu.half()) is None  # another dtype: the PyTorch code
+    assert kernels_for("onlstm", cpu, torch.zeros(2, dtype=torch.int64)) is None
+    with use_backend("cpp"):
+        assert kernels_for("onlstm", cpu) is kernels("onlstm")
+
+
+def test_cpp_backend_fails_loudly_when_the_kernels_cannot_be_built(monkeypatch):
+    monkeypatch.setitem(backend._loaded, "onlstm", None)
+    monkeypatch.setitem(backend._failures, "onlstm", "no compiler")
+    assert kernels_for("onlstm", torch.zeros(2)) is None  # auto: the PyTorch code
+    with use_backend("cpp"), pytest.raises(TreenetsError, match="cannot be built \\(no compiler\\)"):
+        kernels_for("onlstm", torch.zeros(2))
+
+
+def _lm_batches(vocab):
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randint(0, vocab, (6, 3), generator=g), torch.randint(0, vocab, (6, 3), generator=g))
+            for _ in range(3)]
+
+
+def _lm_loss(model, batch):
+    tokens, targets = batch
+    logits = model.decoder(model(tokens).output)
+    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def _pair_loss(model, batch):
+    left, right = batch
+    return -model(left, right)[:, 2].mean()
+
+
+def _sentiment_loss(model, batch):
+    log_probs, _ = model(*batch)
+    return -log_probs[:, 1].mean()
+
+
+def _trees():
+    trees = [parse_parents("2 0 2", ["a", "b", "c"], "t"), parse_parents("0 1", ["d", "a"], "t"),
+             parse_parents("3 3 0 3", ["b", "c", "a", "d"], "t")]
+    ids = [torch.tensor(v) for v in ([1, 2, 3], [4, 1], [2, 3, 1, 4])]
+    return trees, ids
+
+
+def _binary_trees():
+    trees = [parse_bracketed(t, "t") for t in ("(3 (2 a) (4 (1 b) (2 c)))", "(1 (2 d) (0 a))")]
+    return trees, [torch.tensor([1, 2, 3]), torch.tensor([4, 1])]
+
+
+CASES = {
+    "onlstm": (lambda: ONLSTMConfig(emb_size=8, hidden_size=12, num_layers=2, chunk_size=4).build(20), _lm_loss,
+               lambda: _lm_batches(20), ("onlstm",)),
+    "prpn": (lambda: PRPNConfig(emb_size=8, hidden_size=10, num_layers=2, nslots=3, nlookback=2, dropout=0.3,
+                                idropout=0.2, rdropout=0.2, res=1).build(20), _lm_loss, lambda: _lm_batches(20),
+             ("prpn",)),
+    "childsum": (lambda: RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(6), _pair_loss,
+                 lambda: [((t[:2], i[:2]), (t[1:], i[1:])) for t, i in [_trees()] * 3], ("treelstm",)),
+    "binary": (lambda: SentimentModelConfig(emb_size=6, mem_size=5, dropout=0.3).build(6, 5), _sentiment_loss,
+               lambda: [_binary_trees()] * 3, ("treelstm",)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_training_steps_give_the_same_numbers_with_either_backend(case):
+    """Three SGD steps with dropout on, from the same seed: the losses and the weights after them agree
+    between the compiled kernels and the PyTorch specification."""
+    build, loss_of, batches, names = CASES[case]
+    _require_kernels(*names)
+    runs = []
+    for name in ("auto", "torch"):
+        torch.manual_seed(0)
+        model = build().double().train()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        losses = []
+        with use_backend(name):
+            for batch in batches():
+                optimizer.zero_grad()
+                loss = loss_of(model, batch)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        runs.append((losses, [p.detach().clone() for p in model.parameters()]))
+    (losses_a, weights_a), (losses_b, weights_b) = runs
+    assert losses_a == pytest.approx(losses_b, rel=1e-9, abs=1e-12)
+    assert losses_a[0] != losses_a[-1]  # the steps changed the model
+    for a, b in zip(weights_a, weights_b):
+        torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)

@@ -1,0 +1,243 @@
+"""Tree-LSTMs: hand-computed trees, batched equals one node at a time, the compiled level loops, the golden
+fixtures."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+from reference import random_tree, reference_child_sum, reference_nary
+
+from treenets.cli import main
+from treenets.errors import TreenetsError
+from treenets.golden import check_golden
+from treenets.nn import treelstm
+from treenets.nn.backend import kernels, use_backend
+from treenets.nn.tree_models import RelatednessModelConfig
+from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch
+from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
+
+
+def s(x):
+    return 1 / (1 + math.exp(-x))
+
+
+# --- cells by hand -------------------------------------------------------------------------------------
+def _set(linear, weight, bias):
+    with torch.no_grad():
+        linear.weight.fill_(weight)
+        linear.bias.fill_(bias)
+
+
+def test_child_sum_by_hand():
+    cell = ChildSumTreeLSTM(1, 1).double()
+    _set(cell.ioux, 1.0, 0.0)  # W_i = W_o = W_u = 1
+    _set(cell.iouh, 0.5, 0.0)  # U_i = U_o = U_u = 0.5
+    _set(cell.fx, 1.0, 0.0)
+    _set(cell.fh, 2.0, 0.0)
+    tree = parse_parents("0 1", ["root", "leaf"], "x")  # word 2 is a child of word 1
+    batch = TreeBatch.build([tree])
+    x = torch.tensor([[0.3], [1.0]], dtype=torch.float64)
+    h, c = cell(batch, batch.node_inputs(x))
+    # leaf (x = 1): i = o = s(1), u = tanh(1), c = s(1) tanh(1), h = s(1) tanh(c)
+    c_leaf = s(1) * math.tanh(1)
+    h_leaf = s(1) * math.tanh(c_leaf)
+    assert c[1].item() == pytest.approx(c_leaf) and h[1].item() == pytest.approx(h_leaf)
+    # root (x = .3): pre = .3 + .5 h_leaf; f = s(.3 + 2 h_leaf); c = s(pre) tanh(pre) + f c_leaf
+    pre = 0.3 + 0.5 * h_leaf
+    c_root = s(pre) * math.tanh(pre) + s(0.3 + 2 * h_leaf) * c_leaf
+    assert c[0].item() == pytest.approx(c_root)
+    assert h[0].item() == pytest.approx(s(pre) * math.tanh(c_root))
+
+
+def test_binary_tree_lstm_by_hand_uses_child_positions():
+    cell = NaryTreeLSTM(1, 1, 2).double()
+    with torch.no_grad():
+        cell.iou_x.weight.fill_(1.0)
+        cell.iou_x.bias.zero_()
+        cell.f_x.weight.fill_(0.0)
+        cell.children_proj.weight.zero_()
+        cell.children_proj.bias.zero_()
+        cell.children_proj.weight[0, 0] = 1.0  # i reads only the left child's h
+    tree = ParentTree((2, 2, -1), ("l", "r"))  # a phrase over two words
+    batch = TreeBatch.build([tree])
+    h, c = cell(batch, batch.node_inputs(torch.tensor([[1.0], [-1.0]], dtype=torch.float64)))
+    c_l, c_r = s(1) * math.tanh(1), s(-1) * math.tanh(-1)
+    h_l = s(1) * math.tanh(c_l)
+    # root: no word; i = s(h_l), o = s(0), u = tanh(0) = 0, f_1 = f_2 = s(0): c = .5 c_l + .5 c_r
+    assert c[2].item() == pytest.approx(0.5 * c_l + 0.5 * c_r)
+    assert h[2].item() == pytest.approx(0.5 * math.tanh(0.5 * c_l + 0.5 * c_r))
+    assert h[0].item() == pytest.approx(h_l)
+
+
+# --- batched versus one node at a time -----------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(3))
+def test_child_sum_batched_equals_one_node_at_a_time(seed):
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    cell = ChildSumTreeLSTM(5, 7).double()
+    trees = [random_tree(rng, rng.randint(1, 15)) for _ in range(9)]
+    xs = [torch.randn(t.size, 5, dtype=torch.float64) for t in trees]
+    batch = TreeBatch.build(trees)
+    h, c = cell(batch, torch.cat(xs))
+    for k, (tree, x) in enumerate(zip(trees, xs)):
+        ref_c, ref_h = reference_child_sum(cell, tree, x)
+        torch.testing.assert_close(c[batch.roots[k]], ref_c)
+        torch.testing.assert_close(h[batch.roots[k]], ref_h)
+    h.sum().backward()  # gradients flow through the level loop
+    assert all(p.grad is not None for p in cell.parameters())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nary_batched_equals_one_node_at_a_time(seed):
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    cell = NaryTreeLSTM(4, 6, 3).double()
+    trees = []
+    for _ in range(7):
+        words = rng.randint(1, 12)
+        tree = random_tree(rng, words, max_children=3)
+        trees.append(tree)
+    xs = [torch.randn(len(t.words), 4, dtype=torch.float64) for t in trees]
+    batch = TreeBatch.build(trees)
+    h, c = cell(batch, batch.node_inputs(torch.cat(xs)))
+    for k, (tree, x) in enumerate(zip(trees, xs)):
+        ref_c, ref_h = reference_nary(cell, tree, x)
+        torch.testing.assert_close(c[batch.roots[k]], ref_c)
+        torch.testing.assert_close(h[batch.roots[k]], ref_h)
+
+
+def test_nary_refuses_wide_nodes():
+    cell = NaryTreeLSTM(2, 3, 2)
+    batch = TreeBatch.build([ParentTree((3, 3, 3, -1), ("a", "b", "c"))])
+    with pytest.raises(TreenetsError, match="3 children"):
+        cell(batch, batch.node_inputs(torch.zeros(3, 2)))
+
+
+# --- golden fixtures -----------------------------------------------------------------------------------
+def test_official_childsum_fixture_passes(golden_root, capsys):
+    assert main(["check-golden", str(golden_root / "childsum-treelstm-similarity")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "PASS 30/30"
+
+
+def test_childsum_fixture_of_other_sizes_and_trees(tmp_path):
+    """Outputs computed one tree, one node at a time (the port's way) for other sizes and random trees."""
+    rng = random.Random(5)
+    torch.manual_seed(5)
+    config = {"kind": "childsum-treelstm-similarity", "vocab": 30, "in_dim": 6, "mem_dim": 9, "hidden_dim": 4,
+              "num_classes": 5}
+    model_config = RelatednessModelConfig(name="childsum-treelstm", emb_size=6, mem_size=9, hidden_size=4,
+                                          head_state="c")
+    source = model_config.build(30).double()
+    params = {"emb.weight": source.emb.weight.detach().numpy()}
+    for part in ("ioux", "iouh", "fx", "fh"):
+        for k, v in getattr(source.encoder, part).state_dict().items():
+            params[f"childsumtreelstm.{part}.{k}"] = v.numpy()
+    for part in ("wh", "wp"):
+        for k, v in getattr(source.similarity, part).state_dict().items():
+            params[f"similarity.{part}.{k}"] = v.numpy()
+    inputs, outputs = {}, {}
+    for k in range(4):
+        roots = []
+        for side in ("a", "b"):
+            tree = random_tree(rng, rng.randint(1, 10))
+            tokens = torch.randint(0, 30, (tree.size,))
+            inputs[f"{side}_parents_{k}"] = np.array([p + 1 for p in tree.parents])
+            inputs[f"{side}_tokens_{k}"] = tokens.numpy()
+            c, h = reference_child_sum(source.encoder, tree, source.emb(tokens))
+            outputs[f"{side}_root_c_{k}"] = c.detach()[None].numpy()
+            outputs[f"{side}_root_h_{k}"] = h.detach()[None].numpy()
+            roots.append(c.detach()[None])
+        outputs[f"log_probs_{k}"] = source.similarity(*roots).detach().numpy()
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    np.savez(tmp_path / "params.npz", **params)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    np.savez(tmp_path / "outputs.npz", **outputs)
+    results = check_golden(tmp_path)
+    assert len(results) == 20 and all(c.ok for c in results), results
+
+
+# --- the compiled level loops against the PyTorch ones ------------------------------------------------
+@pytest.mark.parametrize("cell_kind", ["childsum", "nary"])
+def test_compiled_levels_match_pytorch_loops_and_pass_gradcheck(cell_kind):
+    module = kernels("treelstm")
+    if module is None:
+        pytest.skip("compiled kernels unavailable")
+    rng = random.Random(11)
+    torch.manual_seed(11)
+    cell = (ChildSumTreeLSTM(3, 4) if cell_kind == "childsum" else NaryTreeLSTM(3, 4, 3)).double()
+    trees = [random_tree(rng, rng.randint(1, 9), max_children=None if cell_kind == "childsum" else 3)
+             for _ in range(6)]
+    batch = TreeBatch.build(trees)
+    x = torch.randn(batch.num_nodes, 3, dtype=torch.float64, requires_grad=True)
+
+    def run():
+        h, c = cell(batch, x)
+        loss = (h * torch.linspace(-1, 1, h.numel(), dtype=h.dtype).view_as(h)).sum() + c.pow(2).sum()
+        grads = torch.autograd.grad(loss, [x, *cell.parameters()])
+        return h, c, grads
+
+    compiled = run()
+    with torch.no_grad():  # inference: the kernel keeps only h and c, no graph
+        inferred = cell(batch, x)
+    for a, b in zip(inferred, compiled[:2]):
+        assert a.grad_fn is None
+        torch.testing.assert_close(a, b)
+    with use_backend("torch"):
+        plain = run()
+    for a, b in zip(compiled[:2] + tuple(compiled[2]), plain[:2] + tuple(plain[2])):
+        torch.testing.assert_close(a, b)
+    if cell_kind == "childsum":
+        def fn(iou_x, f_x, w1, b1, w2, b2):
+            return treelstm._ChildSumLevels.apply(module, iou_x, f_x, w1, b1, w2, b2, batch)
+
+        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(12, 4) * 0.5,
+                torch.randn(12), torch.randn(4, 4) * 0.5, torch.randn(4))
+    else:
+        def fn(x_iou, x_f, u_w, u_b):
+            return treelstm._NaryLevels.apply(module, x_iou, x_f, u_w, u_b, 3, batch)
+
+        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(24, 12) * 0.5,
+                torch.randn(24))
+    args = tuple(a.double().requires_grad_() for a in args)
+    assert torch.autograd.gradcheck(fn, args)
+
+
+@pytest.mark.parametrize("cell_kind", ["childsum", "nary"])
+def test_distinct_word_rows_equal_per_node_inputs(cell_kind):
+    """`TreeBatch.word_inputs` (each distinct word embedded and projected once, phrases on a zero row) gives
+    the same states and gradients as per-node inputs."""
+    torch.manual_seed(5)
+    rng = random.Random(5)
+    if cell_kind == "childsum":
+        cell = ChildSumTreeLSTM(4, 3).double()
+        trees = [random_tree(rng, rng.randint(1, 8)) for _ in range(5)]
+    else:
+        cell = NaryTreeLSTM(4, 3, 2).double()
+        trees = [parse_bracketed(line, "t") for line in
+                 ("(3 (2 a) (4 (1 b) (2 a)))", "(1 c)", "(0 (2 (2 b) (3 c)) (1 a))")]
+    batch = TreeBatch.build(trees)
+    word_ids = torch.tensor([rng.randrange(4) for t in trees for _ in t.words])  # repeats across the batch
+    emb = torch.nn.Embedding(4, 4).double()
+
+    def run(distinct: bool):
+        cell.zero_grad()
+        emb.zero_grad()
+        if distinct:
+            h, c = cell(batch, *batch.word_inputs(word_ids, emb))
+        else:
+            h, c = cell(batch, batch.node_inputs(emb(word_ids)))
+        (h.sin().sum() + c.pow(2).sum()).backward()
+        return h.detach(), c.detach(), [p.grad.clone() for p in (*cell.parameters(), emb.weight)]
+
+    h1, c1, g1 = run(True)
+    h2, c2, g2 = run(False)
+    assert len(torch.unique(word_ids)) < len(word_ids)
+    torch.testing.assert_close(h1, h2)
+    torch.testing.assert_close(c1, c2)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)
