@@ -26,11 +26,13 @@ parsing state (zero embeddings, gate history +inf, i.e. nothing to attend to bef
 
 Speed: the parsing network (its convolution as one matrix product over windows), the input projections of
 every reading layer and the whole predict network run over all steps at once; only the reading layers'
-recurrence runs step by step, one layer after another. On the CPU that recurrence runs in C++
-(csrc/prpn_cpu.cpp: per step the two matrix products and fused loops for the rest) with a hand-derived
-backward that forms the weight gradients once per segment; the predict network's attention, PRPN's layer
-norm and the dropout masks are compiled too. `ReadingLayer.forward`, `attend` and `LayerNorm.forward` hold
-the PyTorch code (the specification, used on other devices); tests check that both agree.
+recurrence runs step by step, one layer after another. Where the compiled kernels apply
+(`treenets.nn.backend`: CPU, float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the
+two matrix products and fused loops for the rest) with a hand-derived backward that forms the weight
+gradients once per segment; the predict network's attention, PRPN's layer norm and the dropout masks are
+compiled too. `ReadingLayer.forward`, `attend` and `LayerNorm.forward` hold the PyTorch code (the
+specification, run everywhere else); tests check that both agree. Both draw the same dropout masks
+(`_dropout_mask`), so a run's numbers do not depend on the backend.
 """
 
 from __future__ import annotations
@@ -237,7 +239,6 @@ class ParsingNetwork(nn.Module):
         weight = self.conv.weight
         return ParserState(weight.new_zeros(self.nlookback, batch, self.conv.in_channels),
                            weight.new_full((batch, self.nslots), math.inf))
-
 
     def forward(self, emb: torch.Tensor, state: ParserState):
         """emb [T, B, E] -> memory gates [T, B, S], next-step memory gates [T, B, S], gates [B, T], state."""

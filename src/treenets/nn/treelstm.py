@@ -17,10 +17,12 @@ x_j is the word of node j; nodes without a word (phrases) have x_j = 0. Missing 
 
 Speed: the official implementations visit one node at a time. Here a batch of trees is one node array and
 every step of the loop computes all the nodes of one height (all whose children are done, across all trees)
-with batched matrix products and index sums; the input projections of all nodes are computed at once. On the
-CPU the level loop runs in C++ (csrc/treelstm_cpu.cpp): per level the matrix products, and the gathers,
-activations and sums fused into loops over the level's edges and nodes; a hand-derived backward forms the
-weight gradients once for all nodes. The PyTorch loops below are the specification and run elsewhere.
+with batched matrix products and index sums; the input projections of all nodes are computed at once. Where
+the compiled kernels apply (`treenets.nn.backend`: CPU, float32/float64) the level loop runs in C++
+(csrc/treelstm_cpu.cpp): per level the matrix products, and the gathers, activations and sums fused into
+loops over the level's edges and nodes; in training a hand-derived backward forms the weight gradients once
+for all nodes, in inference nothing is kept for it. The PyTorch loops below are the specification and run
+everywhere else.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ using namespace treenets;
 
 namespace {
 
-
 // PRPN's layer norm without its affine part, in place: x <- (x - mean) / (std + eps), std unbiased.
 // Returns 1 / (std + eps) and std, what the backward needs.
 template <typename T>
@@ -160,11 +159,11 @@ int64_t check_reading_weights(const Tensor& w_query_h, const Tensor& w_hh, const
 // Returns the named tensors {hs, cs} and with keep also {hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act,
 // c_xhat, c_stats}, which `backward` reads by name.
 Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory_gate,
-                            const Tensor& mem_h, const Tensor& mem_c, const Tensor& w_query_h, const Tensor& w_hh,
-                            const Tensor& b_hh, const Tensor& hh_gamma, const Tensor& hh_beta,
-                            const Tensor& c_gamma, const Tensor& c_beta, const Tensor& rmask,
-                            const c10::optional<Tensor>& h_masks, const c10::optional<Tensor>& q_masks,
-                            double hh_eps, double c_eps, bool keep) {
+              const Tensor& mem_h, const Tensor& mem_c, const Tensor& w_query_h, const Tensor& w_hh,
+              const Tensor& b_hh, const Tensor& hh_gamma, const Tensor& hh_beta,
+              const Tensor& c_gamma, const Tensor& c_beta, const Tensor& rmask,
+              const c10::optional<Tensor>& h_masks, const c10::optional<Tensor>& q_masks,
+              double hh_eps, double c_eps, bool keep) {
   const char* fn = "prpn forward";
   const int64_t H = check_reading_weights(w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, fn);
   check_float(memory_gate, 3, fn, "memory_gate");
