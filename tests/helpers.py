@@ -67,3 +67,14 @@ def train_and_test(tmp_path, capsys, config: dict) -> dict:
     capsys.readouterr()
     assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test"]) == 0
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def train_tiny_lm(root: Path) -> Path:
+    """`root` with a tiny corpus, its config `tiny.yaml` and a run folder `run/` trained one epoch by the CLI."""
+    from treenets.cli import main
+
+    corpus = write_corpus(root / "corpus")
+    config = root / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
+    assert main(["train", str(config), "--out", str(root / "run"), "--no-progress"]) == 0
+    return root

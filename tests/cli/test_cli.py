@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from helpers import train_tiny_lm
 
 import treenets
 from treenets.cli import COMMANDS, build_parser, main
@@ -15,15 +16,7 @@ from treenets.errors import TreenetsError
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A run folder with a model trained for one epoch on a tiny corpus."""
-    import yaml
-    from helpers import tiny_config, write_corpus
-
-    root = tmp_path_factory.mktemp("cli")
-    corpus = write_corpus(root / "corpus")
-    config = root / "tiny.yaml"
-    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
-    assert main(["train", str(config), "--out", str(root / "run"), "--no-progress"]) == 0
-    return root
+    return train_tiny_lm(tmp_path_factory.mktemp("cli"))
 
 
 def _commands(parser, prefix=()):

@@ -7,6 +7,7 @@ import json
 import nltk
 import pytest
 import yaml
+from helpers import train_tiny_lm
 
 import treenets
 from treenets.cli import main
@@ -16,13 +17,7 @@ from treenets.data.treebanks import load_gold
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A tiny language model trained for one epoch, and a small treebank over its words."""
-    from helpers import tiny_config, write_corpus
-
-    root = tmp_path_factory.mktemp("parsing")
-    corpus = write_corpus(root / "corpus")
-    config = root / "tiny.yaml"
-    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
-    assert main(["train", str(config), "--out", str(root / "run"), "--no-progress"]) == 0
+    root = train_tiny_lm(tmp_path_factory.mktemp("parsing"))
     treebank = root / "tiny.mrg"
     treebank.write_text(
         "( (S (NP (DT the) (NN dog)) (VP (VBD bird) (PP (IN of) (NP (DT a) (NN fish)))) (. .)) )\n"

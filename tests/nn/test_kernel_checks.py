@@ -68,8 +68,10 @@ def test_prpn_reading_returns_named_tensors_and_checks_its_inputs():
     module = _kernels("prpn")
     args = _prpn_inputs()
     kept, bare = module.forward(*args, True), module.forward(*args, False)
-    assert set(bare) == {"hs", "cs"} and {"hs", "cs", "q", "act", "amax", "c_stats"} <= set(kept)
-    assert torch.equal(kept["hs"], bare["hs"])
+    assert set(bare) == {"hs", "cs"}
+    assert set(kept) == {"hs", "cs", "hq", "q", "ex", "z", "amax", "rhm", "rc", "hh_xhat", "hh_stats", "act",
+                         "c_xhat", "c_stats"}
+    assert torch.equal(kept["hs"], bare["hs"]) and torch.equal(kept["cs"], bare["cs"])
     bad = list(args)
     bad[6] = bad[6][:, :3]
     with pytest.raises(RuntimeError, match="prpn forward: w_hh must have shape \\[16, 4\\], got \\[16, 3\\]"):
@@ -82,10 +84,19 @@ def test_prpn_reading_returns_named_tensors_and_checks_its_inputs():
     bad[13] = torch.ones(2, 3, 4)  # float32 masks with float64 inputs
     with pytest.raises(RuntimeError, match="prpn forward: h_masks must be float64 like the other inputs, got float32"):
         module.forward(*bad, True)
-    weights = [args[i] for i in (2, 5, 6, 9, 10, 11, 12)]
+    # memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask
+    weights = [args[i] for i in (2, 5, 6, 8, 10, 11, 12)]
+    d_hs = torch.ones_like(kept["hs"])
+    grads = module.backward(d_hs, None, *weights, None, None, kept)  # the valid call runs
+    assert len(grads) == 12 and grads[6].shape == args[6].shape
     missing = {k: v for k, v in kept.items() if k != "rhm"}
     with pytest.raises(RuntimeError, match="prpn backward: the saved tensors have no rhm"):
-        module.backward(torch.ones_like(kept["hs"]), None, *weights, None, None, missing)
+        module.backward(d_hs, None, *weights, None, None, missing)
+    with pytest.raises(RuntimeError, match="prpn backward: amax must be int64, got float64"):
+        module.backward(d_hs, None, *weights, None, None, dict(kept, amax=kept["amax"].double()))
+    strided = kept["act"].transpose(0, 1).contiguous().transpose(0, 1)  # the same values, not contiguous
+    with pytest.raises(RuntimeError, match="prpn backward: act must be contiguous"):
+        module.backward(d_hs, None, *weights, None, None, dict(kept, act=strided))
 
 
 def test_prpn_attention_and_layer_norm_check_shapes():
@@ -98,6 +109,10 @@ def test_prpn_attention_and_layer_norm_check_shapes():
     module.layer_norm_forward(x, gamma, beta, 1e-6)
     with pytest.raises(RuntimeError, match="prpn layer_norm_forward: gamma must have shape \\[6\\], got \\[5\\]"):
         module.layer_norm_forward(x, gamma[:5], beta, 1e-6)
+    read, e, z, top = module.attend_forward(history, query, gate)
+    module.attend_backward(torch.ones_like(read), history, query, gate, e, z, top)
+    with pytest.raises(RuntimeError, match="prpn attend_backward: top must be int64, got int32"):
+        module.attend_backward(torch.ones_like(read), history, query, gate, e, z, top.int())
     with pytest.raises(RuntimeError, match="prpn dropout_mask: p must be in \\[0, 1\\)"):
         module.dropout_mask([3], 1.0, 0, x)
 
@@ -115,6 +130,9 @@ def test_treelstm_levels_check_the_schedule_and_the_weights():
     with pytest.raises(RuntimeError, match="childsum_forward: child\\[level\\] must be a contiguous 1-D CPU int64"):
         module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, [c.int() for c in child], slot,
                                 parent, False)
+    strided = iou_x.t().contiguous().t()  # the same values, not contiguous
+    with pytest.raises(RuntimeError, match="childsum_forward: iou_x must be contiguous"):
+        module.childsum_forward(strided, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, False)
     u_w, u_b = torch.randn(5 * m, 2 * m), torch.randn(5 * m)
     x_iou, x_f = torch.randn(n, 3 * m), torch.randn(n, m)
     h, c, kids, gates = module.nary_forward(x_iou, x_f, u_w, u_b, 2, nodes, child, slot, order, False)

@@ -65,6 +65,15 @@ inline void check_optional(const c10::optional<torch::Tensor>& t, const torch::T
   if (t.has_value() && t->defined()) check_tensor(*t, like, sizes, false, fn, name);
 }
 
+// A contiguous CPU int64 tensor of the shape `sizes` (indices a kernel saved, such as an argmax).
+inline void check_long(const torch::Tensor& t, at::IntArrayRef sizes, const char* fn, const char* name) {
+  TORCH_CHECK(t.defined(), fn, ": ", name, " is missing");
+  TORCH_CHECK(t.device().is_cpu(), fn, ": ", name, " must be a CPU tensor, got one on ", t.device());
+  TORCH_CHECK(t.scalar_type() == at::kLong, fn, ": ", name, " must be int64, got ", dtype_name(t));
+  TORCH_CHECK(t.sizes() == sizes, fn, ": ", name, " must have shape ", sizes, ", got ", t.sizes());
+  TORCH_CHECK(t.is_contiguous(), fn, ": ", name, " must be contiguous");
+}
+
 // A contiguous 1-D CPU int64 tensor of indices (a Tree-LSTM schedule), of `length` values unless negative.
 inline void check_index(const torch::Tensor& t, int64_t length, const char* fn, const char* name) {
   TORCH_CHECK(t.defined() && t.device().is_cpu() && t.scalar_type() == at::kLong && t.dim() == 1 &&

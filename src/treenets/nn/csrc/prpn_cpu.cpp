@@ -277,20 +277,17 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   check_optional(d_hs_in, w_query_h, {S + steps, B, H}, fn, "d_hs");
   check_optional(d_cs_in, w_query_h, {S + steps, B, H}, fn, "d_cs");
   // What forward kept, by name, each checked against its shape.
-  const auto get = [&](const char* name, at::IntArrayRef sizes) -> const Tensor& {
+  // (amax, the attention's argmax, is the one int64 tensor; the others have the dtype of the weights.)
+  const auto get = [&](const char* name, at::IntArrayRef sizes, bool index = false) -> const Tensor& {
     const auto found = saved.find(name);
     TORCH_CHECK(found != saved.end(), fn, ": the saved tensors have no ", name, " (run forward with keep)");
-    if (found->second.scalar_type() == at::kLong) {
-      TORCH_CHECK(found->second.sizes() == sizes && found->second.is_contiguous(), fn, ": ", name,
-                  " must be a contiguous int64 tensor of shape ", sizes, ", got ", found->second.sizes());
-    } else {
-      check_tensor(found->second, w_query_h, sizes, true, fn, name);
-    }
+    if (index) check_long(found->second, sizes, fn, name);
+    else check_tensor(found->second, w_query_h, sizes, true, fn, name);
     return found->second;
   };
   const auto &hs = get("hs", {S + steps, B, H}), &cs = get("cs", {S + steps, B, H});
   const auto &hq = get("hq", {steps, B, H}), &q = get("q", {steps, B, H}), &ex = get("ex", {steps, B, S});
-  const auto &z = get("z", {steps, B}), &amax = get("amax", {steps, B}), &rhm = get("rhm", {steps, B, H});
+  const auto &z = get("z", {steps, B}), &amax = get("amax", {steps, B}, true), &rhm = get("rhm", {steps, B, H});
   const auto &rc = get("rc", {steps, B, H}), &hh_xhat = get("hh_xhat", {steps, B, 4 * H});
   const auto &hh_stats = get("hh_stats", {steps, B, 2}), &act = get("act", {steps, B, 4 * H});
   const auto &c_xhat = get("c_xhat", {steps, B, H}), &c_stats = get("c_stats", {steps, B, 2});
@@ -428,8 +425,7 @@ std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history,
   check_tensor(d_read, query, {steps, B, H}, false, fn, "d_read");
   check_tensor(e, query, {steps, B, S}, true, fn, "e");
   check_tensor(z, query, {steps, B}, true, fn, "z");
-  TORCH_CHECK(top.scalar_type() == at::kLong && top.sizes() == at::IntArrayRef({steps, B}) && top.is_contiguous(),
-              fn, ": top must be a contiguous int64 tensor of shape [", steps, ", ", B, "], got ", top.sizes());
+  check_long(top, {steps, B}, fn, "top");
   auto d_history = torch::zeros_like(history), d_query = torch::empty_like(query);
   auto d_gate = torch::empty_like(memory_gate);
   const auto dr = d_read.contiguous();
