@@ -15,6 +15,7 @@ from pydantic import Field
 
 from treenets.config import TrainConfig
 from treenets.data.lm import EOS, UNK, BPTTStream, Window, batchify, encode_stream, read_lm_file, shard_columns
+from treenets.nn.lstm import LSTMConfig
 from treenets.nn.onlstm import ONLSTMConfig
 from treenets.nn.prpn import PRPNConfig
 from treenets.nn.utils import detach_state, flatten_state, unflatten_state, unwrap
@@ -27,7 +28,7 @@ from treenets.tasks.metrics import Perplexity
 from treenets.vocab import Vocab
 
 # The language models: each config's `build(vocab_size)` makes its network.
-LanguageModelConfig = Annotated[ONLSTMConfig | PRPNConfig, Field(discriminator="name")]
+LanguageModelConfig = Annotated[ONLSTMConfig | PRPNConfig | LSTMConfig, Field(discriminator="name")]
 
 
 class PTBDataConfig(Section):
