@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--split", choices=["valid", "test"], default="valid", help="which split (default: valid)")
     evaluate.add_argument("--batch-size", type=int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
+    evaluate.add_argument("--plot", metavar="PNG",
+                          help="for metrics by group (logic: accuracy by number of operators), draw every checkpoint's "
+                               "values to PNG")
     _add_device(evaluate)
     _add_data(evaluate)
 
@@ -214,10 +217,11 @@ def _cmd_eval(args) -> int:
 
     from treenets import checkpoint
     from treenets.predictors import Predictor
+    from treenets.runlog import format_breakdown, plot_breakdown
     from treenets.train import make_task, resolve_device
 
     device = resolve_device(args.device)
-    results = []
+    results, breakdowns = [], {}
     for path in args.checkpoints:
         saved = checkpoint.load(path)
         predictor = Predictor.from_checkpoint(saved, path, device)
@@ -229,6 +233,16 @@ def _cmd_eval(args) -> int:
         values = result.values()
         print(json.dumps({"checkpoint": str(path), "split": args.split, **values}))
         results.append(values)
+        if result.breakdown() is not None:
+            title, breakdowns[str(path)] = result.breakdown()
+            key = result.key
+    if breakdowns:
+        print(format_breakdown(title, breakdowns))
+        if args.plot:
+            plot_breakdown(title, key, breakdowns, args.plot)
+            print(f"plot: {args.plot}")
+    elif args.plot:
+        raise TreenetsError(f"--plot: the {predictor.config.task} metric has no groups to draw")
     if len(results) > 1:
         keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
         summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}

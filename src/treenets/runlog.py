@@ -63,7 +63,7 @@ def plot_curve(records: list[dict], out: str | Path) -> None:
 
     valid = [r for r in records if r["event"] == "eval" and r.get("split") == "valid"]
     train = [r for r in records if r["event"] == "train"]
-    key = next((k for k in ("ppl", "pearson", "root_accuracy") if valid and k in valid[0]), "loss")
+    key = next((k for k in ("ppl", "pearson", "root_accuracy", "accuracy") if valid and k in valid[0]), "loss")
     fig, ax = plt.subplots(figsize=(7, 4))
     if key == "ppl":
         ax.plot([r["step"] for r in train], [r["ppl"] for r in train], label="train (running)", alpha=0.6)
@@ -77,6 +77,42 @@ def plot_curve(records: list[dict], out: str | Path) -> None:
     ax.set_ylabel(key)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def format_breakdown(title: str, breakdowns: dict[str, dict[str, float]]) -> str:
+    """A table of a metric by group: one row per group (`title` heads the column), one column per model."""
+    groups = list(dict.fromkeys(g for values in breakdowns.values() for g in values))
+    names = list(breakdowns)
+    width = max(len(title), *(len(g) for g in groups))
+    widths = [max(len(name), 7) for name in names]
+    lines = [f"{title:>{width}}  " + "  ".join(f"{name:>{w}}" for name, w in zip(names, widths))]
+    for group in groups:
+        cells = [f"{breakdowns[n][group]:{w}.4f}" if group in breakdowns[n] else f"{'-':>{w}}"
+                 for n, w in zip(names, widths)]
+        lines.append(f"{group:>{width}}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def plot_breakdown(title: str, key: str, breakdowns: dict[str, dict[str, float]], out: str | Path) -> None:
+    """A metric (`key`) by group (`title`, e.g. operators), one line per model, to a PNG file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys(g for values in breakdowns.values() for g in values))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, values in breakdowns.items():
+        shown = [g for g in groups if g in values]
+        ax.plot([groups.index(g) for g in shown], [values[g] for g in shown], "o-", label=name)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_xlabel(title)
+    ax.set_ylabel(key)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -23,22 +23,39 @@ class ShuffledBatches:
     """Indices of `count` examples in batches of `batch_size`, reshuffled at the start of every epoch from
     the object's own generator; process `rank` of `world` takes every `world`-th row of each batch.
 
+    With `lengths` (one per example), batches are made of examples of similar length, so that padded
+    sequence batches waste little: each epoch's shuffled order is cut into windows of `BUCKET_BATCHES`
+    batches, each window is sorted by length and cut into batches, and the batches are shuffled.
+
     `next_rows()` returns None once at the end of each epoch. The state (order, position, generator) is part
     of a checkpoint, so a resumed run sees the same batches.
     """
 
-    def __init__(self, count: int, batch_size: int, seed: int, shuffle: bool = True, rank: int = 0, world: int = 1):
+    BUCKET_BATCHES = 50
+
+    def __init__(self, count: int, batch_size: int, seed: int, shuffle: bool = True, rank: int = 0, world: int = 1,
+                 lengths: list[int] | None = None):
         self.count, self.batch_size, self.shuffle, self.rank, self.world = count, batch_size, shuffle, rank, world
         self.generator = torch.Generator().manual_seed(seed)
         self.order = torch.arange(count)
         self.position = 0
+        self.lengths = None if lengths is None else torch.tensor(lengths)
+
+    def _epoch_order(self) -> torch.Tensor:
+        order = torch.randperm(self.count, generator=self.generator)
+        if self.lengths is None:
+            return order
+        window = self.BUCKET_BATCHES * self.batch_size
+        order = torch.cat([chunk[self.lengths[chunk].argsort(stable=True)] for chunk in order.split(window)])
+        batches = order.split(self.batch_size)
+        return torch.cat([batches[i] for i in torch.randperm(len(batches), generator=self.generator)])
 
     def __len__(self) -> int:
         return math.ceil(self.count / self.batch_size)
 
     def next_rows(self) -> list[int] | None:
         if self.position == 0 and self.shuffle:
-            self.order = torch.randperm(self.count, generator=self.generator)
+            self.order = self._epoch_order()
         if self.position >= self.count:
             self.position = 0
             return None

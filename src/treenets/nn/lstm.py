@@ -33,6 +33,11 @@ from treenets.schema import PositiveInt, Probability, Section
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
 
 
+class StackOutput(NamedTuple):
+    outputs: list[torch.Tensor]  # each layer's output [T, B, H_l], before dropout
+    state: list[State]
+
+
 class LSTMOutput(NamedTuple):
     output: torch.Tensor  # [T, B, E]: last layer after output dropout, the decoder's input
     state: list[State]
@@ -62,7 +67,7 @@ class LSTMConfig(Section):
 class LSTMStack(nn.Module):
     """LSTM layers of sizes `sizes[1:]` on input size `sizes[0]`, run over time-major sequences: DropConnect
     `weight_drop` on each layer's hidden-to-hidden matrix (one mask per forward pass), locked dropout
-    `dropout_hidden` between layers. Returns each layer's output [T, B, H_l] and the states."""
+    `dropout_hidden` between layers."""
 
     def __init__(self, sizes, dropout_hidden=0.0, weight_drop=0.0, weight_drop_inverted=True):
         super().__init__()
@@ -87,7 +92,7 @@ class LSTMStack(nn.Module):
             output, (h, c) = functional_call(layer, {"weight_hh_l0": w_hh}, (x, (h0, c0)))
         return output, (h.squeeze(0), c.squeeze(0))
 
-    def forward(self, x: torch.Tensor, state: list[State] | None = None) -> tuple[list[torch.Tensor], list[State]]:
+    def forward(self, x: torch.Tensor, state: list[State] | None = None) -> StackOutput:
         state = state if state is not None else self.initial_state(x.size(1))
         outputs, new_state = [], []
         for index, layer in enumerate(self.layers):
@@ -96,7 +101,7 @@ class LSTMStack(nn.Module):
             new_state.append(layer_state)
             if index < len(self.layers) - 1:
                 x = locked_dropout(x, self.dropout_hidden, self.training)
-        return outputs, new_state
+        return StackOutput(outputs, new_state)
 
 
 class LSTMLanguageModel(nn.Module):
@@ -133,6 +138,6 @@ class LSTMLanguageModel(nn.Module):
     def forward(self, tokens: torch.Tensor, state: list[State] | None = None) -> LSTMOutput:
         """Run `tokens` [T, B] from `state` (zeros if None)."""
         emb = embedding_dropout(self.embedding.weight, tokens, self.dropout_embedding, self.training)
-        outputs, new_state = self.rnn(locked_dropout(emb, self.dropout_input, self.training), state)
-        last = outputs[-1]
-        return LSTMOutput(locked_dropout(last, self.dropout, self.training), new_state, last)
+        stack = self.rnn(locked_dropout(emb, self.dropout_input, self.training), state)
+        last = stack.outputs[-1]
+        return LSTMOutput(locked_dropout(last, self.dropout, self.training), stack.state, last)

@@ -2,14 +2,15 @@
 
 `Predictor.load(path)` (also `treenets.load`) returns the predictor of the checkpoint's task —
 `LanguageModel` (score sentences, read syntactic distances, parse), `RelatednessPredictor` (score sentence
-pairs) or `SentimentClassifier` (classify sentences and their phrases) — each with `predict`, `save` and
-typed results.
+pairs), `SentimentClassifier` (classify sentences and their phrases) or `LogicClassifier` (the relation of two
+formulas) — each with `predict`, `save` and typed results.
 """
 
 from treenets.predictors.base import Predictor
 from treenets.predictors.lm import LanguageModel, Parse, SentenceScore
+from treenets.predictors.logic import LogicClassifier, Relation
 from treenets.predictors.relatedness import Relatedness, RelatednessPredictor
 from treenets.predictors.sentiment import Sentiment, SentimentClassifier
 
-__all__ = ["LanguageModel", "Parse", "Predictor", "Relatedness", "RelatednessPredictor", "SentenceScore",
-           "Sentiment", "SentimentClassifier"]
+__all__ = ["LanguageModel", "LogicClassifier", "Parse", "Predictor", "Relatedness", "RelatednessPredictor", "Relation",
+           "SentenceScore", "Sentiment", "SentimentClassifier"]

@@ -29,6 +29,11 @@ class Metric:
     def values(self) -> dict:
         raise NotImplementedError
 
+    def breakdown(self) -> tuple[str, dict[str, float]] | None:
+        """The selection value by group, for tables and plots across models (`treenets eval`): (what the
+        groups are, group -> value); None for metrics without groups."""
+        return None
+
     @property
     def score(self) -> float:
         """The value that selects models."""
@@ -124,3 +129,40 @@ class SentimentAccuracy(Metric):
         if self.phrases:
             result["phrase_accuracy"] = (c[2] / c[3]).item()
         return result
+
+
+class AccuracyByOperators(Metric):
+    """Logical inference: accuracy over all pairs (the selection value) and by the number of operators of the
+    pair's larger formula (the ON-LSTM paper's figure; `max_operators` collects that many or more), with the
+    mean cross-entropy as the loss."""
+
+    key, higher_is_better = "accuracy", True
+
+    def __init__(self, max_operators: int = 12):
+        self.max_operators = max_operators
+        self.correct = torch.zeros(max_operators + 1, dtype=torch.float64)
+        self.total = torch.zeros(max_operators + 1, dtype=torch.float64)
+        self.summed_xent = 0.0
+
+    def add(self, logits: torch.Tensor, labels: torch.Tensor, operators: torch.Tensor) -> None:
+        """logits [B, classes], labels [B], operators [B]."""
+        logits, labels = logits.detach().cpu(), labels.cpu()
+        buckets = operators.cpu().clamp(max=self.max_operators)
+        hits = (logits.argmax(-1) == labels).double()
+        self.correct.index_add_(0, buckets, hits)
+        self.total.index_add_(0, buckets, torch.ones_like(hits))
+        self.summed_xent += torch.nn.functional.cross_entropy(logits.double(), labels, reduction="sum").item()
+
+    def _label(self, n: int) -> str:
+        return f"{n}+" if n == self.max_operators else str(n)
+
+    def values(self) -> dict:
+        pairs = self.total.sum().item()
+        result = {"accuracy": self.correct.sum().item() / pairs, "loss": self.summed_xent / pairs, "pairs": int(pairs)}
+        result.update({f"accuracy_ops_{self._label(n)}": (self.correct[n] / self.total[n]).item()
+                       for n in range(self.max_operators + 1) if self.total[n] > 0})
+        return result
+
+    def breakdown(self) -> tuple[str, dict[str, float]]:
+        return "operators", {self._label(n): (self.correct[n] / self.total[n]).item()
+                             for n in range(self.max_operators + 1) if self.total[n] > 0}

@@ -1,0 +1,184 @@
+"""Bowman, Manning & Potts (2015)'s propositional-logic inference data, as the ON-LSTM paper uses it.
+
+Each line of `trainN` / `testN` is `relation<TAB>premise<TAB>hypothesis`. A formula is a variable (`a`..`f`) or
+a bracketed pair of two parts, e.g. `( d ( and e ) )`, `( not d )`: a binary tree whose leaves are the
+variables and the operators `and`, `or`, `not`. The relation is one of MacCartney's seven (`RELATIONS`). File
+N holds the pairs whose larger formula has N operators (file 12: 12 or more).
+
+The ON-LSTM setting: train on `train0`..`train6`, every 10th of those examples (in file order) held out for
+validation, and test on each of `test0`..`test12`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from treenets.data.batching import Batch
+from treenets.errors import TreenetsError
+from treenets.trees.parents import ParentTree
+from treenets.vocab import Vocab
+
+# The relations, in the order of the official ON-LSTM code's labels.
+RELATIONS = {
+    "<": "forward entailment",
+    ">": "reverse entailment",
+    "=": "equivalence",
+    "^": "negation",
+    "|": "alternation",
+    "#": "independence",
+    "v": "cover",
+}
+LABELS = tuple(RELATIONS)
+VARIABLES = ("a", "b", "c", "d", "e", "f")
+OPERATORS = ("and", "or", "not")
+# Every token a formula may hold, and the padding the sequence readers use: the vocabulary of the task.
+PAD = "<pad>"
+TOKENS = ("(", ")") + VARIABLES + OPERATORS + (PAD,)
+MAX_FILE = 12  # trainN/testN for N = 0..12
+
+
+@dataclass(frozen=True)
+class Formula:
+    tokens: tuple[str, ...]  # as written, brackets included (what the sequence encoders read)
+    tree: ParentTree  # its binary tree over the leaves (variables and operators)
+
+    @property
+    def operators(self) -> int:
+        return sum(token in OPERATORS for token in self.tree.words)
+
+
+def parse_formula(text: str, where: str) -> Formula:
+    """A formula from its bracketed form (see the module docstring).
+
+    Raises:
+        TreenetsError: naming `where` for an unknown token, unbalanced brackets, a bracket without exactly two
+            parts, or text after the formula ends.
+    """
+    tokens = tuple(text.split())
+    if not tokens:
+        raise TreenetsError(f"{where}: empty formula")
+    words: list[str] = []
+    phrases: list[list[tuple[str, int]]] = []  # children of each bracket, as ("w", word) or ("p", phrase)
+    open_brackets: list[list[tuple[str, int]]] = []  # children read so far of each open bracket (explicit stack)
+    top: list[tuple[str, int]] = []
+    for position, token in enumerate(tokens, start=1):
+        if token == "(":
+            open_brackets.append([])
+            continue
+        if token == ")":
+            if not open_brackets:
+                raise TreenetsError(f"{where}: ')' at token {position} closes no bracket")
+            kids = open_brackets.pop()
+            if len(kids) != 2:
+                raise TreenetsError(f"{where}: the bracket closed at token {position} has {len(kids)} parts; "
+                                    "expected two, as in ( not a ) or ( a ( and b ) )")
+            phrases.append(kids)
+            node = ("p", len(phrases) - 1)
+        elif token in VARIABLES or token in OPERATORS:
+            words.append(token)
+            node = ("w", len(words) - 1)
+        else:
+            raise TreenetsError(f"{where}: unknown token {token!r} at token {position}; expected a variable "
+                                f"({', '.join(VARIABLES)}), an operator ({', '.join(OPERATORS)}) or a bracket")
+        (open_brackets[-1] if open_brackets else top).append(node)
+    if open_brackets:
+        raise TreenetsError(f"{where}: {len(open_brackets)} bracket(s) not closed")
+    if len(top) != 1:
+        raise TreenetsError(f"{where}: {len(top)} formulas side by side; expected one (bracket them)")
+    n_words = len(words)
+    parents = [-1] * (n_words + len(phrases))
+    for j, kids in enumerate(phrases):
+        for kind, index in kids:
+            parents[index if kind == "w" else n_words + index] = n_words + j
+    return Formula(tokens, ParentTree(tuple(parents), tuple(words)))
+
+
+@dataclass(frozen=True)
+class LogicPair:
+    label: int  # index into LABELS
+    premise: Formula
+    hypothesis: Formula
+
+    @property
+    def operators(self) -> int:
+        """The number of operators of the larger formula (what the files and the paper's figure count)."""
+        return max(self.premise.operators, self.hypothesis.operators)
+
+
+def read_logic_file(path: Path) -> list[LogicPair]:
+    """The pairs of one file.
+
+    Raises:
+        TreenetsError: naming the file and line for a missing file, a line without three tab-separated fields,
+            an unknown relation, or a formula that does not parse.
+    """
+    if not path.is_file():
+        raise TreenetsError(f"{path}: missing (expected Bowman's propositional-logic pairs; "
+                            "`treenets data download logic` fetches them)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TreenetsError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    pairs = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise TreenetsError(f"{where}: {len(fields)} tab-separated fields; expected relation, premise, "
+                                "hypothesis")
+        relation, premise, hypothesis = fields
+        if relation.strip() not in RELATIONS:
+            raise TreenetsError(f"{where}: unknown relation {relation!r}; expected one of {' '.join(LABELS)}")
+        pairs.append(LogicPair(LABELS.index(relation.strip()), parse_formula(premise, f"{where} (premise)"),
+                               parse_formula(hypothesis, f"{where} (hypothesis)")))
+    return pairs
+
+
+def read_logic_splits(folder: Path, max_train_operators: int, valid_every: int,
+                      splits: tuple[str, ...]) -> dict[str, list[LogicPair]]:
+    """`train`/`valid` from `train0`..`train{max_train_operators}` (every `valid_every`-th example, in file
+    order, to valid) and `test` from `test0`..`test12`."""
+    result = {}
+    if "train" in splits or "valid" in splits:
+        pool = [pair for n in range(max_train_operators + 1) for pair in read_logic_file(folder / f"train{n}")]
+        result["train"] = [p for i, p in enumerate(pool, start=1) if i % valid_every]
+        result["valid"] = [p for i, p in enumerate(pool, start=1) if not i % valid_every]
+    if "test" in splits:
+        result["test"] = [pair for n in range(MAX_FILE + 1) for pair in read_logic_file(folder / f"test{n}")]
+    return {split: result[split] for split in splits}
+
+
+def logic_vocab() -> Vocab:
+    """The tokens of every formula (no unknown token: anything else is an error)."""
+    return Vocab(TOKENS, unk=None)
+
+
+@dataclass
+class LogicBatch(Batch):
+    """Pairs, with both forms of every formula: premises first, then hypotheses (2B formulas)."""
+
+    labels: torch.Tensor  # [B]
+    operators: torch.Tensor  # [B]: operators of the larger formula
+    tokens: torch.Tensor  # [T, 2B]: token ids, right-padded with <pad>
+    lengths: torch.Tensor  # [2B]
+    trees: list[ParentTree]  # 2B trees over the leaves
+    leaf_ids: list[torch.Tensor]  # ids of each tree's leaves, in node order
+
+    @property
+    def size(self) -> int:
+        return self.labels.numel()
+
+    @classmethod
+    def build(cls, pairs: list[LogicPair], vocab: Vocab) -> LogicBatch:
+        formulas = [p.premise for p in pairs] + [p.hypothesis for p in pairs]
+        lengths = torch.tensor([len(f.tokens) for f in formulas])
+        tokens = torch.full((int(lengths.max()), len(formulas)), vocab.index[PAD], dtype=torch.long)
+        for j, formula in enumerate(formulas):
+            tokens[: len(formula.tokens), j] = torch.tensor(vocab.encode(formula.tokens)[0])
+        return cls(torch.tensor([p.label for p in pairs]), torch.tensor([p.operators for p in pairs]), tokens,
+                   lengths, [f.tree for f in formulas], [torch.tensor(vocab.encode(f.tree.words)[0]) for f in formulas])

@@ -1,0 +1,97 @@
+"""A siamese classifier of sentence pairs: one encoder reads both sides, an MLP classifies their relation from
+`[a; b; a * b; |a - b|]` (the logical-inference model of the ON-LSTM paper, section 6.4, after Bowman et al.).
+
+Encoders:
+    onlstm           ON-LSTM layers over the token sequence (brackets included); the last token's state
+    lstm             LSTM layers over the same sequence (the ON-LSTM paper's baseline)
+    binary-treelstm  a binary Tree-LSTM over each formula's given tree; the root's state (a model that is
+                     given the trees, to show what the sequence models reach without them)
+
+The MLP: dropout, linear 4H -> H, ELU, dropout, linear H -> classes (as the official ON-LSTM code).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn as nn
+from pydantic import model_validator
+
+from treenets.nn.lstm import LSTMStack
+from treenets.nn.onlstm import ONLSTMStack
+from treenets.nn.treelstm import NaryTreeLSTM, TreeBatch
+from treenets.schema import PositiveInt, Probability, Section
+
+PairEncoderName = Literal["onlstm", "lstm", "binary-treelstm"]
+
+
+class PairClassifierConfig(Section):
+    """A siamese pair classifier; in brackets the official ON-LSTM `proplog.py` options."""
+
+    name: PairEncoderName = "onlstm"
+    emb_size: PositiveInt = 128  # [emsize]
+    hidden_size: PositiveInt = 400  # [nhid] every layer's size, and the MLP's hidden layer
+    num_layers: PositiveInt = 1  # [nlayers] (sequence encoders)
+    chunk_size: PositiveInt = 10  # [chunk_size] (ON-LSTM)
+    dropout: Probability = 0.2  # [dropout] on the embeddings, between layers, and in the MLP
+    weight_drop: Probability = 0.0  # [wdrop] DropConnect on the hidden-to-hidden weights (sequence encoders)
+
+    @model_validator(mode="after")
+    def _sizes_divisible_by_chunk(self):
+        if self.name == "onlstm" and self.hidden_size % self.chunk_size:
+            raise ValueError(f"hidden_size={self.hidden_size} is not divisible by chunk_size={self.chunk_size}")
+        return self
+
+    def build(self, vocab_size: int, num_classes: int) -> PairClassifier:
+        return PairClassifier(vocab_size, self, num_classes)
+
+
+class PairClassifier(nn.Module):
+    """Embedding -> encoder (both sides) -> MLP over the pair's features.
+
+    Args:
+        vocab_size: rows of the embedding.
+        config: a `PairClassifierConfig`.
+        num_classes: relations to tell apart.
+    """
+
+    def __init__(self, vocab_size: int, config: PairClassifierConfig, num_classes: int):
+        super().__init__()
+        hidden = config.hidden_size
+        self.name = config.name
+        self.embedding = nn.Embedding(vocab_size, config.emb_size)
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        self.dropout = nn.Dropout(config.dropout)
+        sizes = [config.emb_size] + [hidden] * config.num_layers
+        if config.name == "onlstm":
+            # The official logic model uses the non-inverted DropConnect of its language model.
+            self.encoder = ONLSTMStack(sizes, config.chunk_size, config.dropout, config.weight_drop)
+        elif config.name == "lstm":
+            self.encoder = LSTMStack(sizes, config.dropout, config.weight_drop)
+        else:
+            self.encoder = NaryTreeLSTM(config.emb_size, hidden, 2)
+        self.mlp = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(4 * hidden, hidden), nn.ELU(),
+                                 nn.Dropout(config.dropout), nn.Linear(hidden, num_classes))
+
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids) -> torch.Tensor:
+        """One vector per formula, [N, hidden]: the sequence encoders' state at the last token of each
+        right-padded column of `tokens` [T, N] (`lengths` [N]); the Tree-LSTM's root state over `trees` (with
+        their leaves' ids `leaf_ids`)."""
+        device = self.embedding.weight.device
+        if self.name == "binary-treelstm":
+            batch = TreeBatch.build(trees, device)
+            inputs, rows = batch.word_inputs(torch.cat(leaf_ids).to(device), self.embedding)
+            h, _ = self.encoder(batch, self.dropout(inputs), rows)
+            return h[batch.roots]
+        tokens = tokens.to(device)
+        last_layer = self.encoder(self.dropout(self.embedding(tokens))).outputs[-1]
+        # Padding comes after the last token and the encoders read left to right, so it changes nothing before it.
+        return last_layer[lengths.to(device) - 1, torch.arange(tokens.size(1), device=device)]
+
+    def forward(self, tokens, lengths, trees, leaf_ids) -> torch.Tensor:
+        """Logits [B, num_classes] for B pairs given as 2B formulas (premises first, then hypotheses); the
+        arguments as in `encode`."""
+        vectors = self.encode(tokens, lengths, trees, leaf_ids)
+        a, b = vectors.chunk(2)
+        return self.mlp(torch.cat([a, b, a * b, (a - b).abs()], dim=1))

@@ -1,0 +1,37 @@
+"""A trained logical-inference model: the relation between two propositional-logic formulas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from treenets.data.logic import LABELS, RELATIONS, LogicBatch, LogicPair, parse_formula
+from treenets.errors import TreenetsError
+from treenets.predictors.base import Predictor
+
+
+@dataclass
+class Relation:
+    relation: str  # one of `<`, `>`, `=`, `^`, `|`, `#`, `v`
+    name: str  # e.g. "forward entailment"
+    probabilities: dict[str, float]  # every relation's probability
+
+
+class LogicClassifier(Predictor):
+    """A trained logic model with its vocabulary (from `treenets.load`): classifies formula pairs."""
+
+    @torch.no_grad()
+    def predict(self, premise: str, hypothesis: str) -> Relation:
+        """The relation of `premise` to `hypothesis`, each a bracketed formula such as `( a ( and ( not b ) ) )`
+        (tokens separated by spaces)."""
+        pair = LogicPair(0, parse_formula(premise, "premise"), parse_formula(hypothesis, "hypothesis"))
+        batch = LogicBatch.build([pair], self.vocab)
+        probs = torch.softmax(self.net(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids), dim=-1)[0].cpu()
+        best = LABELS[int(probs.argmax())]
+        return Relation(best, RELATIONS[best], {label: round(float(p), 6) for label, p in zip(LABELS, probs)})
+
+    def predict_command(self, args) -> Relation:
+        if not args.pair:
+            raise TreenetsError("predict: a logic model needs --pair PREMISE HYPOTHESIS (bracketed formulas)")
+        return self.predict(*args.pair)

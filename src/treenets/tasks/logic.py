@@ -1,0 +1,100 @@
+"""Logical inference on propositional logic (Bowman et al. 2015; the ON-LSTM paper, section 6.4).
+
+Pairs of formulas labelled with one of seven relations; a siamese encoder (ON-LSTM, LSTM, or a binary
+Tree-LSTM given the formulas' trees) and an MLP classify each pair (`treenets.nn.pair_classifier`). Trained on
+the pairs with at most `data.max_train_operators` operators (the paper: 6) with every 10th of them held out for
+model selection; the test split holds every file, and the metric reports accuracy by the number of operators
+(1..12, 12 meaning 12 or more), which shows how a model generalises to longer formulas than it was trained on.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field
+
+from treenets.config import TrainConfig
+from treenets.data.batching import ShuffledBatches
+from treenets.data.logic import LABELS, MAX_FILE, LogicBatch, logic_vocab, read_logic_splits
+from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig
+from treenets.optim import AdamConfig, OptimConfig
+from treenets.predictors.logic import LogicClassifier
+from treenets.schema import PositiveInt, Section
+from treenets.tasks import register
+from treenets.tasks.base import Task, evaluating
+from treenets.tasks.metrics import AccuracyByOperators
+
+
+class LogicDataConfig(Section):
+    path: str = "logic"  # folder with train0..train12, test0..test12
+    max_train_operators: Annotated[int, Field(ge=0, le=MAX_FILE)] = 6  # train on train0..trainN
+    valid_every: Annotated[int, Field(ge=2)] = 10  # every k-th training pair (file order) held out for validation
+    batch_size: PositiveInt = 128
+    eval_batch_size: PositiveInt = 256
+
+
+class LogicConfig(Section):
+    task: Literal["logic"]
+    data: LogicDataConfig = LogicDataConfig()
+    model: PairClassifierConfig = PairClassifierConfig()
+    # The official ON-LSTM logic recipe: Adam (eps 1e-9), lr halved when validation stops improving.
+    optim: OptimConfig = AdamConfig(lr=0.001, eps=1e-9, weight_decay=1.2e-6, clip=1.0, lr_plateau_factor=0.5,
+                                    lr_plateau_patience=2)
+    train: TrainConfig = TrainConfig(epochs=50, log_interval=200, seed=1111)
+
+
+@register
+class LogicTask(Task):
+    """Propositional-logic inference."""
+
+    name = "logic"
+    Config = LogicConfig
+    Metric = AccuracyByOperators
+    Predictor = LogicClassifier
+    units = "pairs"
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        cfg = config.data
+        folder = self.data_folder("Bowman's propositional-logic files train0..train12, test0..test12")
+        self.pairs = read_logic_splits(folder, cfg.max_train_operators, cfg.valid_every, self.splits)
+        if self.vocab is None:
+            self.vocab = logic_vocab()
+        if "train" in self.splits:
+            self.batches = ShuffledBatches(len(self.pairs["train"]), cfg.batch_size, config.train.seed,
+                                           rank=self.rank, world=self.world, lengths=self._lengths("train"))
+
+    def _lengths(self, split: str) -> list[int]:
+        """The longer formula's tokens of each pair (what a padded batch's length is)."""
+        return [max(len(p.premise.tokens), len(p.hypothesis.tokens)) for p in self.pairs[split]]
+
+    @classmethod
+    def build_net(cls, config, vocab_size: int) -> PairClassifier:
+        return config.model.build(vocab_size, len(LABELS))
+
+    def next_batch(self) -> LogicBatch | None:
+        rows = self.batches.next_rows()
+        return None if rows is None else LogicBatch.build([self.pairs["train"][i] for i in rows], self.vocab)
+
+    def train_loss(self, model, batch: LogicBatch) -> tuple[torch.Tensor, float]:
+        """Mean cross-entropy of the relations."""
+        logits = model(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids)
+        loss = F.cross_entropy(logits, batch.labels.to(logits.device))
+        return loss, loss.item() * batch.size
+
+    def evaluate(self, model, split: str = "valid", batch_size: int | None = None,
+                 progress=None) -> AccuracyByOperators:
+        size = batch_size or self.config.data.eval_batch_size
+        lengths = self._lengths(split)
+        pairs = [self.pairs[split][i] for i in sorted(range(len(lengths)), key=lengths.__getitem__)]  # less padding
+        metric = AccuracyByOperators(MAX_FILE)
+        with evaluating(model) as net:
+            for start in range(0, len(pairs), size):
+                batch = LogicBatch.build(pairs[start : start + size], self.vocab)
+                metric.add(net(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids), batch.labels,
+                           batch.operators)
+                if progress is not None:
+                    progress(batch.size)
+        return metric

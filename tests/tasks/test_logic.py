@@ -1,0 +1,140 @@
+"""The logic task: its metric by hand, length-bucketed batches, the siamese encoders, and the CLI from training
+to the accuracy-by-operators table and plot."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+import torch
+import yaml
+
+from treenets.cli import main
+from treenets.data.batching import ShuffledBatches
+from treenets.data.logic import LABELS, LogicBatch, LogicPair, logic_vocab, parse_formula
+from treenets.nn.pair_classifier import PairClassifierConfig
+from treenets.predictors import LogicClassifier
+from treenets.tasks.metrics import AccuracyByOperators
+
+
+def test_accuracy_by_operators_by_hand():
+    metric = AccuracyByOperators(max_operators=3)
+    logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 3.0], [5.0, 0.0]])
+    labels = torch.tensor([0, 0, 0, 1, 1])
+    operators = torch.tensor([1, 1, 2, 3, 7])  # 7 counts as "3+"
+    metric.add(logits[:2], labels[:2], operators[:2])
+    metric.add(logits[2:], labels[2:], operators[2:])
+    values = metric.values()
+    assert values["accuracy"] == pytest.approx(3 / 5)
+    assert (values["accuracy_ops_1"], values["accuracy_ops_2"], values["accuracy_ops_3+"]) == (0.5, 1.0, 0.5)
+    assert "accuracy_ops_0" not in values and values["pairs"] == 5
+    xent = [math.log(1 + math.exp(-2)), math.log(1 + math.exp(1)), math.log(1 + math.exp(-1)),
+            math.log(1 + math.exp(-3)), math.log(1 + math.exp(5))]
+    assert values["loss"] == pytest.approx(sum(xent) / 5)
+    assert metric.breakdown() == ("operators", {"1": 0.5, "2": 1.0, "3+": 0.5})
+    assert AccuracyByOperators.improves(0.6, 0.5) and not AccuracyByOperators.improves(0.4, 0.5)
+
+
+def test_length_bucketed_batches_cover_every_example_once_and_resume_the_same():
+    lengths = [random.Random(i).randint(1, 40) for i in range(1000)]
+    batches = ShuffledBatches(1000, 10, seed=3, lengths=lengths)
+    batches.BUCKET_BATCHES = 5
+    epoch = []
+    while (rows := batches.next_rows()) is not None:
+        epoch.append(rows)
+    assert sorted(i for rows in epoch for i in rows) == list(range(1000))
+    spread = sum(max(lengths[i] for i in rows) - min(lengths[i] for i in rows) for rows in epoch) / len(epoch)
+    assert spread < 10  # random batches of 10 from 1..40 spread about 29
+    state = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in batches.state_dict().items()}
+    first = [batches.next_rows() for _ in range(3)]
+    batches.load_state_dict(state)
+    assert [batches.next_rows() for _ in range(3)] == first
+
+
+@pytest.mark.parametrize("encoder", ["onlstm", "lstm", "binary-treelstm"])
+def test_a_formula_gets_the_same_vector_alone_and_padded_in_a_batch(encoder):
+    torch.manual_seed(0)
+    vocab = logic_vocab()
+    model = PairClassifierConfig(name=encoder, emb_size=8, hidden_size=20, chunk_size=5).build(len(vocab), 7)
+    model = model.double().eval()
+    short = LogicPair(0, parse_formula("a", "p"), parse_formula("( not b )", "h"))
+    long = LogicPair(1, parse_formula("( ( not c ) ( and ( d ( or e ) ) ) )", "p"), parse_formula("f", "h"))
+
+    def vectors(pairs):
+        batch = LogicBatch.build(pairs, vocab)
+        return model.encode(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids)
+
+    together = vectors([short, long])
+    torch.testing.assert_close(together[[0, 2]], vectors([short]), rtol=0, atol=1e-12)
+    torch.testing.assert_close(together[[1, 3]], vectors([long]), rtol=0, atol=1e-12)
+    batch = LogicBatch.build([short, long], vocab)
+    assert model(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids).shape == (2, 7)
+
+
+def write_logic_folder(folder, pairs_per_file=12):
+    """train0..train12, test0..test12 of random pairs (relation labels at random)."""
+    rng = random.Random(0)
+
+    def formula(ops):
+        if ops == 0:
+            return rng.choice("abcdef")
+        if rng.random() < 0.3:
+            return f"( not {formula(ops - 1)} )"
+        left = rng.randint(0, ops - 1)
+        return f"( {formula(left)} ( {rng.choice(['and', 'or'])} {formula(ops - 1 - left)} ) )"
+
+    folder.mkdir()
+    for kind in ("train", "test"):
+        for n in range(13):
+            lines = [f"{rng.choice(LABELS)}\t{formula(n)}\t{formula(rng.randint(0, n))}" for _ in range(pairs_per_file)]
+            (folder / f"{kind}{n}").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def logic_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("logic")
+    folder = write_logic_folder(root / "logic")
+    config = {"task": "logic", "data": {"path": str(folder), "max_train_operators": 3, "batch_size": 8},
+              "model": {"name": "onlstm", "emb_size": 8, "hidden_size": 10, "chunk_size": 5},
+              "train": {"epochs": 2, "log_interval": 2, "threads": 1}}
+    (root / "logic.yaml").write_text(yaml.safe_dump(config))
+    assert main(["train", str(root / "logic.yaml"), "--out", str(root / "run"), "--no-progress"]) == 0
+    return root
+
+
+def test_the_cli_trains_a_logic_model_and_reports_accuracy_by_operators(logic_run, capsys):
+    best = logic_run / "run" / "best.pt"
+    plot = logic_run / "acc.png"
+    capsys.readouterr()
+    assert main(["eval", str(best), str(best), "--split", "test", "--plot", str(plot)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    record = json.loads(lines[0])
+    assert record["pairs"] == 13 * 12
+    assert {f"accuracy_ops_{n}" for n in range(12)} | {"accuracy_ops_12+"} <= set(record)
+    table = lines[lines.index(next(line for line in lines if line.strip().startswith("operators"))):]
+    assert [row.split()[0] for row in table[1:14]] == [str(n) for n in range(12)] + ["12+"]
+    assert float(table[13].split()[1]) == pytest.approx(record["accuracy_ops_12+"], abs=1e-4)
+    assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_logic_model_predicts_a_relation(logic_run, capsys):
+    best = logic_run / "run" / "best.pt"
+    model = LogicClassifier.load(best)
+    relation = model.predict("( a ( and b ) )", "a")
+    assert relation.relation in LABELS and sum(relation.probabilities.values()) == pytest.approx(1, abs=1e-5)
+    capsys.readouterr()
+    assert main(["predict", str(best), "--pair", "( not a )", "a"]) == 0
+    assert json.loads(capsys.readouterr().out)["relation"] in LABELS
+    assert main(["predict", str(best), "--pair", "( not a", "a"]) == 2
+    assert "premise: 1 bracket(s) not closed" in capsys.readouterr().err
+
+
+def test_plot_is_refused_for_a_metric_without_groups(tmp_path, capsys):
+    from helpers import train_tiny_lm
+
+    root = train_tiny_lm(tmp_path)
+    assert main(["eval", str(root / "run" / "best.pt"), "--plot", str(tmp_path / "x.png")]) == 2
+    assert "the lm metric has no groups" in capsys.readouterr().err
