@@ -204,3 +204,86 @@ def test_a_run_gives_the_same_numbers_with_either_kernel_backend(tmp_path, corpu
     assert loss_a == pytest.approx(loss_b, rel=1e-4)
     for name in model_a:
         torch.testing.assert_close(model_a[name], model_b[name], rtol=1e-3, atol=1e-5, msg=name)
+
+
+# --- faults: non-finite numbers, stopping, early and stale checkpoints ---------------------------------------
+
+
+def test_a_loss_that_turns_nan_stops_the_run_before_the_update(tmp_path, corpus):
+    from treenets.errors import TreenetsError
+
+    trainer = _trainer(corpus, tmp_path / "run", epochs=5)
+    real_loss = trainer.task.train_loss
+    snapshots = []
+
+    def poisoned(model, batch):
+        snapshots.append({k: v.clone() for k, v in trainer.model.state_dict().items()})
+        loss, summed = real_loss(model, batch)
+        return (loss * float("nan"), float("nan")) if len(snapshots) == 3 else (loss, summed)
+
+    trainer.task.train_loss = poisoned
+    with pytest.raises(TreenetsError, match=r"step 3: the training loss is nan .* at learning rate 5"):
+        trainer.run()
+    for name, tensor in trainer.model.state_dict().items():  # the poisoned step changed nothing
+        assert torch.equal(tensor, snapshots[-1][name]), name
+    assert not (tmp_path / "run" / "best.pt").exists()
+
+
+def test_a_nan_or_infinite_validation_is_never_the_best():
+    from treenets.tasks.metrics import Perplexity
+
+    assert not Perplexity.improves(float("nan"), None)
+    assert not Perplexity.improves(float("inf"), 300.0)
+    assert Perplexity.improves(200.0, None)
+
+
+def test_a_stopped_run_saves_last_pt_after_its_final_validation(tmp_path, corpus):
+    # Before: last.pt was written before the final validation, so it held a stale best, and a resumed run
+    # replaced best.pt by a worse model.
+    result = _trainer(corpus, tmp_path / "run", max_steps=5).run()
+    assert result.reason == "max_steps"
+    last, best = (checkpoint.load(tmp_path / "run" / name)["trainer"] for name in ("last.pt", "best.pt"))
+    assert last["best"] == best["best"] == pytest.approx(result.valid.score)
+    assert last["best_step"] == 5
+
+
+def test_the_first_checkpoint_comes_within_a_minute(tmp_path, corpus, monkeypatch):
+    from treenets import train
+
+    clock = iter(range(0, 10**6, 10))  # every reading of the clock is 10 s later
+    monkeypatch.setattr(train.time, "monotonic", lambda: float(next(clock)))
+    trainer = _trainer(corpus, tmp_path / "run", max_steps=12, checkpoint_minutes=10)
+    saved_at = []
+    real_save = trainer.save_last
+    trainer.save_last = lambda: (saved_at.append(trainer.state.step), real_save())[1]
+    trainer.run()
+    assert saved_at[0] <= 3 and saved_at[-1] == 12  # before: the first save came after 10 minutes
+
+
+def test_an_epoch_without_a_batch_is_an_error(tmp_path, corpus):
+    from treenets.errors import TreenetsError
+
+    trainer = _trainer(corpus, tmp_path / "run")
+    trainer.task.next_batch = lambda: None
+    with pytest.raises(TreenetsError, match="the training data gives no batch"):
+        trainer.run()
+
+
+def test_temporary_files_of_a_killed_write_are_removed_at_start(tmp_path, corpus):
+    (tmp_path / "run").mkdir()
+    stale = tmp_path / "run" / ".last.pt.x1y2.tmp"
+    stale.write_bytes(b"half a checkpoint")
+    keep = tmp_path / "run" / "notes.tmp"
+    keep.write_text("mine")
+    _trainer(corpus, tmp_path / "run")
+    assert not stale.exists() and keep.exists()
+
+
+def test_the_metrics_log_is_strict_json(tmp_path):
+    from treenets.runlog import MetricsLog
+
+    log = MetricsLog(tmp_path / "metrics.jsonl", enabled=True)
+    log.write({"event": "eval", "split": "valid", "step": 1, "loss": float("nan"), "ppl": float("inf")})
+    text = (tmp_path / "metrics.jsonl").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text)["loss"] is None

@@ -44,6 +44,14 @@ def save(payload: dict, path: str | Path) -> Path:
     return path
 
 
+def remove_temporaries(folder: str | Path) -> list[Path]:
+    """Delete the temporary files `save` left in `folder` when a process was killed while writing; returns them."""
+    stale = sorted(Path(folder).glob(".*.pt.*.tmp"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def load(path: str | Path, task: str | None = None) -> dict:
     """Read a checkpoint written by `save`.
 

@@ -4,6 +4,7 @@ when it is installed), read back and drawn as a learning curve."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from treenets.errors import TreenetsError
@@ -25,8 +26,10 @@ class MetricsLog:
     def write(self, record: dict) -> None:
         if not self.enabled:
             return
+        # Strict JSON: a non-finite number (a diverged loss) is written as null, not as a bare NaN.
+        record = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
         with open(self.path, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
+            fh.write(json.dumps(record, allow_nan=False) + "\n")
         if self.writer is not None:
             prefix = record["event"] if record["event"] == "train" else record.get("split", record["event"])
             for key, value in record.items():

@@ -157,6 +157,8 @@ class Trainer:
             ids = [device.index] if device.type == "cuda" else None
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.is_main:
+            checkpoint.remove_temporaries(self.out_dir)
         self.metrics = MetricsLog(self.out_dir / "metrics.jsonl", enabled=self.is_main)
         if self.is_main:
             (self.out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
@@ -289,8 +291,15 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         loss, summed = self.task.train_loss(self.net, batch)
         loss.backward()
-        if config.clip:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip)
+        # The total gradient norm (clipped to `clip` when set); checked with the loss before any update, so a
+        # run that turns NaN or inf stops with its checkpoints holding the last good state.
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip or math.inf)
+        if not (math.isfinite(summed) and math.isfinite(norm.item())):
+            raise TreenetsError(
+                f"step {self.state.step + 1}: the training loss is {summed / batch.size:g} and the gradient norm "
+                f"{norm.item():g} at learning rate {base_lrs[0]:g}: training stopped "
+                "before the update; last.pt and best.pt hold the last good state (try a lower optim.lr, "
+                "gradient clipping with optim.clip, or check the data)")
         self.optimizer.step()
         for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
             group["lr"] = base_lr
@@ -317,7 +326,7 @@ class Trainer:
         cfg, state = self.config.train, self.state
         started = time.monotonic()
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        last_save = time.monotonic()
+        last_save, saved = time.monotonic(), False
         valid, reason = None, None
         # Weights that only weight decay moves (e.g. the N-ary W_f, whose input is zero wherever its gate
         # matters) shrink into denormal floats, which make the CPU's matrix products tens of times slower:
@@ -335,6 +344,9 @@ class Trainer:
                         break
                     batch = self.task.next_batch()
                     if batch is None:
+                        if state.epoch_step == 0:
+                            raise TreenetsError("the training data gives no batch (fewer examples than one batch, or "
+                                                "an empty split): nothing to train on")
                         break
                     step_start = time.monotonic()
                     summed = self._train_step(batch)
@@ -346,9 +358,11 @@ class Trainer:
                     bar.update(1)
                     if state.step % cfg.log_interval == 0 or state.epoch_step == 1:
                         self._log_window(window, bar)
-                    if time.monotonic() - last_save >= cfg.checkpoint_minutes * 60:
+                    # The first checkpoint comes within a minute, so a crash early in a run loses little.
+                    interval = cfg.checkpoint_minutes * 60 if saved else min(60.0, cfg.checkpoint_minutes * 60)
+                    if time.monotonic() - last_save >= interval:
                         self.save_last()
-                        last_save = time.monotonic()
+                        last_save, saved = time.monotonic(), True
                 bar.close()
                 if reason is None:
                     valid = self._end_epoch()
@@ -356,10 +370,12 @@ class Trainer:
                     state.epoch += 1
                     state.epoch_step = 0
                     self.save_last()
-                    last_save = time.monotonic()
+                    last_save, saved = time.monotonic(), True
             if reason is not None:
+                # Validate first, so that last.pt records the best metric including this validation (resuming
+                # must never replace best.pt by a worse model); a signal skips it, to exit within seconds.
+                valid = None if reason in ("SIGINT", "SIGTERM") else self.evaluate("valid")
                 self.save_last()
-                valid = self.evaluate("valid")
             reason = reason or "finished"
         finally:
             for s, handler in handlers.items():

@@ -46,7 +46,9 @@ class Metric:
 
     @classmethod
     def improves(cls, value: float, best: float | None) -> bool:
-        """Whether a score `value` beats `best` (None: nothing yet)."""
+        """Whether a score `value` beats `best` (None: nothing yet); NaN or inf never does."""
+        if not math.isfinite(value):
+            return False
         if best is None:
             return True
         return value > best if cls.higher_is_better else value < best
