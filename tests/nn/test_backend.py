@@ -121,3 +121,19 @@ def test_training_steps_give_the_same_numbers_with_either_backend(case):
     assert losses_a[0] != losses_a[-1]  # the steps changed the model
     for a, b in zip(weights_a, weights_b):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_the_kernel_build_is_named_after_python_torch_and_compiler(monkeypatch):
+    # Before, two environments on one machine (another torch) shared a build name and rebuilt each other's.
+    from treenets.nn import backend
+
+    name = backend.build_name("onlstm")
+    assert name.startswith("treenets_onlstm_") and name == backend.build_name("onlstm")
+    monkeypatch.setattr(backend.torch, "__version__", "0.0.0")
+    assert backend.build_name("onlstm") != name
+    monkeypatch.undo()
+    monkeypatch.setattr(backend.sys, "version", "3.0")
+    assert backend.build_name("onlstm") != name
+    monkeypatch.undo()
+    monkeypatch.setenv("CXX", "clang++")
+    assert backend.build_name("onlstm") != name

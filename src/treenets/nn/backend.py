@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import os
 import platform
+import sys
 import warnings
 from pathlib import Path
 
@@ -85,21 +86,30 @@ def _cpu_features() -> str:
     return "".join(sorted({line for line in lines if line.startswith(("model name", "flags"))}))
 
 
+def build_name(name: str) -> str:
+    """The name of kernels `name`'s build (its folder under torch's extension cache).
+
+    The build depends on the sources, the flags, this CPU (-march=native), the compiler, and the Python and
+    torch it links against: the name is a hash of all of them, so that two environments on one machine never
+    rebuild each other's kernels (torch's loader locks a build folder against concurrent builds).
+    """
+    text = (_SOURCES / f"{name}_cpu.cpp").read_text() + (_SOURCES / "common.h").read_text()
+    build = [text, " ".join(_flags()), platform.machine(), _cpu_features(), os.environ.get("CXX", "c++"),
+             sys.version, torch.__version__]
+    return f"treenets_{name}_{hashlib.sha1(chr(0).join(build).encode()).hexdigest()[:10]}"
+
+
 def kernels(name: str):
     """The compiled module `csrc/<name>_cpu.cpp` (with the shared `csrc/common.h`), built on first use; None
     if it cannot be built (the reason is kept for the `cpp` backend's error; warns once)."""
     if name in _loaded:
         return _loaded[name]
     source = _SOURCES / f"{name}_cpu.cpp"
-    flags = _flags()
-    # The build depends on the sources, the flags and this CPU (-march=native): name it after all of them.
-    text = source.read_text() + (_SOURCES / "common.h").read_text()
-    tag = hashlib.sha1((text + " ".join(flags) + platform.machine() + _cpu_features()).encode()).hexdigest()[:10]
     module = None
     try:
         from torch.utils.cpp_extension import load
 
-        module = load(name=f"treenets_{name}_{tag}", sources=[str(source)], extra_cflags=flags,
+        module = load(name=build_name(name), sources=[str(source)], extra_cflags=_flags(),
                       extra_include_paths=[str(_SOURCES)], verbose=False)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
         _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
