@@ -147,11 +147,31 @@ def build_parser() -> argparse.ArgumentParser:
                            help="random-tree draws averaged (default: 5)")
     _add_data(baselines)
 
+    syneval = commands.add_parser(
+        "syneval", help="targeted syntactic evaluation (Marvin & Linzen 2018) of language models",
+        description="Score the minimal pairs of Marvin & Linzen (2018) (syneval/EMNLP2018/templates under the data "
+                    "root) with each checkpoint: an item is correct when the grammatical sentence has the higher "
+                    "log-probability. Prints, per case of the ON-LSTM paper's Table 3 and per model, the accuracy "
+                    "on all pairs, on the pairs without out-of-vocabulary words, and the count of pairs with one; "
+                    "NPI triples compare the grammatical sentence with the second, 'intrusive' one (the case's "
+                    "row) and with the third, 'ungrammatical' one (the row below).")
+    syneval.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="language-model checkpoints")
+    syneval.add_argument("--cases", nargs="+", metavar="NAME",
+                         help="cases to run, e.g. simple prep npi_across (default: all 15)")
+    syneval.add_argument("--limit", type=int, metavar="N", help="only the first N items of each condition")
+    syneval.add_argument("--batch-size", type=int, default=256, metavar="N", help="sentences per batch")
+    syneval.add_argument("--output", metavar="JSON", help="also write every count and accuracy to JSON")
+    _add_device(syneval)
+    _add_data(syneval)
+
     predict = commands.add_parser(
-        "predict", help="score a sentence pair (relatedness), classify a sentence (sentiment) or score one (LM)",
+        "predict", help="score a sentence pair (relatedness), classify a sentence (sentiment) or a formula pair "
+                        "(logic), or score a sentence (LM)",
         description="Use a checkpoint on your own input; prints JSON.")
     predict.add_argument("checkpoint", help="a relatedness, sentiment or language-model checkpoint")
-    predict.add_argument("--pair", nargs=2, metavar=("A", "B"), help="relatedness: two tokenised sentences")
+    predict.add_argument("--pair", nargs=2, metavar=("A", "B"),
+                         help="relatedness: two tokenised sentences; logic: two bracketed formulas (premise, "
+                              "hypothesis)")
     predict.add_argument("--parents", nargs=2, metavar=("PA", "PB"),
                          help="relatedness with a Tree-LSTM: each sentence's parents as in SICK's .parents "
                               "(dependency) or .cparents (constituency) files")
@@ -304,7 +324,7 @@ def _cmd_parse(args) -> int:
     if args.svg:
         Path(args.svg).mkdir(parents=True, exist_ok=True)
     tokens = [lm.tokenize(s) for s in sentences]
-    parses = iter(lm.parse([t for t in tokens if t], layer, args.split))
+    parses = iter(lm.parse([s for s, t in zip(sentences, tokens) if t], layer, args.split))
     for number, words in enumerate(tokens, start=1):
         if not words:
             print(f"[{number}] (empty sentence skipped)\n")
@@ -378,6 +398,37 @@ def _cmd_baselines(args) -> int:
     return 0
 
 
+def _cmd_syneval(args) -> int:
+    from treenets.data.syneval import load_case, select_cases, templates_folder
+    from treenets.syneval import evaluate_syneval, format_table
+    from treenets.train import resolve_device
+
+    for option, value in (("--limit", args.limit), ("--batch-size", args.batch_size)):
+        if value is not None and value < 1:
+            raise TreenetsError(f"{option} {value}: expected a positive number")
+    cases = [load_case(case, args.data, args.limit) for case in select_cases(args.cases)]
+    device = resolve_device(args.device)
+    items = sum(len(case.items) for case in cases)
+    limit = f", the first {args.limit} of each condition" if args.limit else ""
+    print(f"syneval: {templates_folder(args.data)}: {len(cases)} case(s), {items:,} items{limit}")
+    results, notes = [], []
+    for k, checkpoint in enumerate(args.checkpoints, start=1):
+        result = evaluate_syneval(_load_lm(checkpoint, device), cases, args.batch_size)
+        results.append(result)
+        notes.append(f"[{k}] {len(result.unknown_types)} of {len(result.word_types)} test word types not in the "
+                     f"vocabulary (read as <unk>); {result.sentences:,} sentences scored in {result.seconds:.1f} s")
+    print(format_table(args.checkpoints, results))
+    for line in notes:
+        print(line)
+    if args.output:
+        document = {"data": str(templates_folder(args.data)), "limit": args.limit,
+                    "checkpoints": [{"checkpoint": str(path), **result.to_dict()}
+                                    for path, result in zip(args.checkpoints, results)]}
+        Path(args.output).write_text(json.dumps(document, indent=1))
+        print(f"output: {args.output}")
+    return 0
+
+
 def _cmd_predict(args) -> int:
     from treenets.predictors import Predictor
 
@@ -404,8 +455,8 @@ def _cmd_metrics(args) -> int:
 
 
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
-            "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines, "predict": _cmd_predict,
-            "metrics": _cmd_metrics}
+            "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines, "syneval": _cmd_syneval,
+            "predict": _cmd_predict, "metrics": _cmd_metrics}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -388,13 +388,12 @@ class Trainer:
         elapsed = max(time.monotonic() - window["start"], 1e-9)
         loss = window["loss"] / max(window["units"], 1)
         speed = window["units"] * self.world / elapsed
-        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss}
-        if self.task.Metric.key == "ppl":
-            record["ppl"] = math.exp(min(loss, 50.0))
+        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss,
+                  **self.task.Metric.running(loss)}
         record.update({"lr": self.optimizer.param_groups[0]["lr"], f"{self.task.units}_per_s": speed,
                        "optimizer": self.state.optimizer})
         self.metrics.write(record)
-        shown = {"loss": f"{loss:.3f}", **({"ppl": f"{record['ppl']:.1f}"} if "ppl" in record else {}),
+        shown = {"loss": f"{loss:.3f}", **{k: fmt_metric(v) for k, v in self.task.Metric.running(loss).items()},
                  f"{self.task.units}/s": f"{speed:.0f}"}
         bar.set_postfix(shown)
         if bar.disable and self.is_main:  # no progress bar (not a terminal, or --no-progress): a log line

@@ -135,7 +135,8 @@ def test_download_refuses_a_wrong_checksum_and_leaves_nothing(tmp_path, monkeypa
 
 def test_registry_lists_every_staged_file():
     files = data.registry()
-    assert set(files) == {"ptb", "treebank-sample", "wsj-trees", "sst", "sick"}
+    assert set(files) == {"ptb", "treebank-sample", "wsj-trees", "sst", "sick", "logic", "syneval", "ptb-char"}
+    assert (len(files["logic"]), len(files["syneval"]), len(files["ptb-char"])) == (26, 23, 3)
     for entries in files.values():
         for f in entries:
             assert len(f.sha256) == 64 and f.url.startswith("https://")

@@ -6,16 +6,17 @@ import pytest
 
 from treenets.config import build_config, task_configs
 from treenets.errors import TreenetsError
-from treenets.predictors import LanguageModel, RelatednessPredictor, SentimentClassifier
+from treenets.predictors import LanguageModel, LogicClassifier, RelatednessPredictor, SentimentClassifier
 from treenets.tasks import all_tasks, register, task_class
 from treenets.tasks.base import Task
-from treenets.tasks.metrics import Correlation, Perplexity, SentimentAccuracy
+from treenets.tasks.metrics import AccuracyByOperators, BitsPerCharacter, Correlation, Perplexity, SentimentAccuracy
 
 
 def test_every_task_declares_itself_once():
     tasks = all_tasks()
-    assert sorted(tasks) == ["lm", "relatedness", "sentence-lm", "sentiment"]
+    assert sorted(tasks) == ["char-lm", "lm", "logic", "relatedness", "sentence-lm", "sentiment"]
     expected = {"lm": (Perplexity, LanguageModel), "sentence-lm": (Perplexity, LanguageModel),
+                "char-lm": (BitsPerCharacter, LanguageModel), "logic": (AccuracyByOperators, LogicClassifier),
                 "relatedness": (Correlation, RelatednessPredictor), "sentiment": (SentimentAccuracy,
                                                                                    SentimentClassifier)}
     for name, task in tasks.items():
@@ -26,7 +27,7 @@ def test_every_task_declares_itself_once():
 
 
 def test_unknown_task_is_a_clear_error():
-    with pytest.raises(TreenetsError, match="unknown task 'mt' \\(expected one of: lm, "):
+    with pytest.raises(TreenetsError, match="unknown task 'mt' \\(expected one of: char-lm, lm, logic, "):
         task_class("mt")
 
 

@@ -1,4 +1,5 @@
-"""Word-level language-model data in the Mikolov PTB format, as AWD-LSTM and ON-LSTM read it.
+"""Language-model data in the Mikolov PTB format, as AWD-LSTM and ON-LSTM read it: word-level files
+(`ptb.*.txt`) and character-level ones (`ptb.char.*.txt`: the same sentences, characters separated by spaces).
 
 The corpus is one token stream (`<eos>` appended to every line) cut into `batch_size` columns and read
 time-major in windows of about `bptt` steps.
@@ -18,6 +19,7 @@ from treenets.vocab import Vocab
 
 EOS = "<eos>"
 UNK = "<unk>"
+WORD_BOUNDARY = "_"  # the character that stands for the space between words in character-level files
 
 
 def read_lm_file(path: Path) -> list[list[str]]:
@@ -27,19 +29,54 @@ def read_lm_file(path: Path) -> list[list[str]]:
         TreenetsError: naming the file (and line) when it is missing, binary, not UTF-8, looks like a
             bracketed treebank, contains tabs or `<eos>`, or holds no token at all.
     """
+    return _sentences(path, _read_text(path, "a Mikolov-format text file", "ptb").splitlines())
+
+
+def read_char_lm_file(path: Path) -> list[list[str]]:
+    """Sentences of a character-level Mikolov file (`ptb.char.*.txt`): one sentence per line, its characters
+    separated by spaces, `_` between words (`<unk>` is spelled `< u n k >`), no `<eos>`.
+
+    Mikolov's files end with a line break and a lone space: white space after the last line break is not a
+    sentence (the official readers would count it as an empty one).
+
+    Raises:
+        TreenetsError: as `read_lm_file`, and naming the file, line and token when a token is longer than one
+            character (e.g. a word-level file given as a character corpus).
+    """
+    text = _read_text(path, "a character-level Mikolov-format file (ptb.char.*)", "ptb-char")
+    tail = text[text.rfind("\n") + 1 :]
+    if tail.isspace():
+        text = text[: len(text) - len(tail)]
+    sentences = _sentences(path, text.splitlines())
+    for lineno, sentence in enumerate(sentences, start=1):
+        token = next((t for t in sentence[:-1] if len(t) != 1), None)
+        if token is not None:
+            raise TreenetsError(f"{path}:{lineno}: token {token!r} is not one character; expected characters "
+                                f"separated by spaces with `{WORD_BOUNDARY}` between words (Mikolov's ptb.char.* "
+                                "format, e.g. 't h e _ c a t'), not words")
+    return sentences
+
+
+def _read_text(path: Path, expected: str, dataset: str) -> str:
+    """The text of a corpus file; errors name the file when it is missing, binary or not UTF-8 (`expected`
+    describes the format, `dataset` is what `treenets data download` fetches)."""
     if not path.is_file():
-        raise TreenetsError(f"{path}: missing (expected a Mikolov-format text file; "
-                            "`treenets data download ptb` fetches the Penn Treebank one)")
+        raise TreenetsError(f"{path}: missing (expected {expected}; "
+                            f"`treenets data download {dataset}` fetches the Penn Treebank one)")
     raw = path.read_bytes()
     if b"\0" in raw:
         raise TreenetsError(f"{path}: binary file; expected plain text with one sentence per line")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise TreenetsError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+def _sentences(path: Path, lines: list[str]) -> list[list[str]]:
+    """The tokens of each line of `path` with `<eos>` appended; errors name the file and line."""
     sentences = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(lines, start=1):
         if "\t" in line:
             raise TreenetsError(f"{path}:{lineno}: tab character; expected tokens separated by spaces")
         tokens = line.split()

@@ -46,7 +46,7 @@ def select_row(distances: torch.Tensor, layer: Layer) -> torch.Tensor:
 class Parse:
     """The tree a language model induces for a sentence, from one row of its syntactic distances."""
 
-    words: list[str]  # the sentence as the model read it (normalised)
+    words: list[str]  # the sentence's tokens as the model read them (normalised; characters for a character model)
     distances: torch.Tensor  # [rows, words]: every row of distances
     layer: Layer  # the row the tree is built from
     split: str  # "official" or "before" (see `treenets.trees.tree_from_distances`)
@@ -71,19 +71,25 @@ class Parse:
 class LanguageModel(Predictor):
     """A trained language model with its vocabulary (from `treenets.load(checkpoint)`).
 
-    Sentences are strings (split on white space) or lists of tokens. Text is normalised to the vocabulary's
+    Sentences are strings (split on white space) or lists of words. Text is normalised to the vocabulary's
     conventions when the vocabulary has them: lower-cased if it holds no upper-case word, digit runs
-    replaced by `N` if it holds `N` and no digits (the PTB rules). Words outside the vocabulary are read as
-    `<unk>` and reported. Each sentence is read between the boundary tokens its task trained the model with
-    (`<eos>` on both sides for a stream language model, as the official ON-LSTM parsing code does; `<s>`,
-    `</s>` for a sentence-level one, as PRPN's).
+    replaced by `N` if it holds `N` and no digits (the PTB rules); then the words become the tokens the
+    network reads as its task declares (`Task.split_words`: the words themselves, or for a character-level
+    model their characters with `_` between words), and trees are drawn over those tokens. Tokens outside
+    the vocabulary are read as `<unk>` and reported (an error for a vocabulary without `<unk>`, e.g. the
+    characters of a character-level model). Each sentence is read between the boundary tokens its task
+    trained the model with (`<eos>` on both sides for a stream language model, as the official ON-LSTM
+    parsing code does; `<s>`, `</s>` for a sentence-level one, as PRPN's).
     """
 
     def __init__(self, net, vocab, config, device="cpu"):
         from treenets.tasks import task_class
 
         super().__init__(net, vocab, config, device)
-        self.bos, self.eos = task_class(config.task).boundaries
+        task = task_class(config.task)
+        self.bos, self.eos = task.boundaries
+        self.token_unit = task.token_unit  # "word", or e.g. "character": what the tokens and tree leaves are
+        self._split_words = task.split_words
         unk = vocab.unk
         words = [w for w in vocab.words if w not in (self.eos, unk)]
         self._lower = not any(w != w.lower() for w in words)
@@ -91,12 +97,21 @@ class LanguageModel(Predictor):
 
     # --- reading sentences -------------------------------------------------------------------------------
     def tokenize(self, sentence: str | list[str]) -> list[str]:
-        tokens = sentence.split() if isinstance(sentence, str) else list(sentence)
+        """The tokens the network reads for a sentence: its words normalised, then split as the task declares."""
+        words = sentence.split() if isinstance(sentence, str) else list(sentence)
         if self._lower:
-            tokens = [t.lower() for t in tokens]
+            words = [w.lower() for w in words]
         if self._digits:
-            tokens = [_DIGITS.sub("N", t) for t in tokens]
-        return tokens
+            words = [_DIGITS.sub("N", w) for w in words]
+        return self._split_words(words)
+
+    def require_words(self, context: str) -> None:
+        """A clear error, prefixed by `context`, unless the model's tokens are words: trees over other units
+        (characters) cannot be scored against a treebank's trees over words."""
+        if self.token_unit != "word":
+            raise TreenetsError(f"{context}: a {self.token_unit}-level model ({self.config.task}) draws its trees "
+                                f"over {self.token_unit}s, a treebank's are over words, so they cannot be scored "
+                                "against each other (`treenets parse` shows its trees)")
 
     def _encode_batch(self, sentences: list):
         """Tokens, ids and unknown words of each sentence, and a right-padded `[T, B]` batch of
@@ -107,7 +122,10 @@ class LanguageModel(Predictor):
             tokens = self.tokenize(sentence)
             if not tokens:
                 raise TreenetsError(f"empty sentence {sentence!r}: expected at least one word")
-            ids, unknown = self.vocab.encode([self.bos] + tokens + [self.eos])
+            try:
+                ids, unknown = self.vocab.encode([self.bos] + tokens + [self.eos])
+            except TreenetsError as exc:
+                raise TreenetsError(f"sentence {sentence!r}: {exc}") from None
             rows.append((tokens, ids, unknown))
         width = max(len(ids) for _, ids, _ in rows)
         batch = torch.full((width, len(rows)), self.vocab.index[self.eos], dtype=torch.long)
@@ -224,4 +242,4 @@ class LanguageModel(Predictor):
         chosen = self.layers("default" if layer is None else layer)[0]
         tokens = [self.tokenize(s) for s in sentences]
         return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab])
-                for words, distances in zip(tokens, self.distances(tokens, batch_size=batch_size))]
+                for words, distances in zip(tokens, self.distances(sentences, batch_size=batch_size))]

@@ -24,6 +24,9 @@ class Task:
         Predictor: the user-facing class that wraps a trained network (`treenets.predictors`).
         units: what a batch's `size` counts, for speeds in the log ("tokens", "pairs", ...).
         all_splits: the splits it can read.
+        token_unit: what one input token of its network is ("word" unless declared otherwise, e.g.
+            "character"), with `split_words` saying how a sentence's words become those tokens (predictors
+            read both to take text).
 
     and implements `build_net` (the network for a config and vocabulary size), reading its data in
     `__init__` (building the vocabulary when none is given), `batches_per_epoch()`, `next_batch()` (None at
@@ -47,6 +50,12 @@ class Task:
     Predictor: ClassVar[type]
     units: ClassVar[str]
     all_splits: ClassVar[tuple[str, ...]] = ("train", "valid", "test")
+    token_unit: ClassVar[str] = "word"
+
+    @staticmethod
+    def split_words(words: list[str]) -> list[str]:
+        """The tokens the network reads for a sentence of `words`: the words themselves."""
+        return list(words)
 
     def __init__(self, config, vocab: Vocab | None = None, root=None, device=None, rank: int = 0, world: int = 1,
                  splits: tuple[str, ...] | None = None):

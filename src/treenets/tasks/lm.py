@@ -82,13 +82,14 @@ class LMTask(Task):
     Predictor = LanguageModel
     units = "tokens"
     boundaries = (EOS, EOS)  # the tokens around a sentence read on its own, as this task trains models to see them
+    read_corpus = staticmethod(read_lm_file)  # path -> sentences (token lists ending in <eos>)
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         cfg = config.data
         folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}")
         files = {"train": folder / cfg.train, "valid": folder / cfg.valid, "test": folder / cfg.test}
-        sentences = {split: read_lm_file(files[split]) for split in self.splits}
+        sentences = {split: self.read_corpus(files[split]) for split in self.splits}
         if self.vocab is None:
             self.vocab = Vocab.from_corpus(sentences["train"], unk=UNK)
         self.streams = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
@@ -128,7 +129,8 @@ class LMTask(Task):
         return loss, xent.item() * batch.size
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Perplexity:
-        """Mean cross-entropy over every target of `split` and its perplexity (all processes together)."""
+        """Mean cross-entropy over every target of `split` and its perplexity, as the task's `Metric` (all
+        processes together)."""
         size = batch_size or (self.config.data.test_batch_size if split == "test" else self.config.data.eval_batch_size)
         batched = batchify(self.streams[split], size)
         if size % self.world == 0:
@@ -136,7 +138,7 @@ class LMTask(Task):
         elif self.rank != 0:  # columns cannot be shared out: process 0 evaluates alone
             batched = batched[:0]
         stream = BPTTStream(batched.to(self.device), self.config.data.bptt, variable=False, seed=0)
-        metric = Perplexity(self.device)
+        metric = self.Metric(self.device)
         state = None
         with evaluating(model) as net:
             while (window := stream.next_window()) is not None:

@@ -29,6 +29,11 @@ class Metric:
     def values(self) -> dict:
         raise NotImplementedError
 
+    @classmethod
+    def running(cls, loss: float) -> dict:
+        """What the training log shows beside a running mean training loss (perplexity, bits per character)."""
+        return {}
+
     def breakdown(self) -> tuple[str, dict[str, float]] | None:
         """The selection value by group, for tables and plots across models (`treenets eval`): (what the
         groups are, group -> value); None for metrics without groups."""
@@ -74,6 +79,10 @@ class Perplexity(Metric):
         self.total[0] += summed_xent.double()
         self.total[1] += tokens
 
+    @classmethod
+    def running(cls, loss: float) -> dict:
+        return {"ppl": math.exp(min(loss, 50.0))}
+
     def reduce(self, world: int) -> Perplexity:
         """Sum over the processes (every process must call it)."""
         if world > 1:
@@ -83,6 +92,23 @@ class Perplexity(Metric):
     def values(self) -> dict:
         loss = (self.total[0] / self.total[1]).item()
         return {"loss": loss, "ppl": math.exp(loss), "tokens": int(self.total[1].item())}
+
+
+class BitsPerCharacter(Perplexity):
+    """Character-level language modelling: the mean cross-entropy per character in bits (`bpc`, the figure
+    character-level papers report and the selection value), beside the loss in nats and the perplexity;
+    accumulated as `Perplexity` (summed cross-entropy in nats, characters)."""
+
+    key = "bpc"
+
+    @classmethod
+    def running(cls, loss: float) -> dict:
+        return {"bpc": loss / math.log(2)}
+
+    def values(self) -> dict:
+        perplexity = super().values()
+        return {"loss": perplexity["loss"], "bpc": perplexity["loss"] / math.log(2), "ppl": perplexity["ppl"],
+                "characters": perplexity["tokens"]}
 
 
 class Correlation(Metric):

@@ -32,6 +32,7 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     Returns the results per layer, the distances per sentence (`[rows, words]`, None for an empty
     sentence), and counts of the words the vocabulary did not know.
     """
+    lm.require_words(f"parse-eval: {checkpoint}")
     present = [i for i, s in enumerate(sentences) if s.words]
     parses = [None] * len(sentences)
     bar = tqdm(total=len(present), unit="sent", desc=f"distances {Path(checkpoint).name}", leave=False,
