@@ -180,8 +180,9 @@ def test_syneval_errors(run, tmp_path, capsys):
     assert main(["syneval", checkpoint, "--cases", "simple", "agreement", "--data", str(run[0] / "data")]) == 2
     err = capsys.readouterr().err
     assert "treenets: error: unknown syneval case 'agreement': expected one of simple, sent_comp, vp_coord" in err
-    assert main(["syneval", checkpoint, "--limit", "0"]) == 2
-    assert "--limit 0: expected a positive number" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse refuses it, naming the option
+        main(["syneval", checkpoint, "--limit", "0"])
+    assert "--limit: 0: expected a positive number" in capsys.readouterr().err
     assert main(["syneval", checkpoint, "--cases", "sent_comp", "--data", str(run[0] / "data")]) == 2
     assert "sent_comp.pickle: missing" in capsys.readouterr().err
     from treenets.config import build_config

@@ -15,6 +15,17 @@ DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, 
 Data is found through --data DIR, else $TREENETS_DATA, else ../shared/data when it exists."""
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse names the option and exits 2 otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: expected a positive number")
+    return value
+
+
 def _add_data(parser):
     parser.add_argument("--data", metavar="DIR", default=None,
                         help="data root (default: $TREENETS_DATA, else ../shared/data when it exists)")
@@ -54,11 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue from a last.pt (default: <run folder>/last.pt)")
     train.add_argument("--overwrite", action="store_true",
                        help="start from scratch even if the run folder already holds a checkpoint")
-    train.add_argument("--max-steps", type=int, metavar="N",
+    train.add_argument("--max-steps", type=positive_int, metavar="N",
                        help="stop after N optimizer steps in all, resumed ones included (train.max_steps)")
     train.add_argument("--max-minutes", type=float, metavar="M",
                        help="stop after M minutes of this run (train.max_minutes)")
-    train.add_argument("--threads", type=int, metavar="N", help="torch intra-op threads (train.threads)")
+    train.add_argument("--threads", type=positive_int, metavar="N", help="torch intra-op threads (train.threads)")
     train.add_argument("--embeddings", metavar="FILE",
                        help="word vectors for relatedness/sentiment: a GloVe-format text file, or a .pth matrix in "
                             "vocabulary order (data.embeddings)")
@@ -77,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(e.g. seeds), a last line with the mean and standard deviation of every metric.")
     evaluate.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="best.pt or last.pt files")
     evaluate.add_argument("--split", choices=["valid", "test"], default="valid", help="which split (default: valid)")
-    evaluate.add_argument("--batch-size", type=int, metavar="N",
+    evaluate.add_argument("--batch-size", type=positive_int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
     evaluate.add_argument("--plot", metavar="PNG",
                           help="for metrics by group (logic: accuracy by number of operators), draw every checkpoint's "
@@ -133,8 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                             help="where the largest distance splits a span (default: official)")
     parse_eval.add_argument("--output", metavar="DIR",
                             help="write predicted trees, per-sentence scores (JSONL) and a few figures to DIR")
-    parse_eval.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch")
-    parse_eval.add_argument("--random-draws", type=int, default=5, metavar="N",
+    parse_eval.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="sentences per batch")
+    parse_eval.add_argument("--random-draws", type=positive_int, default=5, metavar="N",
                             help="random-tree draws averaged for the random baseline (default: 5)")
     _add_device(parse_eval, default="cpu", default_text="cpu")
     _add_data(parse_eval)
@@ -143,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     description="Right- and left-branching, balanced and random trees, scored "
                                                 "like `parse-eval`.")
     _add_treebank(baselines)
-    baselines.add_argument("--random-draws", type=int, default=5, metavar="N",
+    baselines.add_argument("--random-draws", type=positive_int, default=5, metavar="N",
                            help="random-tree draws averaged (default: 5)")
     _add_data(baselines)
 
@@ -158,8 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     syneval.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="language-model checkpoints")
     syneval.add_argument("--cases", nargs="+", metavar="NAME",
                          help="cases to run, e.g. simple prep npi_across (default: all 15)")
-    syneval.add_argument("--limit", type=int, metavar="N", help="only the first N items of each condition")
-    syneval.add_argument("--batch-size", type=int, default=256, metavar="N", help="sentences per batch")
+    syneval.add_argument("--limit", type=positive_int, metavar="N", help="only the first N items of each condition")
+    syneval.add_argument("--batch-size", type=positive_int, default=256, metavar="N", help="sentences per batch")
     syneval.add_argument("--output", metavar="JSON", help="also write every count and accuracy to JSON")
     _add_device(syneval)
     _add_data(syneval)
@@ -240,7 +251,7 @@ def _cmd_eval(args) -> int:
     from treenets.runlog import format_breakdown, plot_breakdown
     from treenets.train import make_task, resolve_device
 
-    device = resolve_device(args.device)
+    device = resolve_device(args.device, "--device")
     results, breakdowns = [], {}
     for path in args.checkpoints:
         saved = checkpoint.load(path)
@@ -403,11 +414,8 @@ def _cmd_syneval(args) -> int:
     from treenets.syneval import evaluate_syneval, format_table
     from treenets.train import resolve_device
 
-    for option, value in (("--limit", args.limit), ("--batch-size", args.batch_size)):
-        if value is not None and value < 1:
-            raise TreenetsError(f"{option} {value}: expected a positive number")
     cases = [load_case(case, args.data, args.limit) for case in select_cases(args.cases)]
-    device = resolve_device(args.device)
+    device = resolve_device(args.device, "--device")
     items = sum(len(case.items) for case in cases)
     limit = f", the first {args.limit} of each condition" if args.limit else ""
     print(f"syneval: {templates_folder(args.data)}: {len(cases)} case(s), {items:,} items{limit}")

@@ -43,16 +43,18 @@ def fmt_metric(value: float | None) -> str:
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.4f}"
 
 
-def resolve_device(name: str) -> torch.device:
-    """`auto` -> cuda if available else cpu; a CUDA device that is not there is an error."""
-    if name == "auto":
+def resolve_device(name: str | torch.device, option: str = "train.device") -> torch.device:
+    """`auto` -> cuda if available else cpu; a device that is not one, or a CUDA device that is not there, is an
+    error naming `option`."""
+    if str(name) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)
-    except RuntimeError:
-        raise TreenetsError(f"train.device: {name!r} is not a device (expected auto, cpu, cuda, cuda:N)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise TreenetsError(f"train.device: {name!r} requested but CUDA is not available on this machine")
+    except (RuntimeError, TypeError):
+        raise TreenetsError(f"{option}: {str(name)!r} is not a device (expected auto, cpu, cuda, cuda:N)") from None
+    if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
+        raise TreenetsError(f"{option}: {str(name)!r} requested but this machine has "
+                            f"{torch.cuda.device_count()} CUDA device(s)")
     return device
 
 

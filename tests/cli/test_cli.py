@@ -92,7 +92,9 @@ def test_existing_run_folder_needs_resume_or_overwrite(trained, capsys):
     (["train", "{config}", "--set", "data.path=ptb_lm", "--data", "/nonexistent/data"], "/nonexistent/data"),
     (["train", "{config}", "--set", "model.chunk_sise=3"], "unknown key 'model.chunk_sise'"),
     (["train", "{config}", "--set", "model.hidden_size=13"], "not divisible by chunk_size"),
-    (["train", "{config}", "--device", "cuda:7"], "CUDA is not available"),
+    (["train", "{config}", "--device", "cuda:7"], "'cuda:7' requested but this machine has"),
+    (["parse", "{best}", "a cat", "--device", "cuda:7"], "'cuda:7' requested but this machine has"),
+    (["eval", "{best}", "--device", "tpu"], "--device: 'tpu' is not a device"),
     (["eval", "{corrupt}"], "truncated or corrupt"),
     (["eval", "{config}"], "not a treenets checkpoint"),
     (["train"], "give a CONFIG file"),
@@ -100,13 +102,27 @@ def test_existing_run_folder_needs_resume_or_overwrite(trained, capsys):
 def test_bad_input_exits_2_with_one_message(trained, tmp_path, capsys, args, message):
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes((trained / "run" / "best.pt").read_bytes()[:1000])
-    names = {"config": str(trained / "tiny.yaml"), "corrupt": str(corrupt)}
+    names = {"config": str(trained / "tiny.yaml"), "corrupt": str(corrupt), "best": str(trained / "run" / "best.pt")}
     args = [a.format(**names) for a in args]
     if args[0] == "train":
         args += ["--out", str(tmp_path / "out"), "--no-progress"]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("treenets: error:") and message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args", [["parse-eval", "x.pt", "--treebank", "wsj22", "--batch-size", "0"],
+                                  ["baselines", "--treebank", "wsj22", "--random-draws", "-1"],
+                                  ["eval", "x.pt", "--batch-size", "many"], ["train", "c.yaml", "--threads", "0"],
+                                  ["syneval", "x.pt", "--limit", "0"]])
+def test_counts_on_the_command_line_must_be_positive(args, capsys):
+    # Before: `parse-eval --batch-size 0` ended in "ValueError: range() arg 3 must not be zero".
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "expected a positive number" in err or "is not a whole number" in err
     assert "Traceback" not in err
 
 

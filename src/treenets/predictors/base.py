@@ -23,7 +23,9 @@ class Predictor:
     """
 
     def __init__(self, net: torch.nn.Module, vocab: Vocab, config, device="cpu"):
-        self.device = torch.device(device)
+        from treenets.train import resolve_device
+
+        self.device = resolve_device(device, "device")
         self.net, self.vocab, self.config = net.to(self.device).eval(), vocab, config
 
     @classmethod
