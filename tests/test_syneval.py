@@ -73,8 +73,8 @@ def test_counts_and_accuracies_by_hand():
     assert (pairs.against, pairs.pairs, pairs.oov_pairs, pairs.correct, pairs.covered_correct) == \
            ("ungrammatical", 5, 2, 3, 2)
     assert pairs.accuracy == 0.6 and pairs.covered_pairs == 3 and pairs.covered_accuracy == 2 / 3
-    # NPI: the grammatical sentence against the intrusive one (headline), then against the unlicensed one
-    intrusive, unlicensed = npi.comparisons
+    # simple NPI: the grammatical sentence against the unlicensed one (the paper's row), then the intrusive one
+    unlicensed, intrusive = npi.comparisons
     assert (npi.name, npi.label) == ("npi_simple", "NPI: simple")
     assert (intrusive.against, intrusive.pairs, intrusive.oov_pairs, intrusive.correct) == ("intrusive", 2, 1, 1)
     assert intrusive.covered_accuracy == 1.0
@@ -105,8 +105,8 @@ def test_covered_accuracy_is_none_without_covered_pairs_and_the_table_shows_a_da
     assert lines[:2] == ["[1] one.pt", "[2] two.pt"]
     assert lines[3].split() == ["case", "pairs"] + ["all", "covered", "oov"] * 2
     assert lines[4].split() == ["Simple", "1", "1.00", "-", "1", "0.00", "-", "1"]
-    assert lines[5].split() == ["NPI:", "simple", "2", "0.50", "1.00", "1", "0.00", "0.00", "1"]
-    assert lines[6].split() == ["vs.", "ungrammatical", "2", "0.50", "0.00", "1", "0.50", "1.00", "1"]
+    assert lines[5].split() == ["NPI:", "simple", "2", "0.50", "0.00", "1", "0.50", "1.00", "1"]
+    assert lines[6].split() == ["vs.", "intrusive", "2", "0.50", "1.00", "1", "0.00", "0.00", "1"]
     assert len(lines) == 7
 
 
@@ -170,7 +170,7 @@ def test_syneval_on_the_published_pairs(run, data_root, capsys):
     assert main(["syneval", checkpoint, checkpoint, "--cases", "npi_simple", "simple", "--limit", "5"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "2 case(s), 30 items, the first 5 of each condition" in out[0]
-    rows = [line for line in out if line.startswith(("Simple", "NPI: simple", "  vs. ungrammatical"))]
+    rows = [line for line in out if line.startswith(("Simple", "NPI: simple", "  vs. intrusive"))]
     assert [row.split()[-7] for row in rows] == ["10", "20", "20"]  # pairs
     assert all(row.split()[-6:-3] == row.split()[-3:] for row in rows)  # the same model twice, side by side
 

@@ -265,9 +265,10 @@ def _cmd_eval(args) -> int:
         print(json.dumps({"checkpoint": str(path), "split": args.split, **values}))
         results.append(values)
         if result.breakdown() is not None:
-            title, breakdowns[str(path)] = result.breakdown()
+            title, breakdowns[f"[{len(results)}]"] = result.breakdown()
             key = result.key
     if breakdowns:
+        print("\n".join(f"[{k}] {path}" for k, path in enumerate(args.checkpoints, start=1)))
         print(format_breakdown(title, breakdowns))
         if args.plot:
             plot_breakdown(title, key, breakdowns, args.plot)

@@ -57,8 +57,9 @@ def read_metrics(run: str | Path) -> list[dict]:
 
 
 def plot_curve(records: list[dict], out: str | Path) -> None:
-    """The learning curve against optimizer steps, to a PNG file: training and validation perplexity for
-    language models (log scale), else the validation metric (Pearson, accuracy) and the training loss."""
+    """The learning curve against optimizer steps, to a PNG file: training and validation perplexity (log scale)
+    or bits per character for language models, else the validation metric (Pearson, accuracy) and the training
+    loss."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -66,11 +67,12 @@ def plot_curve(records: list[dict], out: str | Path) -> None:
 
     valid = [r for r in records if r["event"] == "eval" and r.get("split") == "valid"]
     train = [r for r in records if r["event"] == "train"]
-    key = next((k for k in ("ppl", "pearson", "root_accuracy", "accuracy") if valid and k in valid[0]), "loss")
+    key = next((k for k in ("bpc", "ppl", "pearson", "root_accuracy", "accuracy") if valid and k in valid[0]), "loss")
     fig, ax = plt.subplots(figsize=(7, 4))
-    if key == "ppl":
-        ax.plot([r["step"] for r in train], [r["ppl"] for r in train], label="train (running)", alpha=0.6)
-        ax.set_yscale("log")
+    if key in ("ppl", "bpc"):  # language models: the running training figure beside validation
+        shown = [r for r in train if r.get(key) is not None]
+        ax.plot([r["step"] for r in shown], [r[key] for r in shown], label="train (running)", alpha=0.6)
+        ax.set_yscale("log" if key == "ppl" else "linear")
     else:
         twin = ax.twinx()
         twin.plot([r["step"] for r in train], [r["loss"] for r in train], color="tab:gray", alpha=0.5)

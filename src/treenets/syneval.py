@@ -77,7 +77,7 @@ def evaluate_syneval(lm: LanguageModel, cases: list[CaseItems], batch_size: int 
     """Count the correct items of each case and comparison.
 
     Sentences are scored as the model reads them (`lm.tokenize`, unknown tokens as `<unk>`): one sentence
-    of each distinct reading, in batches of readings of the same length, so that two sentences the model
+    of each distinct reading, in batches cut from the readings sorted by length, so that two sentences the model
     cannot tell apart get the very same score and tie (a wrong answer) whatever batch they fall in.
     """
     vocab = lm.vocab
@@ -114,6 +114,7 @@ def evaluate_syneval(lm: LanguageModel, cases: list[CaseItems], batch_size: int 
                 correct += right
                 covered_correct += right and not unknown
             comparisons.append(ComparisonResult(against, pairs, oov, correct, covered_correct))
+        comparisons.sort(key=lambda c: c.against != case.case.headline)  # the paper's row first
         results.append(CaseResult(case.case.name, case.case.label, comparisons))
     unknown_types = {t for words in unknown_words.values() for t in words}
     return SynevalResult(results, len(forms), sorted(types), sorted(unknown_types), seconds)

@@ -167,12 +167,15 @@ class Trainer:
         self._signal = None
 
     def _make_scheduler(self):
-        """Learning rate x factor when validation has not improved for `patience` epochs (PRPN's recipe)."""
+        """Learning rate x factor when validation (its loss, or the task's metric: `lr_plateau_on`) has not improved
+        for `patience` epochs (PRPN's recipe; the official ON-LSTM logic code watches accuracy)."""
         config = self.config.optim
         if config.lr_plateau_factor is None:
             return None
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, "min", config.lr_plateau_factor,
-                                                          config.lr_plateau_patience, threshold=0)
+        on_score = config.lr_plateau_on == "score" and self.task.Metric.higher_is_better
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, "max" if on_score else "min",
+                                                          config.lr_plateau_factor, config.lr_plateau_patience,
+                                                          threshold=0)
 
     # --- checkpoints ---------------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -265,7 +268,9 @@ class Trainer:
         self._signal = signal.Signals(signum).name
         signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
 
-    def _stop_reason(self, started: float) -> str | None:
+    def _poll(self, started: float, save_due: bool) -> tuple[str | None, bool]:
+        """(why to stop now, or None; whether to write a checkpoint now), the same in every process (the first
+        process to see a reason or a due checkpoint decides for all: `save_last` is collective)."""
         cfg = self.config.train
         reason = None
         if self._signal:
@@ -274,12 +279,12 @@ class Trainer:
             reason = "max_steps"
         elif cfg.max_minutes is not None and time.monotonic() - started >= cfg.max_minutes * 60:
             reason = "max_minutes"
-        if self.world > 1:  # all processes stop at the same step
+        if self.world > 1:  # all processes stop, and save, at the same step
             codes = ["", "max_steps", "max_minutes", "SIGTERM", "SIGINT"]
-            flag = torch.tensor([codes.index(reason or "")], device=self.device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            reason = codes[int(flag.item())] or None
-        return reason
+            flags = torch.tensor([codes.index(reason or ""), int(save_due)], device=self.device)
+            dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+            reason, save_due = codes[int(flags[0].item())] or None, bool(flags[1].item())
+        return reason, save_due
 
     def _train_step(self, batch) -> float:
         config = self.config.optim
@@ -295,12 +300,14 @@ class Trainer:
         loss.backward()
         # The total gradient norm (clipped to `clip` when set); checked with the loss before any update, so a
         # run that turns NaN or inf stops with its checkpoints holding the last good state.
+        # (The norm is of the gradients all processes share; the loss is this process's, checked alone only when
+        # it is the only one, so that every process decides the same.)
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip or math.inf)
-        if not (math.isfinite(summed) and math.isfinite(norm.item())):
+        if not math.isfinite(norm.item()) or (self.world == 1 and not math.isfinite(summed)):
             raise TreenetsError(
                 f"step {self.state.step + 1}: the training loss is {summed / batch.size:g} and the gradient norm "
                 f"{norm.item():g} at learning rate {base_lrs[0]:g}: training stopped "
-                "before the update; last.pt and best.pt hold the last good state (try a lower optim.lr, "
+                "before the update; the checkpoints written before (if any) are intact (try a lower optim.lr, "
                 "gradient clipping with optim.clip, or check the data)")
         self.optimizer.step()
         for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
@@ -321,7 +328,7 @@ class Trainer:
             self.scheduler = self._make_scheduler()
         state.history.append(loss)
         if self.scheduler is not None:
-            self.scheduler.step(loss)
+            self.scheduler.step(result.score if config.lr_plateau_on == "score" else loss)
         return result
 
     def run(self) -> TrainResult:
@@ -341,9 +348,14 @@ class Trainer:
                            desc=f"epoch {state.epoch}", unit="batch", dynamic_ncols=True, leave=False)
                 window = {"loss": 0.0, "units": 0, "start": time.monotonic()}
                 while True:
-                    reason = self._stop_reason(started)
+                    # The first checkpoint comes within a minute, so a crash early in a run loses little.
+                    interval = cfg.checkpoint_minutes * 60 if saved else min(60.0, cfg.checkpoint_minutes * 60)
+                    reason, save_due = self._poll(started, time.monotonic() - last_save >= interval)
                     if reason is not None:
                         break
+                    if save_due:
+                        self.save_last()
+                        last_save, saved = time.monotonic(), True
                     batch = self.task.next_batch()
                     if batch is None:
                         if state.epoch_step == 0:
@@ -360,11 +372,6 @@ class Trainer:
                     bar.update(1)
                     if state.step % cfg.log_interval == 0 or state.epoch_step == 1:
                         self._log_window(window, bar)
-                    # The first checkpoint comes within a minute, so a crash early in a run loses little.
-                    interval = cfg.checkpoint_minutes * 60 if saved else min(60.0, cfg.checkpoint_minutes * 60)
-                    if time.monotonic() - last_save >= interval:
-                        self.save_last()
-                        last_save, saved = time.monotonic(), True
                 bar.close()
                 if reason is None:
                     valid = self._end_epoch()
@@ -374,10 +381,13 @@ class Trainer:
                     self.save_last()
                     last_save, saved = time.monotonic(), True
             if reason is not None:
-                # Validate first, so that last.pt records the best metric including this validation (resuming
-                # must never replace best.pt by a worse model); a signal skips it, to exit within seconds.
-                valid = None if reason in ("SIGINT", "SIGTERM") else self.evaluate("valid")
+                # Save, validate, save again: last.pt then records the best metric including this validation
+                # (resuming must never replace best.pt by a worse model), and nothing is lost if the process is
+                # killed during the validation. A signal skips the validation, to exit within seconds.
                 self.save_last()
+                if reason not in ("SIGINT", "SIGTERM"):
+                    valid = self.evaluate("valid")
+                    self.save_last()
             reason = reason or "finished"
         finally:
             for s, handler in handlers.items():
@@ -390,12 +400,12 @@ class Trainer:
         elapsed = max(time.monotonic() - window["start"], 1e-9)
         loss = window["loss"] / max(window["units"], 1)
         speed = window["units"] * self.world / elapsed
-        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss,
-                  **self.task.Metric.running(loss)}
+        running = self.task.Metric.running(loss)
+        record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss, **running}
         record.update({"lr": self.optimizer.param_groups[0]["lr"], f"{self.task.units}_per_s": speed,
                        "optimizer": self.state.optimizer})
         self.metrics.write(record)
-        shown = {"loss": f"{loss:.3f}", **{k: fmt_metric(v) for k, v in self.task.Metric.running(loss).items()},
+        shown = {"loss": f"{loss:.3f}", **{k: fmt_metric(v) for k, v in running.items()},
                  f"{self.task.units}/s": f"{speed:.0f}"}
         bar.set_postfix(shown)
         if bar.disable and self.is_main:  # no progress bar (not a terminal, or --no-progress): a log line

@@ -50,7 +50,7 @@ class Vocab:
             i = self.index.get(token)
             if i is None:
                 if self.unk is None:
-                    raise TreenetsError(f"word {token!r} is not in the vocabulary, which has no unknown token")
+                    raise TreenetsError(f"token {token!r} is not in the vocabulary, which has no unknown token")
                 unknown.append(token)
                 i = self.index[self.unk]
             ids.append(i)

@@ -134,3 +134,19 @@ def test_an_lstm_scores_sentences_but_induces_no_trees(lstm_checkpoint, capsys):
     assert "gives no syntactic distances" in capsys.readouterr().err
     assert main(["eval", str(lstm_checkpoint), "--split", "test"]) == 0
     assert "ppl" in capsys.readouterr().out
+
+
+def test_ar_acts_after_the_output_dropout_and_tar_before_it_as_awd_lstm():
+    from treenets.tasks.lm import LMLossConfig, language_model_loss
+
+    model = small_model(dropout=0.5).train()
+    tokens = torch.randint(0, 20, (6, 3))
+    out = model(tokens)
+    assert not torch.equal(out.output, out.last_layer)  # dropout acted
+    logits = model.decoder(out.output)
+    target = torch.randint(0, 20, (6, 3))
+    xent = torch.nn.functional.cross_entropy(logits.view(-1, 20), target.view(-1))
+    loss, _ = language_model_loss(out, logits, target, LMLossConfig(ar=2.0, tar=0.0))
+    torch.testing.assert_close(loss, xent + 2.0 * out.output.pow(2).mean())
+    loss, _ = language_model_loss(out, logits, target, LMLossConfig(ar=0.0, tar=1.0))
+    torch.testing.assert_close(loss, xent + (out.last_layer[1:] - out.last_layer[:-1]).pow(2).mean())

@@ -50,3 +50,15 @@ def test_configs_saved_by_earlier_versions_load(best, tmp_path):
     lm = treenets.load(old)
     assert lm.config.optim.name == "sgd" and not hasattr(lm.config.model, "fused")
     assert lm.score("the dog").logprobs == treenets.load(best).score("the dog").logprobs
+
+
+def test_the_ptb_number_token_does_not_switch_lower_casing_off(best):
+    # Before: PTB's vocabulary holds `N`, an upper-case word, so text was no longer lower-cased and `The`
+    # became <unk> (and an error for a character model).
+    from treenets.vocab import Vocab
+
+    lm = LanguageModel.load(best)
+    with_numbers = LanguageModel(lm.net, Vocab(lm.vocab.words + ["N"]), lm.config)
+    assert with_numbers.tokenize("The Cat saw 3 dogs") == ["the", "cat", "saw", "N", "dogs"]
+    cased = LanguageModel(lm.net, Vocab(lm.vocab.words + ["N", "Paris"]), lm.config)
+    assert cased.tokenize("The Cat") == ["The", "Cat"]

@@ -125,6 +125,10 @@ def test_train_and_eval_print_bits_per_character(trained, capsys):
     assert result["bpc"] < uniform - 0.25  # learnt something about the characters (uniform: 4.64 bits)
     record = [json.loads(line) for line in (trained / "run" / "metrics.jsonl").read_text().splitlines()]
     assert any(r["event"] == "eval" and "bpc" in r for r in record)
+    assert all("bpc" in r and "ppl" not in r for r in record if r["event"] == "train")
+    png = trained / "curve.png"  # before: KeyError 'ppl' (validation records hold ppl, training ones bpc)
+    assert main(["metrics", str(trained / "run"), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_the_model_reads_and_parses_characters(trained, capsys):
@@ -132,7 +136,7 @@ def test_the_model_reads_and_parses_characters(trained, capsys):
     assert lm.tokenize("the cat") == ["t", "h", "e", "_", "c", "a", "t"]
     assert lm.tokenize(["Red", "car"]) == list("red_car")  # normalised like the vocabulary, then spelled out
     assert lm.parse("the dog of").tree.leaves() == list("the_dog_of")
-    with pytest.raises(treenets.TreenetsError, match="sentence 'a zebra': word 'z' is not in the vocabulary"):
+    with pytest.raises(treenets.TreenetsError, match="sentence 'a zebra': token 'z' is not in the vocabulary"):
         lm.score("a zebra")  # no z in the training text, and no unknown symbol
     assert main(["parse", str(trained / "run" / "best.pt"), "the dog sat"]) == 0
     out = capsys.readouterr().out.splitlines()

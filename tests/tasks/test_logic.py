@@ -38,19 +38,25 @@ def test_accuracy_by_operators_by_hand():
 
 
 def test_length_bucketed_batches_cover_every_example_once_and_resume_the_same():
-    lengths = [random.Random(i).randint(1, 40) for i in range(1000)]
-    batches = ShuffledBatches(1000, 10, seed=3, lengths=lengths)
+    lengths = [random.Random(i).randint(1, 40) for i in range(1005)]  # not a multiple of the batch size
+    batches = ShuffledBatches(1005, 10, seed=3, lengths=lengths)
     batches.BUCKET_BATCHES = 5
     epoch = []
     while (rows := batches.next_rows()) is not None:
         epoch.append(rows)
-    assert sorted(i for rows in epoch for i in rows) == list(range(1000))
-    spread = sum(max(lengths[i] for i in rows) - min(lengths[i] for i in rows) for rows in epoch) / len(epoch)
-    assert spread < 10  # random batches of 10 from 1..40 spread about 29
+    assert sorted(i for rows in epoch for i in rows) == list(range(1005))
+    assert [len(rows) for rows in epoch] == [10] * 100 + [5]  # the short batch comes last
+    # every full batch is one run of a length-sorted window: its lengths span little
+    spread = sum(max(lengths[i] for i in rows) - min(lengths[i] for i in rows) for rows in epoch[:-1]) / 100
+    assert spread < 10  # windows of 5 sorted batches: about 7; random batches of 10 from 1..40: about 29
+    for _ in range(37):  # into the next epoch, then save mid-epoch
+        batches.next_rows()
     state = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in batches.state_dict().items()}
-    first = [batches.next_rows() for _ in range(3)]
-    batches.load_state_dict(state)
-    assert [batches.next_rows() for _ in range(3)] == first
+    following = [batches.next_rows() for _ in range(80)]  # across the end of the epoch
+    restored = ShuffledBatches(1005, 10, seed=99, lengths=lengths)
+    restored.BUCKET_BATCHES = 5
+    restored.load_state_dict(state)
+    assert [restored.next_rows() for _ in range(80)] == following
 
 
 @pytest.mark.parametrize("encoder", ["onlstm", "lstm", "binary-treelstm"])

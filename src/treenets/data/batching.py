@@ -25,7 +25,7 @@ class ShuffledBatches:
 
     With `lengths` (one per example), batches are made of examples of similar length, so that padded
     sequence batches waste little: each epoch's shuffled order is cut into windows of `BUCKET_BATCHES`
-    batches, each window is sorted by length and cut into batches, and the batches are shuffled.
+    batches, each window is sorted by length and cut into batches, and the full batches are shuffled.
 
     `next_rows()` returns None once at the end of each epoch. The state (order, position, generator) is part
     of a checkpoint, so a resumed run sees the same batches.
@@ -47,8 +47,12 @@ class ShuffledBatches:
             return order
         window = self.BUCKET_BATCHES * self.batch_size
         order = torch.cat([chunk[self.lengths[chunk].argsort(stable=True)] for chunk in order.split(window)])
-        batches = order.split(self.batch_size)
-        return torch.cat([batches[i] for i in torch.randperm(len(batches), generator=self.generator)])
+        # The full batches in a random order, a short last one (count % batch_size) kept last, so that
+        # `next_rows` cuts the same batches at steps of batch_size.
+        full = self.count // self.batch_size
+        batches = order[: full * self.batch_size].view(full, self.batch_size)
+        shuffled = batches[torch.randperm(full, generator=self.generator)].reshape(-1)
+        return torch.cat([shuffled, order[full * self.batch_size :]])
 
     def __len__(self) -> int:
         return math.ceil(self.count / self.batch_size)

@@ -9,8 +9,9 @@ the relative clause, where it does not license the NPI (`the authors that no sec
 ever ...`), and the third has none (`most authors that ... have ever ...`); in `simple_npi_*` there is no
 clause to hold an intrusive licensor, so the second sentence starts with `the` and the third with `most`.
 LM_syneval's `analyze_results.py` reports every pairwise comparison of a triple; treenets reports the two
-that involve the grammatical sentence: against the intrusive sentence (the case's headline accuracy, the
-contrast the paper illustrates NPIs across a relative clause with) and against the ungrammatical one.
+that involve the grammatical sentence, the case's headline first: Marvin & Linzen illustrate simple NPIs with
+`no students have ever ...` / `*most students have ever ...` (against the ungrammatical sentence) and NPIs
+across a relative clause with the misplaced licensor (against the intrusive one).
 
 The pickles are read by an unpickler that refuses every global (a class, a function, a code object), so a
 tampered file cannot run code; only dicts, lists, tuples and strings load.
@@ -37,6 +38,7 @@ class Case:
     label: str  # the row as the paper prints it
     files: tuple[str, ...]  # pickle names (without .pickle) under TEMPLATES
     against: tuple[str, ...] = ("ungrammatical",)  # what the grammatical sentence is compared with, by position
+    headline: str = "ungrammatical"  # the comparison the paper's row reports (the first of the results)
 
     @property
     def size(self) -> int:
@@ -64,7 +66,7 @@ CASES = (
     Case("reflexive_sent_comp", "Reflexive: in a sentential complement", ("reflexive_sent_comp",)),
     Case("reflexive_across", "Reflexive: across a RC", ("reflexives_across",)),
     Case("npi_simple", "NPI: simple", ("simple_npi_anim", "simple_npi_inanim"), _NPI),
-    Case("npi_across", "NPI: across a RC", ("npi_across_anim", "npi_across_inanim"), _NPI),
+    Case("npi_across", "NPI: across a RC", ("npi_across_anim", "npi_across_inanim"), _NPI, headline="intrusive"),
 )
 
 

@@ -36,10 +36,10 @@ def dropconnect(weight: torch.Tensor, p: float, training: bool, inverted: bool =
     """DropConnect (Wan et al., 2013) on a weight matrix: one mask per call, i.e. per forward pass, shared
     by every example and time step.
 
-    With `inverted=False` (the official AWD-LSTM/ON-LSTM convention) kept weights are not rescaled during
+    With `inverted=False` (the official ON-LSTM convention) kept weights are not rescaled during
     training, and in evaluation the whole matrix is multiplied by `1 - p`. With `inverted=True` kept weights
-    are scaled by `1 / (1 - p)` in training and the matrix is used as is in evaluation. Both have the same
-    expectation; they differ in which phase sees the unscaled weights.
+    are scaled by `1 / (1 - p)` in training and the matrix is used as is in evaluation (AWD-LSTM's
+    `F.dropout`). Both have the same expectation; they differ in which phase sees the unscaled weights.
     """
     if p == 0.0:
         return weight

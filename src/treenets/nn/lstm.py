@@ -7,7 +7,7 @@ The same regularisation as the ON-LSTM language model, on standard LSTM layers:
     LSTM layers, DropConnect (wdrop) on each layer's hidden-to-hidden matrix U_h, one mask per forward pass
     locked dropout (dropouth)       between layers
     locked dropout (dropout)        on the last layer's output, the decoder's input
-    AR/TAR on the last layer's output before dropout (the task's loss)
+    AR on the last layer's output after that dropout, TAR before it (the task's loss, `LSTMOutput.ar_input`)
 
 Each layer is a `torch.nn.LSTM` (cuDNN on GPUs, oneDNN/MKL on CPUs): the whole sequence runs inside it, and
 DropConnect replaces its `weight_hh_l0` for one call through `torch.func.functional_call`, so the dropped
@@ -41,7 +41,13 @@ class StackOutput(NamedTuple):
 class LSTMOutput(NamedTuple):
     output: torch.Tensor  # [T, B, E]: last layer after output dropout, the decoder's input
     state: list[State]
-    last_layer: torch.Tensor  # [T, B, E]: last layer before dropout (for AR and TAR)
+    last_layer: torch.Tensor  # [T, B, E]: last layer before dropout (for TAR)
+
+    @property
+    def ar_input(self) -> torch.Tensor:
+        """What activation regularisation penalises: AWD-LSTM's AR acts on the last layer after its dropout
+        (`dropped_rnn_hs[-1]`), TAR on it before."""
+        return self.output
 
 
 class LSTMConfig(Section):

@@ -212,6 +212,12 @@ class LMOutput(NamedTuple):
     distances: torch.Tensor  # [L, T, B]: 1 - mean(master forget gate), the syntactic distance per layer
     distance_input: torch.Tensor  # [L, T, B]: mean(master input gate)
 
+    @property
+    def ar_input(self) -> torch.Tensor:
+        """What activation regularisation penalises: the last layer before dropout (the official ON-LSTM stack
+        returns its last layer undropped and applies the output dropout after)."""
+        return self.last_layer
+
 
 class ONLSTMConfig(Section):
     """ON-LSTM language model; the names of the official `main.py` options are given in brackets."""

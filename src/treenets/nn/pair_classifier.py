@@ -27,7 +27,9 @@ PairEncoderName = Literal["onlstm", "lstm", "binary-treelstm"]
 
 
 class PairClassifierConfig(Section):
-    """A siamese pair classifier; in brackets the official ON-LSTM `proplog.py` options."""
+    """A siamese pair classifier; in brackets the official ON-LSTM `proplog.py` options. `chunk_size` is read by
+    the ON-LSTM only, `num_layers` and `weight_drop` by the sequence encoders only (a config saved with every
+    field must load for every encoder, so the others are not refused)."""
 
     name: PairEncoderName = "onlstm"
     emb_size: PositiveInt = 128  # [emsize]
@@ -64,11 +66,12 @@ class PairClassifier(nn.Module):
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
         self.dropout = nn.Dropout(config.dropout)
         sizes = [config.emb_size] + [hidden] * config.num_layers
+        # Both sequence encoders use the non-inverted DropConnect of the official logic code (its LSTM baseline
+        # is its ON-LSTM stack with standard LSTM cells).
         if config.name == "onlstm":
-            # The official logic model uses the non-inverted DropConnect of its language model.
             self.encoder = ONLSTMStack(sizes, config.chunk_size, config.dropout, config.weight_drop)
         elif config.name == "lstm":
-            self.encoder = LSTMStack(sizes, config.dropout, config.weight_drop)
+            self.encoder = LSTMStack(sizes, config.dropout, config.weight_drop, weight_drop_inverted=False)
         else:
             self.encoder = NaryTreeLSTM(config.emb_size, hidden, 2)
         self.mlp = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(4 * hidden, hidden), nn.ELU(),

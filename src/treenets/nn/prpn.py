@@ -386,6 +386,11 @@ class PRPNOutput(NamedTuple):
     last_layer: torch.Tensor  # [T, B, E]: the same before dropout
     distances: torch.Tensor  # [1, T, B]: the parsing network's gate d_t, the syntactic distance
 
+    @property
+    def ar_input(self) -> torch.Tensor:
+        """What activation regularisation penalises (the official PRPN has none): the output before dropout."""
+        return self.last_layer
+
 
 class PRPNConfig(Section):
     """PRPN language model; the official `main_LM.py` option names are the same."""

@@ -92,7 +92,8 @@ class LanguageModel(Predictor):
         self._split_words = task.split_words
         unk = vocab.unk
         words = [w for w in vocab.words if w not in (self.eos, unk)]
-        self._lower = not any(w != w.lower() for w in words)
+        # PTB's number token `N` is upper-case and says nothing about the case of the text.
+        self._lower = not any(w != w.lower() for w in words if w != "N")
         self._digits = "N" in vocab and not any(_DIGITS.search(w) for w in words)
 
     # --- reading sentences -------------------------------------------------------------------------------

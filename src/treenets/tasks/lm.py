@@ -61,12 +61,13 @@ class LMConfig(Section):
 
 
 def language_model_loss(out, logits: torch.Tensor, target: torch.Tensor, reg: LMLossConfig):
-    """(loss to minimise, mean cross-entropy): the cross-entropy plus AR and TAR, which act on the last layer's
-    output before dropout (as the official ON-LSTM does)."""
+    """(loss to minimise, mean cross-entropy): the cross-entropy plus AR on `out.ar_input` (the model's own choice:
+    before the output dropout for the official ON-LSTM, after it for AWD-LSTM) and TAR on the last layer's output
+    before dropout."""
     xent = F.cross_entropy(logits.view(-1, logits.size(-1)), target.reshape(-1))
     loss = xent
     if reg.ar:
-        loss = loss + reg.ar * out.last_layer.pow(2).mean()
+        loss = loss + reg.ar * out.ar_input.pow(2).mean()
     if reg.tar:
         loss = loss + reg.tar * (out.last_layer[1:] - out.last_layer[:-1]).pow(2).mean()
     return loss, xent

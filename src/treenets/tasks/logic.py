@@ -4,7 +4,7 @@ Pairs of formulas labelled with one of seven relations; a siamese encoder (ON-LS
 Tree-LSTM given the formulas' trees) and an MLP classify each pair (`treenets.nn.pair_classifier`). Trained on
 the pairs with at most `data.max_train_operators` operators (the paper: 6) with every 10th of them held out for
 model selection; the test split holds every file, and the metric reports accuracy by the number of operators
-(1..12, 12 meaning 12 or more), which shows how a model generalises to longer formulas than it was trained on.
+(0..12, 12 meaning 12 or more), which shows how a model generalises to longer formulas than it was trained on.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ class LogicConfig(Section):
     task: Literal["logic"]
     data: LogicDataConfig = LogicDataConfig()
     model: PairClassifierConfig = PairClassifierConfig()
-    # The official ON-LSTM logic recipe: Adam (eps 1e-9), lr halved when validation stops improving.
+    # The official ON-LSTM logic recipe: Adam (eps 1e-9), lr halved when validation accuracy stops improving.
     optim: OptimConfig = AdamConfig(lr=0.001, eps=1e-9, weight_decay=1.2e-6, clip=1.0, lr_plateau_factor=0.5,
-                                    lr_plateau_patience=2)
+                                    lr_plateau_patience=2, lr_plateau_on="score")
     train: TrainConfig = TrainConfig(epochs=50, log_interval=200, seed=1111)
 
 
