@@ -271,7 +271,8 @@ def _cmd_eval(args) -> int:
         print("\n".join(f"[{k}] {path}" for k, path in enumerate(args.checkpoints, start=1)))
         print(format_breakdown(title, breakdowns))
         if args.plot:
-            plot_breakdown(title, key, breakdowns, args.plot)
+            named = {f"{label} {path}": values for (label, values), path in zip(breakdowns.items(), args.checkpoints)}
+            plot_breakdown(title, key, named, args.plot)
             print(f"plot: {args.plot}")
     elif args.plot:
         raise TreenetsError(f"--plot: the {predictor.config.task} metric has no groups to draw")
