@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from treenets import data
-from treenets.data.lm import BPTTStream, batchify, read_lm_file, shard_columns
+from treenets.data.lm import BPTTStream, batchify, read_char_lm_file, read_lm_file, shard_columns
 from treenets.errors import TreenetsError
 from treenets.vocab import Vocab
 
@@ -25,19 +25,21 @@ def test_ptb_counts_and_vocabulary(data_root):
     assert vocab.words[:3] == ["aer", "banknote", "berlitz"]  # order of first appearance, as the official code
 
 
+@pytest.mark.parametrize("reader", [read_lm_file, read_char_lm_file], ids=["words", "characters"])
 @pytest.mark.parametrize("content,message", [
     (b"", "no tokens"),
+    (b" \n ", "no tokens"),
     (b"\x00\x01binary", "binary"),
-    (b"\xff\xfe not utf8\n", ":1: not UTF-8"),
+    (b"a \n\xff\xfe not utf8\n", ":2: not UTF-8"),
     (b" a b\n c\td\n", ":2: tab"),
     (b"(S (NP (DT the)))\n", ":1: looks like a bracketed tree"),
     (b" a b <eos>\n", ":1: contains <eos>"),
 ])
-def test_malformed_corpus_files_are_named(tmp_path, content, message):
+def test_malformed_corpus_files_are_named(tmp_path, reader, content, message):
     path = tmp_path / "bad.txt"
     path.write_bytes(content)
     with pytest.raises(TreenetsError, match=message) as info:
-        read_lm_file(path)
+        reader(path)
     assert str(path) in str(info.value)
 
 

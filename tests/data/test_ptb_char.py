@@ -49,23 +49,6 @@ def test_a_word_level_file_is_refused_naming_file_line_and_token(tmp_path):
     assert "ptb.char.* format" in message and "\n" not in message
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"", "no tokens"),
-    (b" \n ", "no tokens"),
-    (b"\x00\x01binary", "binary"),
-    (b"a \n\xff\xfe \n", ":2: not UTF-8"),
-    (b" a b \n c\td \n", ":2: tab"),
-    (b"(S (NP (DT the)))\n", ":1: looks like a bracketed tree"),
-    (b" a b <eos> \n", ":1: contains <eos>"),
-])
-def test_the_word_reader_checks_apply_to_character_files(tmp_path, content, message):
-    path = tmp_path / "bad.txt"
-    path.write_bytes(content)
-    with pytest.raises(TreenetsError, match=message) as info:
-        read_char_lm_file(path)
-    assert str(path) in str(info.value)
-
-
 def test_a_missing_character_file_says_how_to_fetch_it(tmp_path):
     with pytest.raises(TreenetsError, match="missing .*`treenets data download ptb-char`"):
         read_char_lm_file(tmp_path / "ptb.char.train.txt")
