@@ -60,11 +60,12 @@ def test_chunk_size_must_divide_layer_sizes():
 
 
 @pytest.mark.parametrize("raw,message", [
-    ({"task": "mt"}, "task: unknown .mt. \\(expected one of: lm, relatedness, sentence-lm, sentiment\\)"),
-    ({}, "task: missing \\(expected one of: lm, relatedness, sentence-lm, sentiment\\)"),
+    ({"task": "mt"},
+     "task: unknown .mt. \\(expected one of: char-lm, lm, logic, relatedness, sentence-lm, sentiment\\)"),
+    ({}, "task: missing \\(expected one of: char-lm, lm, logic, relatedness, sentence-lm, sentiment\\)"),
     ({"task": "relatedness", "model": {"name": "binary-treelstm"}}, "binary-treelstm needs data.trees"),
     ({"task": "lm", "model": {"name": "onlstm", "dropout": 1.5}}, "model.dropout"),
-    ({"task": "lm", "model": {"dropout": 0.5}}, "model.name: missing \\(expected one of: onlstm, prpn\\)"),
+    ({"task": "lm", "model": {"dropout": 0.5}}, "model.name: missing \\(expected one of: onlstm, prpn, lstm\\)"),
     ({"task": "lm", "data": {"batch_size": 0}}, "data.batch_size"),
     ({"task": "relatedness", "optim": {"name": "adagrad", "nt_asgd": False}},
      "unknown key 'optim.nt_asgd' .* it is an option of name: sgd only"),
