@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 # The CPU build of PyTorch, installed first and explicitly; treenets itself asks for torch>=2.3.
 TORCH ?= torch==2.13.0
-DEMO_MINUTES ?= 4
+DEMO_FIRST_MINUTES ?= 1.5
+DEMO_RESUMED_MINUTES ?= 0.5
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean browser
 
 setup: $(STAMP)
 
@@ -17,18 +18,40 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $(STAMP)
 
-# The main job: train the small ON-LSTM language model on PTB for a few minutes from scratch, report its
-# perplexity, parse example sentences with it, and score its trees on the NLTK WSJ sample beside the baselines.
+# The main job: the shipped models at work, then training from scratch (see the README's Quick start).
+DEMO_SICK := --pair "A family is watching a little boy who is hitting a baseball" "A child is hitting a baseball" \
+	--parents "2 4 4 0 7 7 4 10 10 7 12 10" "2 4 4 0 6 4"
+DEMO_SICK2 := --pair "A large group of Asian people is eating at a restaurant" \
+	"A small group of people is waiting to eat in a restaurant" \
+	--parents "3 3 8 3 6 4 8 0 8 11 9" "3 3 7 3 4 7 0 9 7 9 12 10"
 demo: $(STAMP)
-	$(BIN)/treenets data check ptb treebank-sample
-	$(BIN)/treenets train configs/onlstm-ptb-small.yaml --out runs/demo --overwrite --max-minutes $(DEMO_MINUTES)
+	@echo "treenets demo: (1) the shipped models; (2) the ON-LSTM parses example sentences and is scored on the"
+	@echo "NLTK WSJ sample beside the baselines, then its test perplexity; (3) the SICK and SST Tree-LSTMs predict"
+	@echo "two examples each; (4) a small ON-LSTM trains from scratch for $(DEMO_FIRST_MINUTES) minutes, stops, resumes for $(DEMO_RESUMED_MINUTES)."
+	$(BIN)/treenets data check ptb treebank-sample sick sst
+	$(BIN)/treenets models
+	$(BIN)/treenets parse onlstm-ptb-small --file examples/sentences.txt
+	$(BIN)/treenets parse-eval onlstm-ptb-small --treebank nltk-sample --output runs/demo-parse-eval
+	$(BIN)/treenets eval onlstm-ptb-small --split test
+	$(BIN)/treenets predict treelstm-sick $(DEMO_SICK)
+	$(BIN)/treenets predict treelstm-sick $(DEMO_SICK2)
+	$(BIN)/treenets predict treelstm-sst --tree "(X (X (X A) (X (X dull) (X movie))) (X .))"
+	$(BIN)/treenets predict treelstm-sst --tree "(X (X (X A) (X (X moving) (X film))) (X .))"
+	$(BIN)/treenets train configs/onlstm-ptb-small.yaml --out runs/demo --overwrite --no-progress \
+		--max-minutes $(DEMO_FIRST_MINUTES)
+	$(BIN)/treenets train --resume runs/demo/last.pt --no-progress --max-minutes $(DEMO_RESUMED_MINUTES)
 	$(BIN)/treenets metrics runs/demo --plot runs/demo/curve.png
-	$(BIN)/treenets parse runs/demo/best.pt --file examples/sentences.txt
-	$(BIN)/treenets parse-eval runs/demo/best.pt --treebank nltk-sample --output runs/demo/parse-eval
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pytest -q
+
+# The report and `treenets serve` in headless Chromium: Debian's (Playwright drives it and downloads no browser of
+# its own; installing it needs root). `make test` runs the same tests, skipped with the reason when no Chromium is
+# installed. Screenshots are copied to runs/screenshots.
+browser: $(STAMP)
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	TREENETS_SCREENSHOTS=runs/screenshots $(BIN)/pytest -q tests/report
 
 bench: $(STAMP)
 	cd benchmarks && ../$(BIN)/python lm_throughput.py && ../$(BIN)/python parse_throughput.py && \

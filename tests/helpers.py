@@ -1,9 +1,14 @@
-"""Helpers for tests: a tiny corpus and config that train in seconds, small SICK copies, train-and-test."""
+"""Helpers for tests: a tiny corpus and config that train in seconds, small SICK copies, train-and-test, and the
+kill-and-resume experiment (also run by benchmarks/kill_resume.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -78,3 +83,65 @@ def train_tiny_lm(root: Path) -> Path:
     config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
     assert main(["train", str(config), "--out", str(root / "run"), "--no-progress"]) == 0
     return root
+
+
+def _checkpoint_id(path: Path):
+    """Changes whenever `checkpoint.save` replaces the file (a new inode, a new time)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def _train(arguments: list[str]) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, "-m", "treenets", "train", *arguments, "--no-progress"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def kill_and_resume(folder: Path, kills: int, seed: int, max_delay: float, final_steps: int) -> list[dict]:
+    """Train a tiny language model in `folder`, `kill -9` it `kills` times (each time `max_delay` seconds at
+    most, drawn with `seed`, after the process wrote a checkpoint), resuming it after each kill, then resume it
+    once more to `final_steps` more steps. Returns a record per kill: `delay`, `step` of last.pt after the kill,
+    `loadable`, `mid_write` (the kill left a checkpoint's temporary file: it hit a write), and `resumed` (the
+    step the next run reached: its next kill's step, or the final one)."""
+    from treenets import checkpoint
+    from treenets.errors import TreenetsError
+
+    rng = random.Random(seed)
+    config = folder / "tiny.yaml"
+    # A checkpoint every few milliseconds of training, so that kills often land in the middle of one.
+    train = {"epochs": 1000, "checkpoint_minutes": 0.0005, "backend": "torch"}
+    config.write_text(yaml.safe_dump(tiny_config(write_corpus(folder / "corpus"), train=train)))
+    run = folder / "run"
+    arguments = [str(config), "--out", str(run)]
+    records = []
+    for _ in range(kills):
+        previous = _checkpoint_id(run / "last.pt")
+        process = _train(arguments)
+        deadline = time.monotonic() + 120
+        while _checkpoint_id(run / "last.pt") == previous:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(f"treenets train wrote no checkpoint: {process.communicate()[1]}")
+            time.sleep(0.01)
+        delay = rng.uniform(0.0, max_delay)
+        time.sleep(delay)
+        process.kill()  # SIGKILL: no handler runs
+        process.wait()
+        process.stderr.close()
+        try:
+            step, loadable = checkpoint.load(run / "last.pt")["trainer"]["step"], True
+        except TreenetsError:
+            step, loadable = None, False
+        if records:
+            records[-1]["resumed"] = step
+        records.append({"delay": delay, "step": step, "loadable": loadable, "mid_write": any(run.glob(".*.tmp"))})
+        arguments = ["--resume", str(run / "last.pt")]
+    final = _train([*arguments, "--max-steps", str(records[-1]["step"] + final_steps)])
+    _, errors = final.communicate()
+    if final.returncode != 0:
+        raise AssertionError(f"the last resumed run failed: {errors}")
+    records[-1]["resumed"] = checkpoint.load(run / "last.pt")["trainer"]["step"]
+    return records

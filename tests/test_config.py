@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import math
+import re
 from pathlib import Path
 
 import pytest
+import torch
 
-from treenets.config import build_config, load_config
+from treenets.config import build_config, load_config, parse_yaml, to_dict
 from treenets.errors import TreenetsError
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
@@ -85,3 +89,68 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
         load_config(path)
     with pytest.raises(TreenetsError, match="does not exist"):
         load_config(tmp_path / "absent.yaml")
+
+
+def test_duplicate_key_names_the_key_and_line(tmp_path):
+    # Before: YAML kept the last value silently.
+    path = tmp_path / "twice.yaml"
+    path.write_text("task: lm\ndata:\n  batch_size: 4\n  bptt: 12\n  batch_size: 8\n")
+    with pytest.raises(TreenetsError, match=r"twice.yaml:5: .*duplicate key 'batch_size' \(first on line 3\)"):
+        load_config(path)
+    assert parse_yaml("a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n") == {"a": {"b": 1}, "c": {"b": 2}}  # merges override
+
+
+def _number_leaves(node, path=()):
+    """(dotted key, value) of every int and float in a config dict (booleans excluded), lists included."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            yield from _number_leaves(value, (*path, str(key)))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield ".".join((*path, str(key))), value
+
+
+def _with(raw, dotted, value):
+    raw = copy.deepcopy(raw)
+    *parents, last = dotted.split(".")
+    node = raw
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[int(last) if isinstance(node, list) else last] = value
+    return raw
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_number_refuses_booleans_and_non_finite_values(path):
+    # Before: `batch_size: true` was read as 1 and `lr: .inf` or `.nan` accepted, in every section.
+    raw = to_dict(load_config(path))
+    leaves = list(_number_leaves(raw))
+    assert leaves
+    for key, value in leaves:
+        with pytest.raises(TreenetsError, match=rf"{re.escape(key)}: true is a boolean; expected a number"):
+            build_config(_with(raw, key, True), source="c.yaml")
+        if isinstance(value, float):
+            for bad in (math.inf, -math.inf, math.nan):
+                with pytest.raises(TreenetsError, match=rf"{re.escape(key)}: Input should be a finite number"):
+                    build_config(_with(raw, key, bad), source="c.yaml")
+
+
+def test_non_finite_override_is_named(config_file):
+    with pytest.raises(TreenetsError, match=r"^--set optim.lr=.nan: optim.lr: Input should be a finite number"):
+        load_config(config_file(), ["optim.lr=.nan"])
+
+
+@pytest.mark.parametrize("kind", ["binary", "folder", "checkpoint", "latin-1"])
+def test_config_that_is_not_yaml_text_is_named(tmp_path, kind):
+    # Before: UnicodeDecodeError or IsADirectoryError tracebacks.
+    path = tmp_path / "c.yaml"
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "checkpoint":
+        torch.save({"model": {"w": torch.ones(2)}}, path)
+    else:
+        path.write_bytes(bytes(range(256)) if kind == "binary" else "task: lm  # café\n".encode("latin-1"))
+    expected = {"binary": ": binary file", "folder": ": a folder", "checkpoint": ": binary file",
+                "latin-1": ":1: not UTF-8 text"}[kind]
+    with pytest.raises(TreenetsError, match=rf"^{re.escape(str(path))}{expected}.*expected a YAML config file"):
+        load_config(path)

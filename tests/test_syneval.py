@@ -192,4 +192,4 @@ def test_syneval_errors(run, tmp_path, capsys):
     task = task_class("sentiment")
     task.Predictor(task.build_net(config, 3), Vocab(["<unk>", "a", "b"]), config).save(tmp_path / "sentiment.pt")
     assert main(["syneval", str(tmp_path / "sentiment.pt"), "--cases", "simple", "--data", str(run[0] / "data")]) == 2
-    assert "a sentiment checkpoint, not for LanguageModel" in capsys.readouterr().err
+    assert "a sentiment model, not for LanguageModel" in capsys.readouterr().err

@@ -6,11 +6,12 @@ __version__ = "0.1.0"
 __all__ = ["TreenetsError", "__version__", "load"]
 
 
-def load(path, device="cpu"):
-    """Load a trained model from a treenets checkpoint, with its vocabulary, in eval mode.
+def load(name_or_path, device="cpu"):
+    """Load a trained model with its vocabulary, in eval mode.
 
     Args:
-        path: a checkpoint written by `treenets train` (`best.pt` or `last.pt`).
+        name_or_path: the name of a shipped model (`treenets models` lists them, e.g. `"onlstm-ptb-small"`),
+            a model folder (`treenets export`), or a checkpoint written by `treenets train` (`best.pt`).
         device: where to put the model (`"cpu"`, `"cuda"`, a `torch.device`).
 
     Returns:
@@ -20,4 +21,4 @@ def load(path, device="cpu"):
     """
     from treenets.predictors import Predictor
 
-    return Predictor.load(path, device=device)
+    return Predictor.load(name_or_path, device=device)

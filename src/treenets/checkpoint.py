@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -25,23 +26,41 @@ VERSION = 1
 
 
 def save(payload: dict, path: str | Path) -> Path:
-    """Write `payload` (plus the format tag) to `path` atomically; returns the path."""
+    """Write `payload` (plus the format tag) to `path` atomically; returns the path.
+
+    Raises:
+        TreenetsError: naming `path` when it cannot be written (no space left on the device, no permission,
+            ...); the file at `path` is then as before, and the temporary file is removed.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             torch.save({"format": FORMAT, "version": VERSION, **payload}, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+        usual_permissions(tmp)
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        # torch.save reports an OSError raised by the file (e.g. ENOSPC) as a RuntimeError of its own.
+        error = exc if isinstance(exc, OSError) else exc.__context__
+        if not isinstance(error, OSError):
+            raise
+        raise TreenetsError(f"{path}: could not write the checkpoint ({error.strerror or error}); the file is as "
+                            "it was before") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def usual_permissions(path: str | Path) -> None:
+    """Give a file (0666) or folder (0777) made by `tempfile` (0600/0700) the permissions the umask allows."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask)
 
 
 def remove_temporaries(folder: str | Path) -> list[Path]:
@@ -52,6 +71,24 @@ def remove_temporaries(folder: str | Path) -> list[Path]:
     return stale
 
 
+# What each kind of checkpoint holds besides `format`, `version` and `kind`.
+REQUIRED = {"model": ("config", "vocab", "model"),
+            "train-state": ("config", "vocab", "model", "optimizer", "trainer", "ranks")}
+_EXPECTED = "expected a checkpoint written by treenets (best.pt, last.pt)"
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+
+
+def _contents(payload) -> str:
+    """What a torch file holds, in a few words, for errors."""
+    if not isinstance(payload, dict):
+        return f"a {type(payload).__name__}"
+    keys = ", ".join(repr(key) for key in list(payload)[:4]) + (", ..." if len(payload) > 4 else "")
+    return f"a dict of {len(payload)} entries ({keys})" if payload else "an empty dict"
+
+
 def load(path: str | Path, task: str | None = None) -> dict:
     """Read a checkpoint written by `save`.
 
@@ -60,25 +97,53 @@ def load(path: str | Path, task: str | None = None) -> dict:
         task: if given, the task the checkpoint must belong to (e.g. `"lm"`).
 
     Raises:
-        TreenetsError: if the file is missing, truncated or corrupt, not a treenets checkpoint (e.g. an
-            official pickled model), written by a newer treenets, or of another task.
+        TreenetsError: if the file is missing, empty, truncated or corrupt, not a treenets checkpoint (e.g. an
+            official pickled model, another program's weights), incomplete for its kind (`REQUIRED`), written by
+            a newer treenets, or of another task.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise TreenetsError(f"{path}: checkpoint does not exist")
+    if not path.is_file():
+        raise TreenetsError(f"{path}: not a file; {_EXPECTED}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise TreenetsError(f"{path}: cannot read the checkpoint ({exc.strerror})") from None
+    if not head:
+        raise TreenetsError(f"{path}: empty file (0 bytes); {_EXPECTED}")
+    # torch.save writes a zip archive, or a pickle in its legacy format: anything else is no torch file at all.
+    if not head.startswith((b"PK\x03\x04", b"\x80")):
+        raise TreenetsError(f"{path}: not a treenets checkpoint, nor any torch file (it begins with {head!r}); "
+                            f"{_EXPECTED}")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
+        refused = re.search(r"GLOBAL (\S+)", str(exc))  # torch names the first class it would have to import
+        if refused is None:
+            raise TreenetsError(f"{path}: truncated or corrupt checkpoint ({_first_line(exc)})") from None
         raise TreenetsError(
-            f"{path}: not a treenets checkpoint: it holds pickled Python objects that are not loaded for "
-            f"safety ({str(exc).splitlines()[0][:160]}); official checkpoints load through treenets.convert"
-        ) from None
-    except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise TreenetsError(f"{path}: truncated or corrupt checkpoint ({str(exc).splitlines()[0][:160]})") from None
+            f"{path}: not a treenets checkpoint: it holds pickled Python objects ({refused.group(1)}) that are not "
+            "loaded for safety; official checkpoints load through treenets.convert") from None
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as exc:
+        raise TreenetsError(f"{path}: truncated or corrupt checkpoint ({_first_line(exc)})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise TreenetsError(f"{path}: not a treenets checkpoint (no '{FORMAT}' tag)")
+        raise TreenetsError(f"{path}: not a treenets checkpoint: a torch file of {_contents(payload)} without the "
+                            f"'{FORMAT}' tag; {_EXPECTED}")
     if payload.get("version", 0) > VERSION:
         raise TreenetsError(f"{path}: written by a newer treenets (format version {payload['version']})")
+    kind = payload.get("kind")
+    if kind not in REQUIRED:
+        raise TreenetsError(f"{path}: treenets checkpoint of unknown kind {kind!r} (expected {' or '.join(REQUIRED)})")
+    missing = [key for key in REQUIRED[kind] if key not in payload]
+    if missing:
+        raise TreenetsError(f"{path}: incomplete {kind} checkpoint: no {', '.join(missing)} (a {kind} checkpoint "
+                            f"holds {', '.join(REQUIRED[kind])})")
+    if not (isinstance(payload["config"], dict) and isinstance(payload["vocab"], list)
+            and isinstance(payload["model"], dict)):
+        raise TreenetsError(f"{path}: damaged {kind} checkpoint: expected config (a dict), vocab (a list of words) "
+                            "and model (a dict of tensors)")
     saved_task = payload["config"].get("task")
     if task is not None and saved_task != task:
         raise TreenetsError(f"{path}: checkpoint of task {saved_task!r}, expected a {task!r} checkpoint")

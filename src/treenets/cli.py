@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -13,6 +14,9 @@ from treenets.errors import TreenetsError
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
 Data is found through --data DIR, else $TREENETS_DATA, else ../shared/data when it exists."""
+
+
+MODEL_HELP = "checkpoint files (best.pt), model folders (treenets export) or zoo names (treenets models)"
 
 
 def positive_int(text: str) -> int:
@@ -49,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     from treenets import __version__
 
     parser.add_argument("--version", action="version", version=f"treenets {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an unexpected error (also: TREENETS_DEBUG=1)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     train = commands.add_parser(
@@ -75,9 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "vocabulary order (data.embeddings)")
     train.add_argument("--freeze-embeddings", action="store_true",
                        help="keep the word vectors fixed (model.freeze_embeddings)")
-    train.add_argument("--backend", choices=["auto", "torch", "cpp"],
-                       help="kernels: compiled where they apply (auto), PyTorch only, or compiled required "
-                            "(train.backend)")
+    train.add_argument("--backend", choices=["auto", "torch", "cpp", "compile"],
+                       help="kernels: the C++ CPU kernels where they apply (auto), PyTorch only, the C++ "
+                            "kernels required, or steps fused by torch.compile (for GPUs) (train.backend)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_device(train, default=None, default_text="train.device of the config, auto")
     _add_data(train)
@@ -86,13 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="evaluate checkpoints (perplexity, Pearson/Spearman/MSE, accuracy)",
         description="Evaluate checkpoints on a split of their dataset: one JSON line each; with several "
                     "(e.g. seeds), a last line with the mean and standard deviation of every metric.")
-    evaluate.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="best.pt or last.pt files")
+    evaluate.add_argument("checkpoints", nargs="+", metavar="MODEL", help=MODEL_HELP)
     evaluate.add_argument("--split", choices=["valid", "test"], default="valid", help="which split (default: valid)")
     evaluate.add_argument("--batch-size", type=positive_int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
     evaluate.add_argument("--plot", metavar="PNG",
                           help="for metrics by group (logic: accuracy by number of operators), draw every checkpoint's "
                                "values to PNG")
+    evaluate.add_argument("--output", metavar="DIR",
+                          help="also write every value to DIR/eval.json and an HTML report, DIR/index.html")
     _add_device(evaluate)
     _add_data(evaluate)
 
@@ -117,12 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     parse = commands.add_parser(
         "parse", help="induce trees for sentences with a trained language model",
         description="Print the tree a model induces for each sentence, bracketed and drawn as text.")
-    parse.add_argument("checkpoint", help="a language-model checkpoint (best.pt)")
+    parse.add_argument("checkpoint", metavar="MODEL", help="a language model: " + MODEL_HELP)
     parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
     parse.add_argument("--file", metavar="TXT", help="read sentences from a file, one per line")
     parse.add_argument("--layer", default="default",
-                       help="1-based layer whose distances build the tree, or 'mean' (default: the model's "
-                            "default, the second layer of ON-LSTM)")
+                       help="1-based layer whose distances build the tree, 'mean', or 'all' (each layer's tree, then "
+                            "the mean's; default: the model's default, the second layer of ON-LSTM)")
     parse.add_argument("--split", choices=["official", "before"], default="official",
                        help="where the largest distance splits a span (default: official)")
     parse.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
@@ -136,14 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "(whole-sentence span counted), per-label recall and average depth, beside right- and "
                     "left-branching, balanced and random trees. With several checkpoints (seeds): mean, std, "
                     "max and the F1 between runs (self-F1).")
-    parse_eval.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="language-model checkpoints")
+    parse_eval.add_argument("checkpoints", nargs="+", metavar="MODEL", help="language models: " + MODEL_HELP)
     _add_treebank(parse_eval)
     parse_eval.add_argument("--layer", default="all",
                             help="1-based layer, 'mean', or 'all' (each layer and the mean; default)")
     parse_eval.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
     parse_eval.add_argument("--output", metavar="DIR",
-                            help="write predicted trees, per-sentence scores (JSONL) and a few figures to DIR")
+                            help="write predicted trees, per-sentence scores (JSONL), a few figures, summary.json and "
+                                 "an HTML report (DIR/index.html: tables, plots, every sentence's trees) to DIR")
     parse_eval.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="sentences per batch")
     parse_eval.add_argument("--random-draws", type=positive_int, default=5, metavar="N",
                             help="random-tree draws averaged for the random baseline (default: 5)")
@@ -166,12 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "on all pairs, on the pairs without out-of-vocabulary words, and the count of pairs with one; "
                     "NPI triples compare the grammatical sentence with the second, 'intrusive' one (the case's "
                     "row) and with the third, 'ungrammatical' one (the row below).")
-    syneval.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT", help="language-model checkpoints")
+    syneval.add_argument("checkpoints", nargs="+", metavar="MODEL", help="language models: " + MODEL_HELP)
     syneval.add_argument("--cases", nargs="+", metavar="NAME",
                          help="cases to run, e.g. simple prep npi_across (default: all 15)")
     syneval.add_argument("--limit", type=positive_int, metavar="N", help="only the first N items of each condition")
     syneval.add_argument("--batch-size", type=positive_int, default=256, metavar="N", help="sentences per batch")
-    syneval.add_argument("--output", metavar="JSON", help="also write every count and accuracy to JSON")
+    syneval.add_argument("--output", metavar="JSON",
+                         help="also write every count and accuracy to JSON, and an HTML report beside it (x.json: "
+                              "x.html)")
     _add_device(syneval)
     _add_data(syneval)
 
@@ -179,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
         "predict", help="score a sentence pair (relatedness), classify a sentence (sentiment) or a formula pair "
                         "(logic), or score a sentence (LM)",
         description="Use a checkpoint on your own input; prints JSON.")
-    predict.add_argument("checkpoint", help="a relatedness, sentiment or language-model checkpoint")
+    predict.add_argument("checkpoint", metavar="MODEL", help="a relatedness, sentiment, logic or language model: "
+                         + MODEL_HELP)
     predict.add_argument("--pair", nargs=2, metavar=("A", "B"),
                          help="relatedness: two tokenised sentences; logic: two bracketed formulas (premise, "
                               "hypothesis)")
@@ -195,12 +207,50 @@ def build_parser() -> argparse.ArgumentParser:
                                   description="Read RUN/metrics.jsonl and print every evaluation.")
     metrics.add_argument("run", help="run folder (or its metrics.jsonl)")
     metrics.add_argument("--plot", metavar="PNG", help="also draw training and validation perplexity to PNG")
+
+    export = commands.add_parser(
+        "export", help="write a trained model as a model folder (config.json, model.safetensors, vocab.txt, card)",
+        description="Write a checkpoint as a model folder in the Hugging Face layout, loadable with "
+                    "treenets.load(FOLDER) and by every command: config.json, model.safetensors, vocab.txt, "
+                    "metrics.json and a README.md model card. The card holds the run's training figures; with "
+                    "--measure it is filled with figures measured on the written files (every held-out split; for "
+                    "a language model that parses, every layer on the NLTK sample, WSJ 22 and WSJ 24 and their "
+                    "WSJ10 subsets beside the baselines).")
+    export.add_argument("checkpoint", metavar="MODEL", help="a checkpoint (best.pt) or model folder")
+    export.add_argument("out", metavar="DIR", help="the folder to write (replaced if it is a model folder)")
+    export.add_argument("--name", help="the model's name in its card (default: the folder's name)")
+    export.add_argument("--summary", default="", help="one line for the card: what the model is")
+    export.add_argument("--notes", metavar="MD", help="a markdown file for the card's Training section (recipe, "
+                                                      "hardware, time, the command that reproduces it)")
+    export.add_argument("--half", action="store_true", help="store the weights in float16 (half the size)")
+    export.add_argument("--measure", action="store_true", help="measure the card's figures on the written files")
+    _add_device(export, default="cpu", default_text="cpu")
+    _add_data(export)
+
+    models = commands.add_parser("models", help="list the trained models that ship with treenets",
+                                 description="The model zoo: each model's name, task, headline figures, and "
+                                             "where it is (the source checkout's models/, the cache, or to "
+                                             "download).")
+    models.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    serve = commands.add_parser(
+        "serve", help="a local web page: type a sentence, see the models' trees, distances and surprisal",
+        description="Serve a web page where you type a sentence and see, for one model or two side by side, the tree "
+                    "of every layer (split official or before), the syntactic distances under the words, each "
+                    "word's surprisal, and links to the reports found in the models' run folders. The page uses "
+                    "the JSON API POST /api/parse ({\"sentence\": ..., \"models\": [...]}). Ctrl-C stops it.")
+    serve.add_argument("checkpoints", nargs="+", metavar="MODEL", help="language models: " + MODEL_HELP)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0: a free one)")
+    _add_device(serve, default="cpu", default_text="cpu")
     return parser
 
 
 def _cmd_train(args) -> int:
     from treenets import checkpoint
     from treenets.config import load_config, saved_config
+    from treenets.files import output_folder
     from treenets.train import Trainer, fmt_metric, prepare_run_folder
 
     overrides = list(args.overrides)
@@ -218,7 +268,7 @@ def _cmd_train(args) -> int:
     else:
         config = saved_config(checkpoint.load(args.resume), args.resume, overrides)
         out = Path(args.out or Path(args.resume).parent)
-    resume = prepare_run_folder(out, args.resume, args.overwrite)
+    resume = prepare_run_folder(output_folder(out, "--out"), args.resume, args.overwrite)
     trainer = Trainer(config, out, root=args.data, resume=resume, progress=not args.no_progress)
     if trainer.is_main:
         words = len(trainer.task.vocab)
@@ -246,15 +296,20 @@ def _cmd_eval(args) -> int:
 
     from tqdm.auto import tqdm
 
-    from treenets import checkpoint
+    from treenets import zoo
+    from treenets.files import output_folder, plot_file
     from treenets.predictors import Predictor
     from treenets.runlog import format_breakdown, plot_breakdown
     from treenets.train import make_task, resolve_device
 
     device = resolve_device(args.device, "--device")
+    if args.plot:
+        plot_file(args.plot, "--plot")
+    if args.output:
+        output_folder(args.output, "--output")
     results, breakdowns = [], {}
     for path in args.checkpoints:
-        saved = checkpoint.load(path)
+        saved = zoo.read(path)
         predictor = Predictor.from_checkpoint(saved, path, device)
         if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
             print(f"note: {path} is a train state; the averaged weights are in best.pt", file=sys.stderr)
@@ -276,11 +331,18 @@ def _cmd_eval(args) -> int:
             print(f"plot: {args.plot}")
     elif args.plot:
         raise TreenetsError(f"--plot: the {predictor.config.task} metric has no groups to draw")
+    summary = None
     if len(results) > 1:
         keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
         summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
                    for k in keys}
         print(json.dumps({"checkpoints": len(results), "split": args.split, **summary}))
+    if args.output:
+        from treenets.report import eval_document, write_report
+
+        document = eval_document(args.split, args.checkpoints, results, result, breakdowns, summary)
+        (Path(args.output) / "eval.json").write_text(json.dumps(document, indent=1))
+        print(f"report: {write_report(args.output, f'treenets eval ({args.split})', evaluation=document)}")
     return 0
 
 
@@ -322,22 +384,23 @@ def _load_lm(path, device):
 
 
 def _cmd_parse(args) -> int:
+    from treenets.files import output_folder, read_text
+    from treenets.limits import MAX_TREE_DEPTH
     from treenets.trees.draw import ascii_art, bracketed, write_svg
+    from treenets.trees.walk import depth
 
     sentences = list(args.sentences)
     if args.file:
-        try:
-            sentences += [line for line in Path(args.file).read_text().splitlines() if line.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TreenetsError(f"--file {args.file}: cannot read ({exc})") from None
+        text = read_text(args.file, "--file: a text file of sentences, one per line")
+        sentences += [line for line in text.splitlines() if line.strip()]
     if not sentences:
         raise TreenetsError("parse: give sentences as arguments or --file")
-    lm = _load_lm(args.checkpoint, args.device)
-    layer = lm.layers(args.layer, option="--layer")[0]
     if args.svg:
-        Path(args.svg).mkdir(parents=True, exist_ok=True)
+        output_folder(args.svg, "--svg")
+    lm = _load_lm(args.checkpoint, args.device)
+    layers = lm.layers(args.layer, option="--layer")  # "all": each layer, then their mean
     tokens = [lm.tokenize(s) for s in sentences]
-    parses = iter(lm.parse([s for s, t in zip(sentences, tokens) if t], layer, args.split))
+    parses = iter(lm.parse([s for s, t in zip(sentences, tokens) if t], layers[0], args.split))
     for number, words in enumerate(tokens, start=1):
         if not words:
             print(f"[{number}] (empty sentence skipped)\n")
@@ -346,14 +409,23 @@ def _cmd_parse(args) -> int:
         print(f"[{number}] {' '.join(words)}")
         if parse.unknown:
             print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
-        print(bracketed(parse.nested))
-        print(ascii_art(parse.nested, words))
+        for layer in layers:
+            tree = parse.at(layer).nested
+            if len(layers) > 1:
+                print(f"layer {layer}:")
+            print(bracketed(tree))
+            levels = depth(tree)
+            if levels > MAX_TREE_DEPTH:  # the bracketed tree above is the whole answer; a drawing would not fit
+                print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
+                continue
+            print(ascii_art(tree, words))
+            if args.svg:
+                write_svg(tree, Path(args.svg) / (f"{number:04d}.svg" if len(layers) == 1 else
+                                                  f"{number:04d}-layer-{layer}.svg"))
         if args.distances:
             for i, row in enumerate(parse.distances):
                 print(f"    layer {i + 1}: " + " ".join(f"{w}={d:.2f}" for w, d in zip(words, row.tolist())))
             print()
-        if args.svg:
-            write_svg(parse.nested, Path(args.svg) / f"{number:04d}.svg")
     if args.svg:
         print(f"SVG drawings: {args.svg}")
     return 0
@@ -361,6 +433,7 @@ def _cmd_parse(args) -> int:
 
 def _cmd_parse_eval(args) -> int:
     from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.files import output_folder
     from treenets.trees.evaluation import (
         evaluate_baselines,
         evaluate_model,
@@ -369,6 +442,8 @@ def _cmd_parse_eval(args) -> int:
         write_outputs,
     )
 
+    if args.output:
+        output_folder(args.output, "--output")
     path = resolve_treebank(args.treebank, args.data)
     sentences = load_gold(path, wsj10=args.wsj10)
     rows, results, distances, notes, figure_layer = [], [], {}, [], None
@@ -394,6 +469,10 @@ def _cmd_parse_eval(args) -> int:
         write_outputs(Path(args.output), sentences, results, distances, figure_layer)
         summary = [{"model": name, "layer": layer, **values} for name, layer, values in rows]
         (Path(args.output) / "summary.json").write_text(json.dumps(summary, indent=1))
+        from treenets.report import parsing_section, write_report
+
+        section = parsing_section(str(path), args.split, args.wsj10, sentences, results, distances, rows, figure_layer)
+        print(f"report: {write_report(args.output, f'treenets parse-eval: {args.treebank}', parsing=section)}")
         print(f"outputs: {args.output}")
     return 0
 
@@ -413,9 +492,12 @@ def _cmd_baselines(args) -> int:
 
 def _cmd_syneval(args) -> int:
     from treenets.data.syneval import load_case, select_cases, templates_folder
+    from treenets.files import output_file
     from treenets.syneval import evaluate_syneval, format_table
     from treenets.train import resolve_device
 
+    if args.output:
+        output_file(args.output, "--output")
     cases = [load_case(case, args.data, args.limit) for case in select_cases(args.cases)]
     device = resolve_device(args.device, "--device")
     items = sum(len(case.items) for case in cases)
@@ -436,6 +518,10 @@ def _cmd_syneval(args) -> int:
                                     for path, result in zip(args.checkpoints, results)]}
         Path(args.output).write_text(json.dumps(document, indent=1))
         print(f"output: {args.output}")
+        from treenets.report import report_beside, write_report
+
+        html = report_beside(args.output)
+        print(f"report: {write_report(html.parent, 'treenets syneval', syneval=document, name=html.name)}")
     return 0
 
 
@@ -448,10 +534,15 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_metrics(args) -> int:
+    from treenets.files import plot_file
     from treenets.runlog import plot_curve, read_metrics
     from treenets.train import fmt_metric
 
+    if args.plot:
+        plot_file(args.plot, "--plot")
     records = read_metrics(args.run)
+    if args.plot and not records:
+        raise TreenetsError(f"--plot: {args.run} holds no records yet, so there is no curve to draw")
     evals = [r for r in records if r["event"] == "eval"]
     skip = {"event", "step", "epoch", "split", "averaged"}
     print(f"{'step':>8} {'epoch':>6} {'split':>6}  metrics")
@@ -464,12 +555,80 @@ def _cmd_metrics(args) -> int:
     return 0
 
 
+def _cmd_export(args) -> int:
+    from treenets import cards, zoo
+    from treenets.files import read_text
+    from treenets.predictors import Predictor
+    from treenets.runlog import read_metrics
+
+    saved = zoo.read(args.checkpoint)
+    predictor = Predictor.from_checkpoint(saved, args.checkpoint, "cpu")
+    out, name = Path(args.out), args.name or Path(args.out).name
+    source = Path(args.checkpoint)
+    training = cards.training_info(source, saved) if source.is_file() else {}
+    notes = read_text(args.notes, "a markdown file of notes") if args.notes else ""
+    zoo.write_folder(predictor, out, half=args.half)
+    if args.measure:
+        stored = Predictor.load(out, device=args.device)  # the card's figures are those of the written files
+        metrics = cards.measure(stored, name, args.summary, args.data, training,
+                                log=lambda m: print(m, file=sys.stderr))
+    else:
+        runs = [r for r in read_metrics(source.parent) if r["event"] == "eval" and r.get("split") == "valid"] \
+            if (source.parent / "metrics.jsonl").is_file() else []
+        best = [r for r in runs if r["step"] == training.get("best_step")] or runs[-1:]
+        valid = {k: v for k, v in best[0].items() if isinstance(v, float)} if best else {}
+        metrics = {"name": name, "summary": args.summary, "task": predictor.config.task,
+                   "model": predictor.config.model.name,
+                   "parameters": sum(p.numel() for p in predictor.net.parameters()),
+                   "splits": {"valid (training run)": valid} if valid else {}, "parsing": {},
+                   "headline": {f"valid {k}": v for k, v in valid.items()}, "check": {}, "training": training,
+                   "measured_on": "the training run's validation"}
+    card = cards.write_card(metrics, predictor.config, notes)
+    zoo.write_folder(predictor, out, half=args.half, metrics=metrics, card=card)
+    print(f"model folder: {out}")
+    for key, value in metrics["headline"].items():
+        print(f"  {key}: {cards.format_figure(value)}")
+    return 0
+
+
+def _cmd_models(args) -> int:
+    from treenets import zoo
+    from treenets.cards import format_figure
+
+    rows = []
+    for model in zoo.registry().values():
+        local = [f for f in (zoo.repository_models() / model.name, zoo.cache_dir() / model.name)
+                 if (f / "model.safetensors").is_file()]
+        where = str(local[0]) if local else ("download" if all(f.url for f in model.files.values()) else "absent")
+        rows.append({"name": model.name, "task": model.task, "summary": model.summary, "where": where,
+                     "size_mb": round(sum(f.bytes for f in model.files.values()) / 1e6, 1), **model.headline})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for row in rows:
+        print(f"{row['name']}  ({row['task']}, {row['size_mb']} MB, {row['where']})\n  {row['summary']}")
+        figures = [f"{k} {format_figure(v)}" for k, v in row.items() if isinstance(v, float) and k != "size_mb"]
+        print("  " + "; ".join(figures))
+    return 0
+
+
+def _cmd_serve(args) -> int:
+    try:
+        from treenets.serve import serve
+    except ImportError as exc:  # Starlette and uvicorn are the optional extra `serve`
+        raise TreenetsError(f"serve: {exc.name} is not installed (pip install 'treenets[serve]')") from None
+    return serve(args.checkpoints, args.host, args.port, args.device)
+
+
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
             "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines, "syneval": _cmd_syneval,
-            "predict": _cmd_predict, "metrics": _cmd_metrics}
+            "predict": _cmd_predict, "metrics": _cmd_metrics, "export": _cmd_export, "models": _cmd_models,
+            "serve": _cmd_serve}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; bad input and failed file operations end in one `treenets: error:` line (exit 2), any
+    other exception, a bug, in one `treenets: internal error:` line (exit 1) unless debugging is asked for."""
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
@@ -479,3 +638,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("treenets: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if args.debug or os.environ.get("TREENETS_DEBUG") == "1":
+            raise
+        if isinstance(exc, OSError):  # a path the user gave: a read-only folder, a file where a folder belongs, ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"treenets: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 2
+        message = (str(exc).strip().splitlines() or [""])[0]
+        print(f"treenets: internal error: {type(exc).__name__}: {message} (run with --debug or TREENETS_DEBUG=1 "
+              "for the traceback)", file=sys.stderr)
+        return 1

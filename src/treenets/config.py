@@ -10,6 +10,7 @@ and the key.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Hashable
 from functools import cache
 from pathlib import Path
 from types import UnionType
@@ -19,6 +20,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
 from treenets.errors import TreenetsError
+from treenets.files import read_text
 from treenets.schema import PositiveFloat, PositiveInt, Section
 
 
@@ -31,7 +33,8 @@ class TrainConfig(Section):
     max_minutes: PositiveFloat | None = None  # stop after this much training time in this run
     device: str = "auto"  # auto, cpu, cuda, cuda:1, ...
     threads: PositiveInt | None = None  # torch intra-op threads; None = torch's default
-    backend: Literal["auto", "torch", "cpp"] | None = None  # kernels (treenets.nn.backend); None: $TREENETS_BACKEND
+    # kernels (treenets.nn.backend); None: $TREENETS_BACKEND
+    backend: Literal["auto", "torch", "cpp", "compile"] | None = None
 
 
 def task_configs() -> list[type]:
@@ -117,6 +120,29 @@ def _format_error(error: dict, source: str, overrides: dict[str, str]) -> str:
     return f"{where}: {key or 'config'}: {message}"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        first = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # the keys a `<<` merge brings are meant to be overridden
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # an unhashable key: the base loader refuses it
+            if key in first:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {first[key].line + 1})", key_node.start_mark)
+            first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str):
+    """The data of a YAML document, as `yaml.safe_load` reads it but refusing duplicate keys."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: plain data only, never objects
+
+
 def _set_dotted(raw: dict, dotted: str, value: Any, option: str) -> None:
     node = raw
     parts = dotted.split(".")
@@ -136,7 +162,7 @@ def parse_overrides(items: list[str]) -> dict[str, tuple[Any, str]]:
         if not sep or not key.strip():
             raise TreenetsError(f"--set {item}: expected KEY=VALUE, e.g. --set optim.lr=10")
         try:
-            value = yaml.safe_load(text)
+            value = parse_yaml(text)
         except yaml.YAMLError as exc:
             raise TreenetsError(f"--set {item}: value is not valid YAML ({exc.problem})") from None
         parsed[key.strip()] = (value, item)
@@ -185,16 +211,21 @@ def build_config(raw: dict, source: str = "config", overrides: list[str] = ()):
 
 def saved_config(saved: dict, path, overrides: list[str] = ()):
     """The validated config of a checkpoint read by `treenets.checkpoint.load`."""
-    return build_config(upgrade_saved(saved["config"]), source=f"{path} (saved config)", overrides=overrides)
+    source = f"{path} (saved config)"
+    try:
+        raw = upgrade_saved(saved["config"])
+    except yaml.YAMLError as exc:  # e.g. a tensor where a number belongs: not what treenets saves
+        raise TreenetsError(f"{source}: not plain data ({str(exc)[:100]}); expected the config treenets "
+                            "saved") from None
+    return build_config(raw, source=source, overrides=overrides)
 
 
 def load_config(path: str | Path, overrides: list[str] = ()):
     """Read and validate a YAML config file; see `build_config`."""
     path = Path(path)
+    text = read_text(path, "a YAML config file")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise TreenetsError(f"config file {path} does not exist") from None
+        raw = parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from treenets.errors import TreenetsError
+from treenets.files import read_text
 
 
 class MetricsLog:
@@ -38,6 +39,9 @@ class MetricsLog:
             self.writer.flush()
 
 
+RECORD_KEYS = {"train": ("step", "epoch"), "eval": ("step", "epoch", "split")}  # what the readers of each event use
+
+
 def read_metrics(run: str | Path) -> list[dict]:
     """The records of `run/metrics.jsonl` (or of the file itself), in order."""
     path = Path(run)
@@ -46,13 +50,18 @@ def read_metrics(run: str | Path) -> list[dict]:
     if not path.is_file():
         raise TreenetsError(f"{path}: no metrics file")
     records = []
-    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+    for lineno, line in enumerate(read_text(path, "a metrics.jsonl file").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TreenetsError(f"{path}:{lineno}: not a JSON record ({exc.msg})") from None
+        needed = ("event", *RECORD_KEYS.get(record.get("event"), ())) if isinstance(record, dict) else None
+        if needed is None or any(key not in record for key in needed):
+            raise TreenetsError(f"{path}:{lineno}: not a metrics record (expected a JSON object with an 'event'; "
+                                "train records have step and epoch, eval records also split)")
+        records.append(record)
     return records
 
 

@@ -52,6 +52,8 @@ def resolve_device(name: str | torch.device, option: str = "train.device") -> to
         device = torch.device(name)
     except (RuntimeError, TypeError):
         raise TreenetsError(f"{option}: {str(name)!r} is not a device (expected auto, cpu, cuda, cuda:N)") from None
+    if device.type not in ("cpu", "cuda"):  # e.g. meta (no data) or mps: torch devices treenets does not run on
+        raise TreenetsError(f"{option}: {str(name)!r} is not supported (expected auto, cpu, cuda, cuda:N)")
     if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
         raise TreenetsError(f"{option}: {str(name)!r} requested but this machine has "
                             f"{torch.cuda.device_count()} CUDA device(s)")

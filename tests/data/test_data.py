@@ -10,7 +10,11 @@ import torch
 
 from treenets import data
 from treenets.data.lm import BPTTStream, batchify, read_char_lm_file, read_lm_file, shard_columns
+from treenets.data.logic import LABELS, read_logic_file
+from treenets.data.sick import SPECIALS, read_vocab
+from treenets.data.sst import read_trees
 from treenets.errors import TreenetsError
+from treenets.trees.ptb import read_treebank
 from treenets.vocab import Vocab
 
 
@@ -143,3 +147,18 @@ def test_registry_lists_every_staged_file():
         for f in entries:
             assert len(f.sha256) == 64 and f.url.startswith("https://")
     assert json.loads(data._REGISTRY.read_text())["datasets"]["ptb"][0]["bytes"] > 0
+
+
+@pytest.mark.parametrize("reader,text,first", [  # reader: the words (tokens, relation) of the file's first item
+    (lambda path: read_lm_file(path)[0], "the cat\n", "the"),
+    (lambda path: read_char_lm_file(path)[0], "t h e _ c a t\n", "t"),
+    (lambda path: read_vocab(path).words[len(SPECIALS):], "the\ncat\n", "the"),
+    (lambda path: read_treebank(path)[0][0].leaves(), "( (S (NP (DT the) (NN cat))) )\n", "the"),
+    (lambda path: [LABELS[read_logic_file(path)[0].label]], "=\ta\ta\n", "="),
+    (lambda path: read_trees(path, "fine")[0].words, "(3 (2 the) (3 cat))\n", "the"),
+], ids=["words", "characters", "sick-vocab", "treebank", "logic", "sst"])
+def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path, reader, text, first):
+    # Before: the mark stuck to the first word ("\ufeffthe"), or made the first line malformed.
+    path = tmp_path / "file.txt"
+    path.write_bytes(("\ufeff" + text).encode("utf-8"))
+    assert reader(path)[0] == first

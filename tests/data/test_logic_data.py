@@ -76,3 +76,16 @@ def test_the_real_files_give_the_on_lstm_split_and_their_operator_counts(data_ro
     for n in (1, 7, 11, 12):
         counts = {pair.operators for pair in read_logic_file(folder / f"test{n}")}
         assert counts == {n} if n < 12 else min(counts) >= 12
+
+
+@pytest.mark.parametrize("test_lines,split,message", [
+    (3, "valid", "train0..train6 hold 7 pair\\(s\\), none left for the valid split .* expected at least 10"),
+    (0, "test", "test0..test12 hold no pairs"),
+])
+def test_an_empty_split_is_named(tmp_path, test_lines, split, message):
+    # Before: training ran, then ended in ZeroDivisionError from the accuracy of an empty validation split.
+    for kind, count in (("train", 1), ("test", test_lines)):
+        for n in range(13):
+            (tmp_path / f"{kind}{n}").write_text("=\ta\ta\n" * count)
+    with pytest.raises(TreenetsError, match=message):
+        read_logic_splits(tmp_path, max_train_operators=6, valid_every=10, splits=("train", split))

@@ -1,11 +1,13 @@
-"""The staged SICK and SST data: the embedding rows' alignment with the vocabulary, the split sizes."""
+"""The staged SICK and SST data: the embedding rows' alignment with the vocabulary, the split sizes; bad SICK scores."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from treenets.data.sick import SPECIALS
+from treenets.data.sick import SPECIALS, read_split
 from treenets.data.sst import read_trees
+from treenets.errors import TreenetsError
 
 
 def test_sick_embedding_rows_follow_the_vocabulary_after_four_specials(data_root):
@@ -32,3 +34,16 @@ def test_sst_splits_fine_and_binary(data_root):
     assert all(len(t.words) * 2 - 1 == t.size for t in fine["dev"])  # binary trees
     binary = {split: read_trees(folder / f"{split}.txt", "binary") for split in ("train", "dev", "test")}
     assert [len(binary[s]) for s in ("train", "dev", "test")] == [6920, 872, 1821]
+
+
+@pytest.mark.parametrize("score", ["7", "0.5", "nan", "-inf"])
+def test_sick_scores_outside_1_to_5_are_named(tmp_path, score):
+    # Before: read as they were; a score of 7 gave a target distribution outside the five classes.
+    for side in "ab":
+        (tmp_path / f"{side}.toks").write_text("a cat sits\na dog runs\na cat runs\n")
+        (tmp_path / f"{side}.parents").write_text("2 3 0\n2 3 0\n2 3 0\n")
+    (tmp_path / "sim.txt").write_text(f"1\n5\n{score}\n")
+    with pytest.raises(TreenetsError, match=rf"sim.txt:3: relatedness {score} is outside 1-5"):
+        read_split(tmp_path, "dependency")
+    (tmp_path / "sim.txt").write_text("1\n5\n4.2\n")
+    assert [pair.score for pair in read_split(tmp_path, "dependency")] == [1.0, 5.0, 4.2]

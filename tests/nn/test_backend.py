@@ -22,11 +22,12 @@ def _require_kernels(*names):
 
 def test_setting_is_validated_and_restored():
     assert get_backend() == "auto"
-    with pytest.raises(TreenetsError, match="unknown backend 'fast' \\(expected one of: auto, torch, cpp\\)"):
+    with pytest.raises(TreenetsError, match="unknown backend 'fast' \\(expected one of: auto, torch, cpp, compile\\)"):
         set_backend("fast")
-    with use_backend("torch"):
-        assert get_backend() == "torch"
-        assert kernels_for("onlstm", torch.zeros(2)) is None
+    for name in ("torch", "compile"):  # neither runs the C++ kernels
+        with use_backend(name):
+            assert get_backend() == name
+            assert kernels_for("onlstm", torch.zeros(2)) is None
     assert get_backend() == "auto"
 
 
@@ -96,14 +97,15 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_training_steps_give_the_same_numbers_with_either_backend(case):
+@pytest.mark.parametrize("case,fast", [(case, "auto") for case in CASES] + [("onlstm", "compile"), ("prpn", "compile")])
+def test_training_steps_give_the_same_numbers_with_either_backend(case, fast):
     """Three SGD steps with dropout on, from the same seed: the losses and the weights after them agree
-    between the compiled kernels and the PyTorch specification."""
+    between the compiled kernels (auto) or the steps fused by torch.compile, and the PyTorch specification."""
     build, loss_of, batches, names = CASES[case]
-    _require_kernels(*names)
+    if fast == "auto":
+        _require_kernels(*names)
     runs = []
-    for name in ("auto", "torch"):
+    for name in (fast, "torch"):
         torch.manual_seed(0)
         model = build().double().train()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -137,3 +139,29 @@ def test_the_kernel_build_is_named_after_python_torch_and_compiler(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setenv("CXX", "clang++")
     assert backend.build_name("onlstm") != name
+
+
+def test_a_build_killed_on_the_way_does_not_block_later_builds(tmp_path, monkeypatch):
+    # torch's lock file, left by a build killed with kill -9, made every later process wait for it forever.
+    import fcntl
+
+    from torch.utils import cpp_extension
+
+    (tmp_path / "lock").touch()
+    seen = {}
+
+    def load(name, build_directory, **_):
+        seen["stale lock"] = (tmp_path / "lock").exists()
+        with open(tmp_path / "treenets.lock") as other:  # another process trying to build meanwhile
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen["excluded"] = False
+            except BlockingIOError:
+                seen["excluded"] = True
+        return "module"
+
+    monkeypatch.setattr(cpp_extension, "_get_build_directory", lambda name, verbose: str(tmp_path))
+    monkeypatch.setattr(cpp_extension, "load", load)
+    monkeypatch.setattr(backend, "_loaded", {})
+    assert backend.kernels("treelstm") == "module"
+    assert seen == {"stale lock": False, "excluded": True}

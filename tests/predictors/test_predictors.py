@@ -36,7 +36,7 @@ def test_save_then_load_predicts_the_same(best, tmp_path):
 
 
 def test_a_checkpoint_of_another_task_is_refused_by_name(best):
-    with pytest.raises(TreenetsError, match="a lm checkpoint, not for RelatednessPredictor .it loads as "
+    with pytest.raises(TreenetsError, match="a lm model, not for RelatednessPredictor .it loads as "
                                             "LanguageModel."):
         RelatednessPredictor.load(best)
 
@@ -62,3 +62,19 @@ def test_the_ptb_number_token_does_not_switch_lower_casing_off(best):
     assert with_numbers.tokenize("The Cat saw 3 dogs") == ["the", "cat", "saw", "N", "dogs"]
     cased = LanguageModel(lm.net, Vocab(lm.vocab.words + ["N", "Paris"]), lm.config)
     assert cased.tokenize("The Cat") == ["The", "Cat"]
+
+
+def test_a_sentiment_tree_deeper_than_the_recursion_limit_is_classified():
+    from treenets.config import build_config
+    from treenets.predictors import SentimentClassifier
+    from treenets.vocab import Vocab
+
+    config = build_config({"task": "sentiment", "data": {"path": "sst"},
+                           "model": {"name": "binary-treelstm", "emb_size": 4, "mem_size": 3}})
+    vocab = Vocab(["<unk>", "a"])
+    model = SentimentClassifier(config.model.build(len(vocab), 5), vocab, config)
+    tree = "(X a)"
+    for _ in range(3000):
+        tree = f"(X (X a) {tree})"
+    result = model.predict(tree)
+    assert len(result.phrases) == 2 * 3001 - 1 and result.phrases[0][0] == " ".join(["a"] * 3001)

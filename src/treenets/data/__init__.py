@@ -120,12 +120,27 @@ def check(names: list[str] | None = None, root: str | os.PathLike | None = None)
     return result
 
 
-def download(names: list[str] | None, root: str | os.PathLike, log=print) -> None:
-    """Fetch the files of `names` that are missing or wrong under `root`, verifying each sha256.
+def fetch(url: str, target: Path, sha256: str) -> None:
+    """Download `url` to `target`, verifying its sha256. The file is written under a temporary name and renamed
+    only after its checksum matched, so an interrupted download never leaves a file that looks complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+            shutil.copyfileobj(response, out)
+        got = sha256_of(Path(tmp))
+        if got != sha256:
+            raise TreenetsError(f"{url}: sha256 {got} does not match the expected {sha256}")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise TreenetsError(f"could not download {url}: {exc}") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
-    Each file is written to a temporary name and renamed only after its checksum matched, so an interrupted
-    download never leaves a file that looks complete.
-    """
+
+def download(names: list[str] | None, root: str | os.PathLike, log=print) -> None:
+    """Fetch the files of `names` that are missing or wrong under `root`, verifying each sha256 (`fetch`)."""
     base = Path(root).expanduser()
     base.mkdir(parents=True, exist_ok=True)
     for status in check(names, base):
@@ -134,21 +149,8 @@ def download(names: list[str] | None, root: str | os.PathLike, log=print) -> Non
             log(f"ok          {f.path}")
             continue
         target = base / f.path
-        target.parent.mkdir(parents=True, exist_ok=True)
         log(f"downloading {f.path} <- {f.url}")
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(f.url, timeout=60) as response:
-                shutil.copyfileobj(response, out)
-            got = sha256_of(Path(tmp))
-            if got != f.sha256:
-                raise TreenetsError(f"{f.url}: sha256 {got} does not match the expected {f.sha256}")
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise TreenetsError(f"could not download {f.url}: {exc}") from exc
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        fetch(f.url, target, f.sha256)
         if f.unpack_to:
             with zipfile.ZipFile(target) as archive:
                 archive.extractall(base / f.unpack_to)

@@ -21,7 +21,8 @@ def load_embeddings(path: Path, vocab: Vocab, dim: int) -> tuple[torch.Tensor, i
         try:
             matrix = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same message
-            raise TreenetsError(f"{path}: not a readable tensor file ({str(exc).splitlines()[0][:120]})") from None
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]  # an empty file: no message
+            raise TreenetsError(f"{path}: not a readable tensor file ({first})") from None
         if not isinstance(matrix, torch.Tensor) or tuple(matrix.shape) != (len(vocab), dim):
             shape = tuple(matrix.shape) if isinstance(matrix, torch.Tensor) else type(matrix).__name__
             raise TreenetsError(f"{path}: holds {shape}, expected a [{len(vocab)}, {dim}] matrix for the vocabulary")
@@ -29,7 +30,7 @@ def load_embeddings(path: Path, vocab: Vocab, dim: int) -> tuple[torch.Tensor, i
     generator = torch.Generator().manual_seed(0)
     matrix = torch.randn(len(vocab), dim, generator=generator) * 0.05
     found = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:  # -sig: a byte-order mark is not in the first word
         for lineno, line in enumerate(fh, start=1):
             parts = line.rstrip("\n").split(" ")
             if len(parts) != dim + 1:

@@ -15,6 +15,8 @@ import torch
 
 from treenets.data.batching import Batch
 from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.limits import check_lines
 from treenets.vocab import Vocab
 
 EOS = "<eos>"
@@ -60,21 +62,15 @@ def read_char_lm_file(path: Path) -> list[list[str]]:
 def _read_text(path: Path, expected: str, dataset: str) -> str:
     """The text of a corpus file; errors name the file when it is missing, binary or not UTF-8 (`expected`
     describes the format, `dataset` is what `treenets data download` fetches)."""
-    if not path.is_file():
+    if not path.exists():
         raise TreenetsError(f"{path}: missing (expected {expected}; "
                             f"`treenets data download {dataset}` fetches the Penn Treebank one)")
-    raw = path.read_bytes()
-    if b"\0" in raw:
-        raise TreenetsError(f"{path}: binary file; expected plain text with one sentence per line")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise TreenetsError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+    return read_text(path, f"{expected}, one sentence per line")
 
 
 def _sentences(path: Path, lines: list[str]) -> list[list[str]]:
     """The tokens of each line of `path` with `<eos>` appended; errors name the file and line."""
+    check_lines(lines, path)
     sentences = []
     for lineno, line in enumerate(lines, start=1):
         if "\t" in line:

@@ -18,6 +18,8 @@ import torch
 
 from treenets.data.batching import Batch
 from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.limits import check_lines
 from treenets.trees.parents import ParentTree
 from treenets.vocab import Vocab
 
@@ -118,12 +120,9 @@ def read_logic_file(path: Path) -> list[LogicPair]:
     if not path.is_file():
         raise TreenetsError(f"{path}: missing (expected Bowman's propositional-logic pairs; "
                             "`treenets data download logic` fetches them)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise TreenetsError(f"{path}: not UTF-8 text ({exc.reason})") from None
     pairs = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    lines = check_lines(read_text(path, "Bowman's propositional-logic pairs").splitlines(), path)
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
@@ -150,6 +149,14 @@ def read_logic_splits(folder: Path, max_train_operators: int, valid_every: int,
         result["valid"] = [p for i, p in enumerate(pool, start=1) if not i % valid_every]
     if "test" in splits:
         result["test"] = [pair for n in range(MAX_FILE + 1) for pair in read_logic_file(folder / f"test{n}")]
+    for split in splits:  # an empty split has no accuracy (0 / 0)
+        if result[split]:
+            continue
+        if split == "test":
+            raise TreenetsError(f"{folder}: test0..test{MAX_FILE} hold no pairs")
+        raise TreenetsError(f"{folder}: train0..train{max_train_operators} hold {len(pool)} pair(s), none left for "
+                            f"the {split} split (every {valid_every}th pair is held out for validation: expected at "
+                            f"least {valid_every})")
     return {split: result[split] for split in splits}
 
 

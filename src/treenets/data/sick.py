@@ -11,6 +11,8 @@ import torch
 
 from treenets.data.batching import Batch
 from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.limits import check_lines
 from treenets.trees.parents import ParentTree, binarize, parse_parents
 from treenets.vocab import Vocab
 
@@ -20,9 +22,9 @@ SPLIT_FOLDERS = {"train": "train", "valid": "dev", "test": "test"}  # valid = de
 
 
 def read_lines(path: Path) -> list[str]:
-    if not path.is_file():
+    if not path.exists():
         raise TreenetsError(f"{path}: missing (expected the SICK files of the treelstm preprocessing)")
-    return path.read_text(encoding="utf-8").splitlines()
+    return check_lines(read_text(path, "a SICK file of the treelstm preprocessing").splitlines(), path)
 
 
 def read_vocab(path: Path) -> Vocab:
@@ -61,6 +63,9 @@ def read_split(folder: Path, trees: str) -> list[Pair]:
             value = float(score)
         except ValueError:
             raise TreenetsError(f"{folder / 'sim.txt'}:{lineno}: {score!r} is not a number") from None
+        if not 1 <= value <= 5:  # also NaN; the targets of the loss are distributions over the scores 1..5
+            raise TreenetsError(f"{folder / 'sim.txt'}:{lineno}: relatedness {score.strip()} is outside 1-5 "
+                                "(expected a SICK score from 1 to 5)")
         pairs.append(Pair(left, right, value))
     return pairs
 

@@ -11,6 +11,8 @@ import torch
 
 from treenets.data.batching import Batch
 from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.limits import check_lines
 from treenets.trees.parents import ParentTree, parse_bracketed
 from treenets.vocab import Vocab
 
@@ -24,7 +26,8 @@ def read_trees(path: Path, classes: str) -> list[ParentTree]:
     if not path.is_file():
         raise TreenetsError(f"{path}: missing (expected SST trees in PTB form, one per line)")
     trees = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    lines = check_lines(read_text(path, "SST trees in PTB form, one per line").splitlines(), path)
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         tree = parse_bracketed(line, f"{path}:{lineno}")

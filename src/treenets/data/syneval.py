@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def read_templates(path: str | os.PathLike, size: int | None = None) -> dict[str
         raise TreenetsError(f"{path}: the pickle refers to {exc}; refused (only dicts, lists, tuples and strings "
                             "are loaded, never classes, functions or code objects)") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
-            UnicodeDecodeError, MemoryError) as exc:
+            UnicodeDecodeError, MemoryError, OverflowError) as exc:
         raise TreenetsError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc}); expected a "
                             "Marvin & Linzen template pickle") from None
     origin = "for this case"
@@ -133,7 +134,8 @@ def read_templates(path: str | os.PathLike, size: int | None = None) -> dict[str
         what = f"a {type(data).__name__}" if data else "an empty dict"
         raise TreenetsError(f"{path}: holds {what}; expected {expected}")
     for condition, items in data.items():
-        where = f"{path}: condition {condition!r}"
+        # reprlib: a value of the pickle may nest deeper than `repr` recurses, or be huge.
+        where = f"{path}: condition {reprlib.repr(condition)}"
         if not isinstance(condition, str):
             raise TreenetsError(f"{where}: a key of type {type(condition).__name__}; expected {expected}")
         if not isinstance(items, list) or not items:
@@ -150,7 +152,7 @@ def read_templates(path: str | os.PathLike, size: int | None = None) -> dict[str
                 raise TreenetsError(f"{at}: a tuple of {len(item)} sentences; expected {size} {origin}")
             for sentence in item:
                 if not isinstance(sentence, str) or not sentence.strip():
-                    raise TreenetsError(f"{at}: {sentence!r}; expected a non-empty sentence (str)")
+                    raise TreenetsError(f"{at}: {reprlib.repr(sentence)}; expected a non-empty sentence (str)")
     return data
 
 

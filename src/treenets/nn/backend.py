@@ -7,6 +7,12 @@ Backends:
     torch the PyTorch code only: the specification the kernels are tested against.
     cpp   like auto, but an error when the kernels cannot be built (instead of falling back silently);
           tensors the kernels do not take (CUDA, other dtypes) still run the PyTorch code.
+    compile  the PyTorch code with each step of the language models' recurrences (ON-LSTM's gates, cumax and
+          cell; a PRPN reading layer's attention and cell) compiled by `torch.compile` into fused kernels:
+          Triton on CUDA, C++ on the CPU (Inductor). For GPUs, where the plain PyTorch step launches dozens
+          of small kernels. Compiling takes from seconds to a minute on first use and again for a new shape.
+          The Tree-LSTMs run their PyTorch code: their levels change size at every step, and compiled for
+          any size they trained 20 times slower on an H100 than the PyTorch code (README, Speed).
 
 The same rule holds in training and in inference. Both backends draw the same dropout masks from torch's
 generator, so a run's numbers do not depend on the backend (to float rounding).
@@ -29,11 +35,13 @@ import torch
 
 from treenets.errors import TreenetsError
 
-BACKENDS = ("auto", "torch", "cpp")
+BACKENDS = ("auto", "torch", "cpp", "compile")
 ENV_VAR = "TREENETS_BACKEND"
 _SOURCES = Path(__file__).with_name("csrc")
 _loaded: dict = {}
 _failures: dict[str, str] = {}
+_compiled: dict = {}
+RECOMPILE_LIMIT = 64  # variants of one compiled step (see `step_function`)
 
 
 def _checked(name: str, origin: str) -> str:
@@ -99,6 +107,24 @@ def build_name(name: str) -> str:
     return f"treenets_{name}_{hashlib.sha1(chr(0).join(build).encode()).hexdigest()[:10]}"
 
 
+@contextlib.contextmanager
+def _exclusive_build(folder: Path):
+    """Hold an exclusive lock on a kernels' build folder while torch builds or loads them there.
+
+    Two processes building the same kernels are already kept apart by torch's lock, a file `lock` created
+    exclusively in the folder and removed when the build ends; but a build killed on the way (kill -9, out of
+    memory, a reboot) leaves that file behind, and every later process would wait for it forever, silently.
+    An `flock` is released by the system when its holder dies, so whoever holds this one is the only treenets
+    process working in the folder, and a torch `lock` it finds is stale.
+    """
+    import fcntl  # POSIX, as the compiler flags are: elsewhere the kernels fail to build and the PyTorch code runs
+
+    with open(folder / "treenets.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+        (folder / "lock").unlink(missing_ok=True)
+        yield
+
+
 def kernels(name: str):
     """The compiled module `csrc/<name>_cpu.cpp` (with the shared `csrc/common.h`), built on first use; None
     if it cannot be built (the reason is kept for the `cpp` backend's error; warns once)."""
@@ -107,10 +133,14 @@ def kernels(name: str):
     source = _SOURCES / f"{name}_cpu.cpp"
     module = None
     try:
-        from torch.utils.cpp_extension import load
+        from torch.utils import cpp_extension
 
-        module = load(name=build_name(name), sources=[str(source)], extra_cflags=_flags(),
-                      extra_include_paths=[str(_SOURCES)], verbose=False)
+        build = build_name(name)
+        folder = Path(cpp_extension._get_build_directory(build, verbose=False))  # torch's folder, created
+        with _exclusive_build(folder):
+            module = cpp_extension.load(name=build, sources=[str(source)], extra_cflags=_flags(),
+                                        extra_include_paths=[str(_SOURCES)], build_directory=str(folder),
+                                        verbose=False)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
         _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         warnings.warn(f"treenets: compiled CPU kernels for {name} unavailable, using PyTorch code (slower): "
@@ -126,7 +156,7 @@ def kernels_for(name: str, *tensors: torch.Tensor):
     Raises:
         TreenetsError: under the `cpp` backend, when the kernels apply but cannot be built.
     """
-    if _backend == "torch":
+    if _backend in ("torch", "compile"):
         return None
     if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
         return None
@@ -135,3 +165,23 @@ def kernels_for(name: str, *tensors: torch.Tensor):
         raise TreenetsError(f"backend cpp: the compiled {name} kernels cannot be built ({_failures.get(name)}); "
                             "use backend auto or torch")
     return module
+
+
+def step_function(step):
+    """`step` (one step of a recurrence in PyTorch code) as the current backend runs it: compiled by
+    `torch.compile` into fused kernels under the `compile` backend (once per function), else `step` itself.
+
+    Args:
+        step: a function of tensors (and Python numbers, which the compiled code takes as constants).
+    """
+    if _backend != "compile":
+        return step
+    if step not in _compiled:
+        # Each dtype, device, grad mode, dropout setting and (until torch marks it dynamic) batch shape is a
+        # variant compiled apart; torch's default of 8 per function is too few for a process that trains,
+        # evaluates and tests, and beyond it `fullgraph` would fail.
+        dynamo = torch._dynamo.config
+        limit = "recompile_limit" if hasattr(dynamo, "recompile_limit") else "cache_size_limit"  # torch < 2.6
+        setattr(dynamo, limit, max(getattr(dynamo, limit), RECOMPILE_LIMIT))
+        _compiled[step] = torch.compile(step, fullgraph=True)
+    return _compiled[step]

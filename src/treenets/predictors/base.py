@@ -29,25 +29,30 @@ class Predictor:
         self.net, self.vocab, self.config = net.to(self.device).eval(), vocab, config
 
     @classmethod
-    def load(cls, path: str | Path, device="cpu") -> Predictor:
-        """The predictor of the checkpoint's task, holding its weights (`best.pt`, `last.pt`, or a file
-        written by `save`).
+    def load(cls, ref: str | Path, device="cpu") -> Predictor:
+        """The predictor of a trained model's task, holding its weights.
+
+        Args:
+            ref: a checkpoint (`best.pt`, `last.pt`, a file written by `save`), a model folder (`treenets
+                export`), or the name of a zoo model (`treenets models`).
 
         Raises:
             TreenetsError: for a missing, corrupt or foreign file, or (called on a subclass, e.g.
-                `LanguageModel.load`) a checkpoint of a task with another predictor.
+                `LanguageModel.load`) a model of a task with another predictor.
         """
-        return cls.from_checkpoint(checkpoint.load(path), path, device)
+        from treenets import zoo
+
+        return cls.from_checkpoint(zoo.read(ref), ref, device)
 
     @classmethod
     def from_checkpoint(cls, saved: dict, path: str | Path, device="cpu") -> Predictor:
-        """`load` for a checkpoint already read with `treenets.checkpoint.load` from `path`."""
+        """`load` for a model already read with `treenets.zoo.read` (or `treenets.checkpoint.load`) from `path`."""
         from treenets.tasks import task_class
 
         config = saved_config(saved, path)
         task = task_class(config.task)
         if not issubclass(task.Predictor, cls):
-            raise TreenetsError(f"{path}: a {config.task} checkpoint, not for {cls.__name__} (it loads as "
+            raise TreenetsError(f"{path}: a {config.task} model, not for {cls.__name__} (it loads as "
                                 f"{task.Predictor.__name__})")
         net = task.build_net(config, len(saved["vocab"]))
         checkpoint.load_weights(net, saved["model"], path)

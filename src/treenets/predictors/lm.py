@@ -160,6 +160,12 @@ class LanguageModel(Predictor):
         return self.score(sentences)
 
     def predict_command(self, args) -> SentenceScore:
+        # A bracketed --tree would otherwise be read as words, brackets and all.
+        given = [option for option, value in (("--tree", args.tree), ("--pair", args.pair),
+                                              ("--parents", args.parents)) if value is not None]
+        if given:
+            raise TreenetsError(f"predict: a language model reads --sentence only, not {' '.join(given)} (those are "
+                                "for relatedness, sentiment and logic models; `treenets parse` draws its trees)")
         if not args.sentence:
             raise TreenetsError("predict: a language model needs --sentence (or use `treenets parse`)")
         return self.score(args.sentence)

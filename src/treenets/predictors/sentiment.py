@@ -23,16 +23,17 @@ class Sentiment:
 def node_spans(tree: ParentTree) -> dict[int, tuple[int, int]]:
     """Word span of every node of a constituency tree (words are nodes 0..w-1)."""
     spans: dict[int, tuple[int, int]] = {}
-
-    def walk(node: int) -> tuple[int, int]:
-        if not tree.children[node]:
+    stack = [(tree.root, False)]  # an explicit stack: a tree may be deeper than Python's recursion limit
+    while stack:
+        node, children_done = stack.pop()
+        children = tree.children[node]
+        if not children:
             spans[node] = (node, node + 1)
+        elif children_done:
+            spans[node] = (spans[children[0]][0], spans[children[-1]][1])
         else:
-            parts = [walk(k) for k in tree.children[node]]
-            spans[node] = (parts[0][0], parts[-1][1])
-        return spans[node]
-
-    walk(tree.root)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
     return spans
 
 

@@ -30,49 +30,62 @@ def tree_from_distances(words: Sequence[str], distances: Sequence[float], split:
     if split not in SPLITS:
         raise ValueError(f"split={split!r}: expected one of {SPLITS}")
     distances = np.asarray(distances, dtype=np.float64)
-    build = _official if split == "official" else _before
-    return build(list(words), distances) if words else []
+    words = list(words)
+
+    def official(lo: int, hi: int):
+        k = lo + int(np.argmax(distances[lo:hi]))
+        right = words[k] if k == hi - 1 else [words[k], range(k + 1, hi)]
+        return right if k == lo else [range(lo, k), right]
+
+    def before(lo: int, hi: int):
+        k = lo + 1 + int(np.argmax(distances[lo + 1 : hi]))
+        return [range(lo, k), range(k, hi)]
+
+    return _top_down(words, official if split == "official" else before)
 
 
-def _official(words, distances):
-    if len(words) == 1:
-        return words[0]
-    k = int(np.argmax(distances))
-    right = words[k] if k == len(words) - 1 else [words[k], _official(words[k + 1 :], distances[k + 1 :])]
-    return right if k == 0 else [_official(words[:k], distances[:k]), right]
+def _top_down(words: list, split):
+    """The tree over `words`, built from the top without recursion (a monotone run of distances or a
+    right-branching tree nests as deep as the sentence is long).
 
-
-def _before(words, distances):
-    if len(words) == 1:
-        return words[0]
-    k = int(np.argmax(distances[1:])) + 1
-    return [_before(words[:k], distances[:k]), _before(words[k:], distances[k:])]
+    `split(lo, hi)` gives the node over `words[lo:hi]` (two or more words) as a list whose items are words,
+    `range`s of words still to split, or such lists; a range of one word becomes that word.
+    """
+    if not words:
+        return []
+    root = [range(len(words))]
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for i, item in enumerate(node):
+            if isinstance(item, range):
+                node[i] = item = words[item.start] if len(item) == 1 else split(item.start, item.stop)
+            if isinstance(item, list):
+                stack.append(item)
+    return root[0]
 
 
 def right_branching(words: Sequence[str]):
     """`[w1, [w2, [w3, ...]]]`"""
     words = list(words)
-    if len(words) <= 1:
-        return words[0] if words else []
-    return [words[0], right_branching(words[1:])]
+    return _top_down(words, lambda lo, hi: [words[lo], range(lo + 1, hi)])
 
 
 def left_branching(words: Sequence[str]):
     """`[[[w1, w2], w3], ...]`"""
     words = list(words)
-    if len(words) <= 1:
-        return words[0] if words else []
-    return [left_branching(words[:-1]), words[-1]]
+    return _top_down(words, lambda lo, hi: [range(lo, hi - 1), words[hi - 1]])
 
 
 def balanced(words: Sequence[str]):
     """The balanced baseline of the official `parse_comparison.py`: the right part holds the largest power of
     two below the length (half of it rounded up to a power of two), recursively."""
-    words = list(words)
-    if len(words) <= 1:
-        return words[0] if words else []
-    right = 2 ** math.ceil(math.log2(len(words))) // 2
-    return [balanced(words[: len(words) - right]), balanced(words[len(words) - right :])]
+
+    def split(lo: int, hi: int):
+        middle = hi - 2 ** math.ceil(math.log2(hi - lo)) // 2
+        return [range(lo, middle), range(middle, hi)]
+
+    return _top_down(list(words), split)
 
 
 def random_tree(words: Sequence[str], rng: random.Random):

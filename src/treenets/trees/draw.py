@@ -3,65 +3,81 @@ tree beside the gold tree, syntactic distances plotted under the words)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import nltk
 
+from treenets.errors import TreenetsError
+from treenets.limits import MAX_TREE_DEPTH
+from treenets.trees.walk import depth, fold
+
 
 def to_nltk(tree, label: str = "X") -> nltk.Tree | str:
     """A nested-list tree as an `nltk.Tree` with every node labelled `label` (a lone word stays a string)."""
-    if not isinstance(tree, list):
-        return tree
-    return nltk.Tree(label, [to_nltk(child, label) for child in tree])
+    return fold(tree, lambda word: word, lambda _, children: nltk.Tree(label, children))
 
 
 def bracketed(tree) -> str:
     """`(X (X the cat) sat)`; a lone word as `(X word)`."""
-    node = to_nltk(tree)
-    return node.pformat(margin=10**9) if isinstance(node, nltk.Tree) else f"(X {node})"
+    # Written here rather than by `nltk.Tree.pformat`, which recurses once per level.
+    text = fold(tree, str, lambda _, children: f"(X {' '.join(children)})")
+    return text if isinstance(tree, list) else f"(X {text})"
 
 
-def _indexed(tree, counter: list[int]):
-    if not isinstance(tree, list):
-        counter[0] += 1
-        return counter[0] - 1
-    return nltk.Tree("X", [_indexed(child, counter) for child in tree])
+def _drawable(tree) -> list:
+    """The tree as a list (a lone word under one node), refused when deeper than the drawing libraries reach."""
+    tree = tree if isinstance(tree, list) else [tree]
+    levels = depth(tree)
+    if levels > MAX_TREE_DEPTH:
+        raise TreenetsError(f"tree deeper than {MAX_TREE_DEPTH} levels ({levels}): too deep to draw "
+                            "(`bracketed` writes it as text)")
+    return tree
 
 
 def ascii_art(tree, words: list[str]) -> str:
-    """The tree drawn with text characters, words along the bottom in sentence order."""
+    """The tree drawn with text characters, words along the bottom in sentence order.
+
+    Raises:
+        TreenetsError: for a tree deeper than `treenets.limits.MAX_TREE_DEPTH` levels.
+    """
     from nltk.tree.prettyprinter import TreePrettyPrinter
 
-    indexed = _indexed(tree if isinstance(tree, list) else [tree], [0])
+    position = itertools.count()  # leaves become word positions: the printer puts `words` under them
+    indexed = fold(_drawable(tree), lambda _: next(position), lambda _, children: nltk.Tree("X", children))
     return TreePrettyPrinter(indexed, sentence=list(words)).text()
 
 
 def write_svg(tree, path: str | Path) -> None:
-    """The tree drawn as SVG (svgling) to `path`."""
+    """The tree drawn as SVG (svgling) to `path`.
+
+    Raises:
+        TreenetsError: for a tree deeper than `treenets.limits.MAX_TREE_DEPTH` levels.
+    """
     import svgling
 
-    node = to_nltk(tree if isinstance(tree, list) else [tree])
+    node = to_nltk(_drawable(tree))
     Path(path).write_text(svgling.draw_tree(node).get_svg().tostring())
 
 
-def _layout(tree, x0: int = 0):
+def _layout(tree) -> tuple[int, list]:
     """Node coordinates: leaves at x = word index, y = 0; a node at the mean x of its children, one above
-    the highest. Returns (x, y, edges, next x)."""
-    if not isinstance(tree, list):
-        return x0, 0, [], x0 + 1
-    xs, ys, edges, x = [], [], [], x0
-    for child in tree:
-        cx, cy, child_edges, x = _layout(child, x)
-        xs.append(cx)
-        ys.append(cy)
-        edges.extend(child_edges)
-    px, py = sum(xs) / len(xs), max(ys) + 1
-    edges.extend(((px, py), (cx, cy)) for cx, cy in zip(xs, ys))
-    return px, py, edges, x
+    the highest. Returns the height and the edges ((x1, y1), (x2, y2))."""
+    position = itertools.count()
+    edges = []
+
+    def node(_, children):
+        xs, ys = zip(*children)
+        parent = sum(xs) / len(xs), max(ys) + 1
+        edges.extend((parent, child) for child in children)
+        return parent
+
+    _, height = fold(tree if isinstance(tree, list) else [tree], lambda _: (next(position), 0), node)
+    return height, edges
 
 
 def _draw(ax, tree, words, title):
-    _, height, edges, _ = _layout(tree if isinstance(tree, list) else [tree])
+    height, edges = _layout(tree)
     for (x1, y1), (x2, y2) in edges:
         ax.plot([x1, x2], [y1, y2], color="black", linewidth=1)
     ax.set_xticks(range(len(words)))

@@ -94,18 +94,48 @@ def format_table(rows: list[tuple[str, str, dict]]) -> str:
     return "\n".join(lines)
 
 
-def multi_run_lines(results: list[ModelResult]) -> list[str]:
-    """For several checkpoints: per layer, mean/std/max sentence F1 and the mean self-F1 between runs."""
-    lines = []
+def multi_run_summary(results: list[ModelResult]) -> list[dict]:
+    """For several checkpoints: per layer found in two or more, the mean/std/max sentence F1 over the runs and
+    the mean self-F1 between them (`layer`, `runs`, `mean`, `std`, `max`, `self_f1`; in percent)."""
+    summary = []
     for layer in dict.fromkeys(r.layer for r in results):
         runs = [r for r in results if r.layer == layer]
         if len(runs) < 2:
             continue
         stats = multi_run([r.scores.summary()["sentence_f1"] * 100 for r in runs])
         pairs = [self_f1(a.trees, b.trees) * 100 for i, a in enumerate(runs) for b in runs[i + 1 :]]
-        lines.append(f"layer {layer}: sentence F1 over {stats['runs']} runs: mean {stats['mean']:.1f}, "
-                     f"std {stats['std']:.1f}, max {stats['max']:.1f}; self-F1 {sum(pairs) / len(pairs):.1f}")
-    return lines
+        summary.append({"layer": layer, **stats, "self_f1": sum(pairs) / len(pairs)})
+    return summary
+
+
+def multi_run_lines(results: list[ModelResult]) -> list[str]:
+    """`multi_run_summary` as lines of text."""
+    return [f"layer {s['layer']}: sentence F1 over {s['runs']} runs: mean {s['mean']:.1f}, std {s['std']:.1f}, "
+            f"max {s['max']:.1f}; self-F1 {s['self_f1']:.1f}" for s in multi_run_summary(results)]
+
+
+class _Text(str):
+    """Finished JSON text, beside the values (a plain `str` among them) still to encode."""
+
+
+def _json(value) -> str:
+    """`json.dumps(value)` without recursion: a record holds trees that nest as deep as their sentence is long,
+    and the json module gives up at about 1,000 levels."""
+    parts, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Text):
+            parts.append(item)
+        elif isinstance(item, (dict, list, tuple)):
+            is_dict = isinstance(item, dict)
+            tokens = [_Text("{" if is_dict else "[")]
+            for i, (key, child) in enumerate(item.items() if is_dict else enumerate(item)):
+                tokens += [_Text((", " if i else "") + (f"{json.dumps(str(key))}: " if is_dict else "")), child]
+            tokens.append(_Text("}" if is_dict else "]"))
+            stack.extend(reversed(tokens))
+        else:
+            parts.append(json.dumps(item))
+    return "".join(parts)
 
 
 def write_outputs(out: Path, sentences: list[GoldSentence], results: list[ModelResult], distances: dict,
@@ -129,7 +159,7 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[ModelR
                 record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
             record["distances"] = {ckpt: (d[i].tolist() if d[i] is not None else None)
                                    for ckpt, d in distances.items()}
-            fh.write(json.dumps(record) + "\n")
+            fh.write(_json(record) + "\n")
     if not results:
         return
     first = next((r for r in results if r.layer == figure_layer), results[0])

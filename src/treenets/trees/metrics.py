@@ -16,6 +16,8 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
+from treenets.trees.walk import fold
+
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP", "S", "QP", "WHNP", "PRN")
 
 
@@ -25,20 +27,22 @@ def spans(tree, include_root: bool = False) -> set[tuple[int, int]]:
     The whole-sentence span is left out unless `include_root` (the official `get_brackets` leaves it out).
     """
     found: set[tuple[int, int]] = set()
+    words = 0
 
-    def walk(node, start: int) -> int:
-        if not isinstance(node, list):
-            return start + 1
-        end = start
-        for child in node:
-            end = walk(child, end)
+    def leaf(_) -> tuple[int, int]:
+        nonlocal words
+        words += 1
+        return words - 1, words
+
+    def node(_, children: list) -> tuple[int, int]:
+        start, end = (children[0][0], children[-1][1]) if children else (words, words)
         if end - start > 1:
             found.add((start, end))
-        return end
+        return start, end
 
-    length = walk(tree, 0)
+    fold(tree, leaf, node)
     if not include_root:
-        found.discard((0, length))
+        found.discard((0, words))
     return found
 
 
@@ -56,17 +60,10 @@ def sentence_prf(pred: set, gold: set) -> tuple[float, float, float]:
 
 def average_depth(tree) -> float:
     """Mean depth of the words: the number of nodes above each word, the root included (0 for one word)."""
-    depths = []
-
-    def walk(node, depth: int) -> None:
-        if isinstance(node, list):
-            for child in node:
-                walk(child, depth + 1)
-        else:
-            depths.append(depth)
-
-    walk(tree, 0)
-    return sum(depths) / len(depths)
+    # Each node's value: (the sum of its words' depths below it, its number of words).
+    total, words = fold(tree, lambda _: (0, 1),
+                        lambda _, children: (sum(d + n for d, n in children), sum(n for _, n in children)))
+    return total / words
 
 
 @dataclass

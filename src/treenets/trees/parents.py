@@ -122,45 +122,51 @@ def parse_bracketed(text: str, where: str, require_labels: bool = True) -> Paren
     `require_labels=False` a label may be any token (`(S (NP It) (VP works))`) and is kept as -1.
     """
     tokens = text.replace("(", " ( ").replace(")", " ) ").split()
-    pos = 0
+    if not tokens or tokens[0] != "(":
+        raise TreenetsError(f"{where}: expected '(' at token 1")
     words: list[str] = []
-    phrases: list[tuple[int, list]] = []  # (label, children as ("w", i) or ("p", j))
-
-    def node():
-        nonlocal pos
-        if pos >= len(tokens) or tokens[pos] != "(":
-            raise TreenetsError(f"{where}: expected '(' at token {pos + 1}")
+    phrases: list[tuple[int, list]] = []  # (label, children as ("w", i, label) or ("p", j, label))
+    open_nodes: list[tuple[int, list]] = []  # (label, children so far) of each open bracket (explicit stack)
+    top = None
+    pos = 0
+    while pos < len(tokens):
+        token = tokens[pos]
+        if top is not None:
+            raise TreenetsError(f"{where}: text after the tree ends")
+        if token == "(":
+            if pos + 1 >= len(tokens):
+                raise TreenetsError(f"{where}: unexpected end after '('")
+            text_label = tokens[pos + 1]
+            if text_label in ("(", ")"):
+                raise TreenetsError(f"{where}: expected a label after '(' at token {pos + 1}, got {text_label!r}")
+            try:
+                label = int(text_label)
+            except ValueError:
+                if require_labels:
+                    raise TreenetsError(f"{where}: label {text_label!r} is not an integer") from None
+                label = -1
+            open_nodes.append((label, []))
+            pos += 2
+            continue
         pos += 1
-        if pos >= len(tokens):
-            raise TreenetsError(f"{where}: unexpected end after '('")
-        try:
-            label = int(tokens[pos])
-        except ValueError:
-            if require_labels:
-                raise TreenetsError(f"{where}: label {tokens[pos]!r} is not an integer") from None
-            label = -1
-        pos += 1
-        kids = []
-        while pos < len(tokens) and tokens[pos] != ")":
-            if tokens[pos] == "(":
-                kids.append(node())
-            else:
-                words.append(tokens[pos])
-                kids.append(("w", len(words) - 1, label))
-                pos += 1
-        if pos >= len(tokens):
-            raise TreenetsError(f"{where}: unbalanced brackets (a ')' is missing)")
-        pos += 1
+        if token != ")":
+            words.append(token)
+            open_nodes[-1][1].append(("w", len(words) - 1, open_nodes[-1][0]))
+            continue
+        label, kids = open_nodes.pop()
         if not kids:
             raise TreenetsError(f"{where}: empty node with label {label}")
         if len(kids) == 1 and kids[0][0] == "w":  # a preterminal: the word node carries the label
-            return ("w", kids[0][1], label)
-        phrases.append((label, kids))
-        return ("p", len(phrases) - 1, label)
-
-    top = node()
-    if pos != len(tokens):
-        raise TreenetsError(f"{where}: text after the tree ends")
+            node = ("w", kids[0][1], label)
+        else:
+            phrases.append((label, kids))
+            node = ("p", len(phrases) - 1, label)
+        if open_nodes:
+            open_nodes[-1][1].append(node)
+        else:
+            top = node
+    if top is None:
+        raise TreenetsError(f"{where}: unbalanced brackets (a ')' is missing)")
     n_words = len(words)
     parents = [-1] * (n_words + len(phrases))
     labels = [-1] * len(parents)

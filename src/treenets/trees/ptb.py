@@ -9,6 +9,7 @@ empty and unary nodes collapsed.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,9 @@ from pathlib import Path
 import nltk
 
 from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.limits import MAX_TREE_DEPTH, check_lines
+from treenets.trees.walk import fold
 
 # The POS tags whose words are kept (the official `word_tags`).
 WORD_TAGS = frozenset([
@@ -54,6 +58,10 @@ def _split_brackets(text: str, path: str):
             if depth == 0:
                 start, start_line = i, line
             depth += 1
+            if depth > MAX_TREE_DEPTH:
+                raise TreenetsError(f"{path}:{start_line}: tree deeper than {MAX_TREE_DEPTH} levels (line {line} "
+                                    f"opens bracket {MAX_TREE_DEPTH + 1} inside it); treebank trees nest at most "
+                                    f"{MAX_TREE_DEPTH} brackets deep")
         elif char == ")":
             depth -= 1
             if depth < 0:
@@ -67,14 +75,20 @@ def _split_brackets(text: str, path: str):
 
 
 def parse_trees(text: str, path: str = "<string>") -> list[tuple[nltk.Tree, TreeSource]]:
-    """Trees of a treebank text (any layout), with where each starts."""
+    """Trees of a treebank text (any layout), with where each starts.
+
+    Raises:
+        TreenetsError: naming the file and line of a malformed tree, a tree deeper than
+            `treenets.limits.MAX_TREE_DEPTH` levels, or a line longer than `treenets.limits.MAX_LINE_CHARS`.
+    """
+    check_lines(text.split("\n"), path)  # numbered as `_split_brackets` numbers them
     trees = []
     for line, chunk in _split_brackets(text, path):
         try:
             tree = nltk.Tree.fromstring(chunk)
         except ValueError as exc:
             raise TreenetsError(f"{path}:{line}: malformed tree ({str(exc).splitlines()[0][:120]})") from None
-        if not tree.leaves():
+        if not _tagged_words(tree):
             raise TreenetsError(f"{path}:{line}: tree without words")
         trees.append((tree, TreeSource(path, line)))
     return trees
@@ -97,33 +111,43 @@ def read_treebank(path: str | Path) -> list[tuple[nltk.Tree, TreeSource]]:
         raise TreenetsError(f"{path}: treebank not found")
     trees = []
     for file in files:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise TreenetsError(f"{file}: not UTF-8 text ({exc.reason})") from None
-        trees.extend(parse_trees(text, str(file)))
+        trees.extend(parse_trees(read_text(file, "a Penn Treebank file of bracketed trees"), str(file)))
     if not trees:
         raise TreenetsError(f"{path}: no trees found")
     return trees
 
 
+def _tagged_words(tree: nltk.Tree) -> list[tuple[str, str]]:
+    """`tree.pos()` without recursion: every word with its tag (the label of the node right above it)."""
+    pairs, stack = [], [(tree, "")]
+    while stack:
+        node, tag = stack.pop()
+        if isinstance(node, nltk.Tree):
+            stack.extend((child, node.label()) for child in reversed(node))
+        else:
+            pairs.append((node, tag))
+    return pairs
+
+
 def tree_words(tree: nltk.Tree) -> list[str]:
     """The words the evaluation keeps: word-tag leaves, normalised."""
-    return [normalize_word(word) for word, tag in tree.pos() if tag in WORD_TAGS]
+    return [normalize_word(word) for word, tag in _tagged_words(tree) if tag in WORD_TAGS]
 
 
 def collapse(tree) -> Nested | list:
     """The gold tree over the kept words as nested lists: empty nodes dropped, unary nodes collapsed
     (the official `tree2list`). A sentence without kept words gives `[]`."""
-    if isinstance(tree, nltk.Tree):
-        if tree.label() in WORD_TAGS:
-            return normalize_word(tree.leaves()[0])
-        children = [c for c in (collapse(child) for child in tree) if c != []]
-        if len(children) > 1:
-            return children
-        if len(children) == 1:
-            return children[0]
-    return []
+    if not isinstance(tree, nltk.Tree):
+        return []
+
+    def node(phrase: nltk.Tree, values: list):
+        # A word is kept when its tag (the phrase right above it) is a word tag.
+        kept = phrase.label() in WORD_TAGS
+        children = [value for child, value in zip(phrase, values)
+                    if (kept or isinstance(child, nltk.Tree)) and value != []]
+        return children if len(children) > 1 else (children[0] if children else [])
+
+    return fold(tree, normalize_word, node)
 
 
 def label_of(tree: nltk.Tree) -> str:
@@ -134,19 +158,22 @@ def label_of(tree: nltk.Tree) -> str:
 def labeled_spans(tree: nltk.Tree) -> list[tuple[int, int, str]]:
     """`(start, end, label)` of every phrase of the gold tree covering two or more kept words, unary chains
     included (each label counts), as the official per-label recall counts them."""
+    # The kept words before each word of the tree: a phrase's span over the kept words from its span over all.
+    kept_before = list(itertools.accumulate((tag in WORD_TAGS for _, tag in _tagged_words(tree)), initial=0))
     spans = []
+    words = 0
 
-    def walk(node, start: int) -> int:
-        if not isinstance(node, nltk.Tree):
-            return start
-        if node.label() in WORD_TAGS:
-            return start + 1
-        end = start
-        for child in node:
-            end = walk(child, end)
+    def leaf(_) -> tuple[int, int]:
+        nonlocal words
+        words += 1
+        return words - 1, words
+
+    def node(phrase: nltk.Tree, children: list) -> tuple[int, int]:
+        first, last = (children[0][0], children[-1][1]) if children else (words, words)
+        start, end = kept_before[first], kept_before[last]
         if end - start > 1:
-            spans.append((start, end, label_of(node)))
-        return end
+            spans.append((start, end, label_of(phrase)))
+        return first, last
 
-    walk(tree, 0)
+    fold(tree, leaf, node)
     return spans

@@ -1,0 +1,379 @@
+"""Bad inputs and faults against the `treenets` command line: does each end in one clear line?
+
+Runs every case below (numerical faults, checkpoint files, config files, devices, output paths, numbers on
+the command line, deep input, plots, data files with bad lines, empty inputs, unknown names) against a
+`treenets` executable, in a fresh temporary folder with files the script writes itself and a tiny language
+model it trains once (one epoch of a 40-word corpus, seconds), and prints a markdown table. Outcomes:
+
+- `clear error`: exit status not 0, stderr holds one `treenets: error:` line (or argparse's `treenets COMMAND:
+  error:` after its usage lines) and no traceback;
+- `internal error`: a `treenets: internal error:` line (a bug, caught by the command line's error boundary);
+- `traceback`: a Python traceback on stderr;
+- `ok`: exit status 0;
+- `hang/timeout`: still running after `--timeout` seconds (then killed);
+- `n/a`: that version of treenets has no such command;
+- `unclear`: exit status not 0 and none of the above.
+
+The message column is the line of stderr that says what happened: the error line, a traceback's last line
+(the exception), else the first line.
+
+    python benchmarks/bad_inputs.py [--treenets .venv/bin/treenets] [--data DIR] [--only WORD] > table.md
+
+`--treenets` may be an older checkout's executable (its own virtual environment): the cases only use the
+command line, so the same table shows what changed. Run it with a Python that has torch (it writes a few
+torch files by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import yaml
+
+WORDS = ["the", "a", "of", "cat", "dog", "bird", "fish", "tree", "house", "car", "road", "city", "river", "sun",
+         "moon", "star", "sky", "rain", "snow", "wind", "fire", "stone", "water", "eat", "see", "run", "walk", "take",
+         "give", "make", "find", "know", "big", "small", "old", "new", "red", "blue", "green", "fast", "slow", "<unk>"]
+
+
+@dataclass
+class Case:
+    family: str
+    name: str
+    args: list[str]  # after `treenets`; `{T}` is the temporary folder
+    files: dict = field(default_factory=dict)  # path under {T} -> text, bytes, None (a folder) or FIFO
+
+
+FIFO = object()  # a named pipe: reading it blocks until someone writes
+
+
+def corpus_text(rng: random.Random, lines: int) -> str:
+    return "".join(" " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 10))) + " \n" for _ in range(lines))
+
+
+def config(**sections) -> dict:
+    """The tiny ON-LSTM language model on `{T}/corpus` (one epoch: seconds)."""
+    raw = {
+        "task": "lm",
+        "data": {"path": "{T}/corpus", "batch_size": 4, "eval_batch_size": 2, "test_batch_size": 1, "bptt": 12},
+        "model": {"name": "onlstm", "emb_size": 8, "hidden_size": 12, "num_layers": 2, "chunk_size": 4},
+        "optim": {"lr": 5.0},
+        "train": {"seed": 7, "epochs": 1, "log_interval": 5, "threads": 1},
+    }
+    for section, values in sections.items():
+        raw[section] = {**raw.get(section, {}), **values}
+    return raw
+
+
+def dump(raw: dict) -> str:
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def sick_folder(sim: str = "4.5\n3.0\n") -> dict:
+    """Two SICK pairs per split (sim.txt of the train split as given) and a vocabulary."""
+    files = {"sick/sick.vocab": "a\ncat\ndog\nsits\nruns\n"}
+    for split in ("train", "dev", "test"):
+        files |= {f"sick/{split}/{side}.toks": "a cat sits\na dog runs\n" for side in "ab"}
+        files |= {f"sick/{split}/{side}.parents": "2 3 0\n2 3 0\n" for side in "ab"}
+        files[f"sick/{split}/sim.txt"] = sim if split == "train" else "4.5\n3.0\n"
+    return files
+
+
+SICK_CONFIG = dump({"task": "relatedness", "data": {"path": "{T}/sick", "embeddings": None, "batch_size": 2},
+                    "model": {"emb_size": 4, "hidden_size": 4}, "train": {"epochs": 1}})
+DUPLICATE = "task: lm\ndata:\n  path: {T}/corpus\n  batch_size: 4\n  batch_size: 8\n"
+DEEP_TREE = "( " + "(X " * 3000 + "(NN cat)" + ")" * 3000 + " )\n"
+LOGIC = {f"logic/{kind}{n}": "=\ta\ta\n" * 10 for kind in ("train", "test") for n in range(13)}
+LOGIC_CONFIG = dump({"task": "logic", "data": {"path": "{T}/logic", "batch_size": 8},
+                     "model": {"name": "lstm", "emb_size": 4, "hidden_size": 4}})
+
+
+def write_checkpoint_fakes(root: Path) -> None:
+    """Files that are not treenets checkpoints: half of a real one, a train state without its optimizer, a model
+    whose saved config holds a tensor, another program's weights, a tensor, a dict in the treenets format without
+    weights, a pickled object."""
+    full = (root / "run" / "best.pt").read_bytes()
+    (root / "truncated.pt").write_bytes(full[: len(full) // 2])
+    state = torch.load(root / "run" / "last.pt", weights_only=True)
+    del state["optimizer"]
+    torch.save(state, root / "nooptimizer.pt")
+    state = torch.load(root / "run" / "best.pt", weights_only=True)
+    state["config"]["optim"]["lr"] = torch.tensor(1.0)
+    torch.save(state, root / "tensorconfig.pt")
+    for name, obj in {"other.pt": torch.nn.Linear(2, 2).state_dict(), "tensor.pt": torch.zeros(3),
+                      "noweights.pt": {"format": "treenets-checkpoint", "version": 1, "kind": "model",
+                                       "config": config(), "vocab": WORDS},
+                      "object.pt": argparse.Namespace(weights=1)}.items():
+        torch.save(obj, root / name)
+
+
+def cases() -> list[Case]:
+    tiny = "{T}/tiny.yaml"
+    best = "{T}/run/best.pt"
+    out = ["--out", "{T}/out", "--no-progress"]
+    lm_cmds = [("eval", []), ("parse", ["a cat"]), ("parse-eval", ["--treebank", "{T}/tiny.mrg"]),
+               ("predict", ["--sentence", "a cat"]), ("syneval", ["--limit", "1"])]
+    checkpoints = []
+    for label, name, content in [("zero-byte file", "empty.pt", b""), ("truncated", "truncated.pt", b"-"),
+                                 ("text file", "text.pt", "hello\n"), ("folder", "folder.pt", None),
+                                 ("dict without weights", "noweights.pt", b"-"),
+                                 ("another program's weights", "other.pt", b"-")]:
+        files = {} if content == b"-" else {name: content}  # b"-": written by `prepare`
+        for command, extra in lm_cmds:
+            if label in ("zero-byte file", "dict without weights", "another program's weights") or command == "eval":
+                checkpoints.append(Case("checkpoint", f"{command}: {label}", [command, "{T}/" + name, *extra], files))
+    checkpoints += [
+        Case("checkpoint", "eval: a tensor", ["eval", "{T}/tensor.pt"]),
+        Case("checkpoint", "eval: pickled object", ["eval", "{T}/object.pt"]),
+        Case("checkpoint", "eval: missing file", ["eval", "{T}/absent.pt"]),
+        Case("checkpoint", "eval: a tensor in the saved config", ["eval", "{T}/tensorconfig.pt"]),
+        Case("checkpoint", "train --resume: zero-byte file", ["train", "--resume", "{T}/empty.pt", *out],
+             {"empty.pt": b""}),
+        Case("checkpoint", "train --resume: best.pt (weights only)", ["train", "--resume", best, *out]),
+        Case("checkpoint", "train --resume: train state without optimizer",
+             ["train", "--resume", "{T}/nooptimizer.pt", *out]),
+        Case("checkpoint", "train --resume: dict without weights", ["train", "--resume", "{T}/noweights.pt", *out]),
+        Case("checkpoint", "train --resume: another program's weights", ["train", "--resume", "{T}/other.pt", *out]),
+    ]
+    return [
+        # numerical
+        Case("numerical", "lr .inf in the config", ["train", "{T}/c.yaml", *out], {"c.yaml": dump(config(
+            optim={"lr": float("inf")}))}),
+        Case("numerical", "--set optim.lr=.nan", ["train", tiny, "--set", "optim.lr=.nan", *out]),
+        Case("numerical", "--set model.dropout=.nan", ["train", tiny, "--set", "model.dropout=.nan", *out]),
+        Case("numerical", "--max-minutes nan", ["train", tiny, "--max-minutes", "nan", *out]),
+        Case("numerical", "diverging lr (NaN loss)", ["train", tiny, "--set", "optim.lr=1e38", *out]),
+        *checkpoints,
+        # config files
+        Case("config", "binary file", ["train", "{T}/c.yaml", *out], {"c.yaml": bytes(range(256))}),
+        Case("config", "a directory", ["train", "{T}/confdir", *out], {"confdir": None}),
+        Case("config", "a torch checkpoint", ["train", best, *out]),
+        Case("config", "UTF-16 text", ["train", "{T}/c.yaml", *out], {"c.yaml": dump(config()).encode("utf-16")}),
+        Case("config", "unreadable (/proc/self/mem)", ["train", "/proc/self/mem", *out]),
+        Case("config", "a FIFO (blocks on read)", ["train", "{T}/fifo.yaml", *out], {"fifo.yaml": FIFO}),
+        Case("config", "duplicate key", ["train", "{T}/c.yaml", *out], {"c.yaml": DUPLICATE}),
+        Case("config", "batch_size: true", ["train", "{T}/c.yaml", *out], {"c.yaml": dump(config(
+            data={"batch_size": True}))}),
+        Case("config", "UTF-8 BOM (valid otherwise)", ["train", "{T}/c.yaml", "--max-steps", "1", *out],
+             {"c.yaml": "\ufeff" + dump(config())}),
+        Case("config", "a list", ["train", "{T}/c.yaml", *out], {"c.yaml": "[1, 2]\n"}),
+        Case("config", "tab indentation", ["train", "{T}/c.yaml", *out], {"c.yaml": "task: lm\ndata:\n\tpath: x\n"}),
+        Case("config", "missing file", ["train", "{T}/absent.yaml", *out]),
+        # devices
+        Case("device", "eval --device tpu", ["eval", best, "--device", "tpu"]),
+        Case("device", "parse --device cuda:7", ["parse", best, "a cat", "--device", "cuda:7"]),
+        Case("device", "parse --device meta", ["parse", best, "a cat", "--device", "meta"]),
+        Case("device", "predict --device mps", ["predict", best, "--sentence", "a cat", "--device", "mps"]),
+        Case("device", "train --device ''", ["train", tiny, "--device", "", *out]),
+        # output paths
+        Case("output", "train --out: an existing file", ["train", tiny, "--out", "{T}/file", "--no-progress"],
+             {"file": "x"}),
+        Case("output", "train --out: under a file", ["train", tiny, "--out", "{T}/file/run", "--no-progress"],
+             {"file": "x"}),
+        Case("output", "train --out: read-only place", ["train", tiny, "--out", "/proc/run", "--no-progress"]),
+        Case("output", "parse-eval --output: an existing file",
+             ["parse-eval", best, "--treebank", "{T}/tiny.mrg", "--output", "{T}/file"], {"file": "x"}),
+        Case("output", "parse-eval --output: under a file",
+             ["parse-eval", best, "--treebank", "{T}/tiny.mrg", "--output", "{T}/file/out"], {"file": "x"}),
+        Case("output", "syneval --output: a folder", ["syneval", best, "--limit", "1", "--output", "{T}/dir"],
+             {"dir": None}),
+        Case("output", "syneval --output: under a file",
+             ["syneval", best, "--limit", "1", "--output", "{T}/file/s.json"], {"file": "x"}),
+        Case("output", "parse --svg: an existing file", ["parse", best, "a cat", "--svg", "{T}/file"], {"file": "x"}),
+        Case("output", "eval --plot: under a file", ["eval", best, "--plot", "{T}/file/p.png"], {"file": "x"}),
+        # numbers on the command line
+        Case("numbers", "eval --batch-size 0", ["eval", best, "--batch-size", "0"]),
+        Case("numbers", "parse-eval --batch-size -1", ["parse-eval", best, "--treebank", "{T}/tiny.mrg",
+                                                       "--batch-size", "-1"]),
+        Case("numbers", "train --max-steps 0", ["train", tiny, "--max-steps", "0", *out]),
+        Case("numbers", "train --max-minutes -1", ["train", tiny, "--max-minutes", "-1", *out]),
+        Case("numbers", "train --threads 0", ["train", tiny, "--threads", "0", *out]),
+        Case("numbers", "baselines --random-draws 0", ["baselines", "--treebank", "{T}/tiny.mrg",
+                                                       "--random-draws", "0"]),
+        Case("numbers", "parse --layer 0", ["parse", best, "a cat", "--layer", "0"]),
+        Case("numbers", "parse --layer 9", ["parse", best, "a cat", "--layer", "9"]),
+        Case("numbers", "parse --layer all", ["parse", best, "a cat", "--layer", "all"]),
+        Case("numbers", "--set data.bptt=-3", ["train", tiny, "--set", "data.bptt=-3", *out]),
+        # deep input
+        Case("deep", "parse a 3000-word sentence", ["parse", best, " ".join(["cat"] * 3000)]),
+        Case("deep", "treebank 3000 levels deep", ["baselines", "--treebank", "{T}/deep.mrg"],
+             {"deep.mrg": DEEP_TREE}),
+        Case("deep", "logic formula 3000 levels deep", ["train", "{T}/c.yaml", "--max-steps", "1", *out],
+             {**LOGIC, "logic/train0": "=\t" + "( not " * 3000 + "a" + " )" * 3000 + "\ta\n" + LOGIC["logic/train0"],
+              "c.yaml": LOGIC_CONFIG}),
+        Case("deep", "parse-eval: a 3000-word sentence", ["parse-eval", best, "--treebank", "{T}/long.mrg"],
+             {"long.mrg": "( (S " + "(NN cat) " * 3000 + ") )\n"}),
+        # plots
+        Case("plot", "metrics --plot: under a file", ["metrics", "{T}/run", "--plot", "{T}/file/c.png"], {"file": "x"}),
+        Case("plot", "metrics --plot: unknown format", ["metrics", "{T}/run", "--plot", "{T}/c.xyz"]),
+        Case("plot", "metrics --plot: a folder", ["metrics", "{T}/run", "--plot", "{T}/dir"], {"dir": None}),
+        Case("plot", "metrics --plot: no evaluations", ["metrics", "{T}/m.jsonl", "--plot", "{T}/c.png"],
+             {"m.jsonl": '{"event": "train", "step": 1, "epoch": 1, "loss": 3.0}\n'}),
+        Case("plot", "eval --plot: metric without groups", ["eval", best, "--plot", "{T}/p.png"]),
+        # data files with bad lines
+        Case("data", "corpus line with a tab", ["train", "{T}/c.yaml", *out],
+             {"bad/ptb.train.txt": "a cat\tsat\n", "bad/ptb.valid.txt": "a\n", "bad/ptb.test.txt": "a\n",
+              "c.yaml": dump(config(data={"path": "{T}/bad"}))}),
+        Case("data", "SICK score 7 (outside 1-5)", ["train", "{T}/c.yaml", *out],
+             {**sick_folder("4.5\n7\n"), "c.yaml": SICK_CONFIG}),
+        Case("data", "SICK score not a number", ["train", "{T}/c.yaml", *out],
+             {**sick_folder("4.5\nhigh\n"), "c.yaml": SICK_CONFIG}),
+        Case("data", "SICK vocabulary with a BOM", ["train", "{T}/c.yaml", "--max-steps", "1", *out],
+             {**sick_folder(), "sick/sick.vocab": "\ufeffa\ncat\ndog\nsits\nruns\n", "c.yaml": SICK_CONFIG}),
+        Case("data", "logic: too few pairs to hold some out", ["train", "{T}/c.yaml", *out],
+             {**{name: "=\ta\ta\n" for name in LOGIC}, "c.yaml": LOGIC_CONFIG}),
+        Case("data", "treebank with unbalanced brackets", ["baselines", "--treebank", "{T}/bad.mrg"],
+             {"bad.mrg": "( (S (NP (DT the) (NN cat)) )\n"}),
+        Case("data", "metrics.jsonl: a bad line", ["metrics", "{T}/m.jsonl"], {"m.jsonl": '{"event": "eval"\n'}),
+        Case("data", "metrics.jsonl: a record without event", ["metrics", "{T}/m.jsonl"], {"m.jsonl": "[1, 2]\n"}),
+        Case("data", "parse --file: binary", ["parse", best, "--file", "{T}/s.bin"], {"s.bin": bytes(range(256))}),
+        Case("data", "parse --file: a folder", ["parse", best, "--file", "{T}/dir"], {"dir": None}),
+        Case("data", "syneval: templates missing", ["syneval", best, "--data", "{T}/dir"], {"dir": None}),
+        # empty inputs
+        Case("empty", "parse: no sentence", ["parse", best]),
+        Case("empty", "parse: blank sentence", ["parse", best, "   "]),
+        Case("empty", "parse --file: empty file", ["parse", best, "--file", "{T}/e.txt"], {"e.txt": ""}),
+        Case("empty", "predict --sentence ''", ["predict", best, "--sentence", ""]),
+        Case("empty", "empty corpus file", ["train", "{T}/c.yaml", *out],
+             {"e/ptb.train.txt": "", "e/ptb.valid.txt": "a\n", "e/ptb.test.txt": "a\n",
+              "c.yaml": dump(config(data={"path": "{T}/e"}))}),
+        Case("empty", "empty treebank", ["baselines", "--treebank", "{T}/e.mrg"], {"e.mrg": ""}),
+        Case("empty", "empty metrics.jsonl", ["metrics", "{T}/m.jsonl", "--plot", "{T}/c.png"], {"m.jsonl": ""}),
+        Case("empty", "empty config file", ["train", "{T}/c.yaml", *out], {"c.yaml": ""}),
+        # unknown names
+        Case("names", "--treebank nosuch", ["baselines", "--treebank", "nosuch"]),
+        Case("names", "syneval --cases nosuch", ["syneval", best, "--cases", "nosuch"]),
+        Case("names", "data check nosuch", ["data", "check", "nosuch"]),
+        Case("names", "eval: unknown model name", ["eval", "nosuch-model"]),
+        Case("names", "--set task=nosuch", ["train", tiny, "--set", "task=nosuch", *out]),
+        Case("names", "--set model.name=nosuch", ["train", tiny, "--set", "model.name=nosuch", *out]),
+        Case("names", "--set nosuch.key=1", ["train", tiny, "--set", "nosuch.key=1", *out]),
+        Case("names", "predict --tree to a language model", ["predict", best, "--tree", "(X (X a) (X cat))"]),
+        Case("names", "predict --pair to a language model", ["predict", best, "--pair", "a cat", "a dog"]),
+    ]
+
+
+def prepare(root: Path, exe: str, env: dict) -> None:
+    """The tiny corpus, config, treebank and trained run every case may use."""
+    rng = random.Random(0)
+    (root / "corpus").mkdir()
+    for split, lines in (("train", 120), ("valid", 20), ("test", 20)):
+        text = corpus_text(rng, lines) + (" " + " ".join(WORDS) + " \n" if split == "train" else "")
+        (root / "corpus" / f"ptb.{split}.txt").write_text(text)
+    (root / "tiny.yaml").write_text(dump(config()).replace("{T}", str(root)))
+    (root / "tiny.mrg").write_text("( (S (NP (DT the) (NN cat)) (VP (VBD sat) (PP (IN of) (NP (DT a) (NN dog)))) "
+                                   "(. .)) )\n")
+    done = subprocess.run([exe, "train", str(root / "tiny.yaml"), "--out", str(root / "run"), "--no-progress"],
+                          capture_output=True, text=True, env=env)
+    if done.returncode != 0 or not (root / "run" / "best.pt").is_file():
+        sys.exit(f"training the tiny model failed:\n{done.stdout}\n{done.stderr}")
+    write_checkpoint_fakes(root)
+
+
+# treenets' own errors, and argparse's for an option of a command ("treenets train: error: argument ...").
+ERROR_LINE = re.compile(r"treenets(?: [\w-]+)*: error: ")
+
+
+def outcome(returncode: int | None, stderr: str, command: str) -> tuple[str, str]:
+    """The outcome class and the message line of one run."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if ERROR_LINE.match(line)]
+    internal = [line for line in lines if line.startswith("treenets: internal error:")]
+    if returncode is None:
+        return "hang/timeout", lines[0] if lines else ""
+    if "Traceback (most recent call last)" in stderr:
+        return "traceback", lines[-1]
+    if re.search(rf"invalid choice: '{re.escape(command)}'", stderr):
+        return "n/a", errors[0] if errors else lines[0]
+    if returncode == 0:
+        return "ok", lines[0] if lines else ""
+    if internal:
+        return "internal error", internal[0]
+    if len(errors) == 1:
+        return "clear error", errors[0]
+    return "unclear", lines[0] if lines else ""
+
+
+def run_case(case: Case, root: Path, exe: str, env: dict, timeout: float) -> tuple[str, int | None, str, float]:
+    for name, content in case.files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if content is None:
+            path.mkdir(exist_ok=True)
+        elif content is FIFO:
+            os.mkfifo(path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content.replace("{T}", str(root)))
+    args = [a.replace("{T}", str(root)) for a in case.args]
+    start = time.perf_counter()
+    with subprocess.Popen([exe, *args], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, errors="replace") as proc:
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+            code = None
+    kind, message = outcome(code, stderr, args[0])
+    return kind, code, message, time.perf_counter() - start
+
+
+def cell(text: str, width: int = 150) -> str:
+    text = text if len(text) <= width else text[: width - 3] + "..."
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--treenets", default=str(Path(sys.executable).with_name("treenets")),
+                        help="the executable to test (default: treenets beside this Python)")
+    parser.add_argument("--data", help="data root for the cases that read staged data (default: treenets' own)")
+    parser.add_argument("--timeout", type=float, default=90, help="seconds before a case counts as a hang")
+    parser.add_argument("--only", metavar="WORD", help="only cases whose family or name contains WORD")
+    args = parser.parse_args()
+    exe = str(Path(args.treenets).resolve())
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TREENETS_DATA": args.data or os.environ.get("TREENETS_DATA")
+           or str(Path(__file__).resolve().parents[2] / "shared" / "data")}
+    env.pop("TREENETS_DEBUG", None)
+    selected = [c for c in cases() if not args.only or args.only in c.family or args.only in c.name]
+    with tempfile.TemporaryDirectory(prefix="bad-inputs-") as tmp:
+        template = Path(tmp) / "template"
+        template.mkdir()
+        prepare(template, exe, env)
+        print(f"treenets: `{exe}`; {len(selected)} cases; `$T` is a fresh copy of a folder with a tiny trained "
+              "run (run/best.pt, run/last.pt), its config tiny.yaml and a one-sentence treebank tiny.mrg\n")
+        print("| # | family | case | command | outcome | exit | stderr |")
+        print("|---|---|---|---|---|---|---|")
+        counts: dict[str, int] = {}
+        for number, case in enumerate(selected, start=1):
+            root = Path(tmp) / f"case{number}"
+            shutil.copytree(template, root)
+            kind, code, message, seconds = run_case(case, root, exe, env, args.timeout)
+            counts[kind] = counts.get(kind, 0) + 1
+            shown = [a if len(a) < 60 else a[:40] + "..." for a in case.args]
+            command = " ".join(a if re.fullmatch(r"[\w{}/.:=-]+", a) else shlex.quote(a) for a in ["treenets", *shown])
+            command = command.replace("{T}", "$T")
+            print(f"| {number} | {case.family} | {cell(case.name)} | `{cell(command, 110)}` | {kind} | "
+                  f"{'-' if code is None else code} | {cell(message.replace(str(root), '$T'))} |", flush=True)
+            print(f"[{number}/{len(selected)}] {case.name}: {kind} ({seconds:.1f} s)", file=sys.stderr)
+            shutil.rmtree(root, ignore_errors=True)
+        print("\n" + ", ".join(f"{kind}: {n}" for kind, n in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

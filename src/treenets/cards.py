@@ -1,0 +1,158 @@
+"""Model cards: the figures of a trained model measured on the files that ship (`metrics.json`), and the
+`README.md` written from them (`treenets export --measure`).
+
+Every task is measured the same way, by its own evaluation on each held-out split; a language model that
+gives syntactic distances over words is also scored as a parser (every layer and the mean, beside the
+baselines) on the NLTK WSJ sample, WSJ section 22 and section 24, each whole and as WSJ10. A `check` records
+one figure cheap enough for the test suite to recompute from the shipped files (to 1e-4).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+from pathlib import Path
+
+import torch
+import yaml
+
+from treenets.config import to_dict
+
+TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
+CHECK_SENTENCES = 200  # sentences of the NLTK sample in the parsing check
+CHECK_BATCH = 80  # the check's evaluation batch (tasks other than language modelling)
+
+
+def _parses_words(predictor) -> bool:
+    from treenets.predictors.lm import LanguageModel
+
+    return isinstance(predictor, LanguageModel) and predictor.num_distance_rows > 0 and predictor.token_unit == "word"
+
+
+def check_figures(predictor, root=None) -> dict:
+    """The figures the tests recompute. A language model: the perplexity of the first `CHECK_SENTENCES`
+    sentences of the NLTK sample (each read on its own, as `LanguageModel.score` does) and, for a parser, the
+    sentence-F1 of its default layer on them; another task: the score of its last held-out split."""
+    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.predictors.lm import LanguageModel
+    from treenets.tasks import task_class
+    from treenets.train import make_task
+    from treenets.trees.evaluation import evaluate_model
+
+    if not isinstance(predictor, LanguageModel):
+        config = predictor.config
+        split = [s for s in task_class(config.task).all_splits if s != "train"][-1]
+        task = make_task(config, predictor.vocab, root, predictor.device, splits=(split,))
+        result = task.evaluate(predictor.net, split, batch_size=CHECK_BATCH)
+        return {f"{split} {result.key} (batch {CHECK_BATCH})": result.score}
+    sentences = load_gold(resolve_treebank("nltk-sample", root))[:CHECK_SENTENCES]
+    scores = predictor.score([s.words for s in sentences if s.words])
+    logprobs = [p for score in scores for p in score.logprobs]
+    figures = {f"nltk-sample first {CHECK_SENTENCES} perplexity": math.exp(-sum(logprobs) / len(logprobs))}
+    if _parses_words(predictor):
+        layer = predictor.default_layer
+        (result,), _, _ = evaluate_model(predictor, "model", sentences, [layer], "official", progress=False)
+        figures[f"nltk-sample first {CHECK_SENTENCES} sent-F1 (layer {layer})"] = result.scores.summary()["sentence_f1"]
+    return figures
+
+
+def measure(predictor, name: str, summary: str = "", root=None, training: dict | None = None, log=print) -> dict:
+    """Everything a card reports, measured with `predictor` (load it from the files that ship)."""
+    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.tasks import task_class
+    from treenets.train import make_task
+    from treenets.trees.evaluation import evaluate_baselines, evaluate_model
+
+    config = predictor.config
+    task_type = task_class(config.task)
+    splits = {}
+    for split in (s for s in task_type.all_splits if s != "train"):
+        log(f"{name}: evaluating {split}")
+        task = make_task(config, predictor.vocab, root, predictor.device, splits=(split,))
+        result = task.evaluate(predictor.net, split)
+        splits[split] = {**result.values(), "key": result.key}
+    parsing = {}
+    if _parses_words(predictor):
+        for treebank in TREEBANKS:
+            for wsj10 in (False, True):
+                label = treebank + (" WSJ10" if wsj10 else "")
+                log(f"{name}: parsing {label}")
+                sentences = load_gold(resolve_treebank(treebank, root), wsj10=wsj10)
+                results, _, counts = evaluate_model(predictor, name, sentences, predictor.layers("all"), "official",
+                                                    progress=False)
+                parsing[label] = {"layers": {r.layer: r.scores.summary() for r in results},
+                                  "baselines": evaluate_baselines(sentences), **counts}
+    headline = {f"{split} {v['key']}": v[v["key"]] for split, v in splits.items()}
+    if parsing:
+        layer = str(predictor.default_layer)
+        for label in ("wsj24", "wsj24 WSJ10"):
+            headline[f"{label} sent-F1 (layer {layer})"] = parsing[label]["layers"][layer]["sentence_f1"]
+    parameters = sum(p.numel() for p in predictor.net.parameters())
+    where = f"{platform.machine()}, Python {platform.python_version()}, torch {torch.__version__}"
+    return {"name": name, "summary": summary, "task": config.task, "model": config.model.name, "parameters": parameters,
+            "splits": splits, "parsing": parsing, "headline": headline, "check": check_figures(predictor, root),
+            "training": training or {}, "measured_on": where}
+
+
+def training_info(checkpoint_path: Path, saved: dict) -> dict:
+    """What a run's checkpoints say about its training: steps, epochs and time (from `last.pt` beside it)."""
+    from treenets import checkpoint
+
+    info = {}
+    if "trainer" in saved:
+        info.update(best_step=saved["trainer"]["step"])
+    last = Path(checkpoint_path).with_name("last.pt")
+    if last.is_file():
+        trainer = checkpoint.load(last)["trainer"]
+        info.update(steps=trainer["step"], epochs_completed=trainer["epoch"] - 1,  # `epoch` is the one under way
+                    minutes=round(trainer["train_seconds"] / 60, 1))
+    return info
+
+
+def format_figure(value) -> str:
+    """A figure as cards and `treenets models` print it: 4 decimals below 10 (F1 as a fraction, Pearson,
+    accuracy), else 2 (perplexity, F1 in percent); counts as they are."""
+    if not isinstance(value, float):
+        return str(value)
+    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
+
+
+def write_card(metrics: dict, config, recipe: str = "") -> str:
+    """The `README.md` of a model folder, from its `metrics.json` and config."""
+    name = metrics["name"]
+    lines = [f"# {name}", "", metrics["summary"], "",
+             f"Task `{metrics['task']}`, model `{metrics['model']}`, {metrics['parameters']:,} parameters "
+             f"(weights stored as float16, computed in float32).", "",
+             "```python", "import treenets", f'model = treenets.load("{name}")', "```", ""]
+    if recipe:
+        lines += ["## Training", "", recipe, ""]
+    info = metrics.get("training") or {}
+    if info:
+        lines += ["| " + " | ".join(info) + " |", "|" + " --- |" * len(info),
+                  "| " + " | ".join(str(v) for v in info.values()) + " |", ""]
+    lines += ["## Figures", "", f"Measured with the files of this folder ({metrics['measured_on']}), by "
+              f"`treenets export --measure`.", "", "| split | " + " | ".join(
+                  k for k in next(iter(metrics["splits"].values())) if k != "key") + " |"]
+    first = next(iter(metrics["splits"].values()))
+    lines.append("|" + " --- |" * len(first))
+    for split, values in metrics["splits"].items():
+        lines.append(f"| {split} | " + " | ".join(format_figure(v) for k, v in values.items() if k != "key") + " |")
+    lines.append("")
+    if metrics["parsing"]:
+        lines += ["### Unsupervised parsing", "",
+                  "Sentence-level F1 (`sent-F1`, the papers' figure), corpus-level F1 and evalb-style F1 of the "
+                  "trees from each layer's distances (split as the official code) and from their mean, beside "
+                  "the baselines (`treenets parse-eval NAME --treebank T [--wsj10]`).", ""]
+        for label, block in metrics["parsing"].items():
+            lines += [f"**{label}** ({next(iter(block['layers'].values()))['n']} sentences, {block['unknown']} of "
+                      f"{block['words']} words read as `<unk>`)", "",
+                      "| trees | sent-F1 | corp-F1 | evalb-F1 | depth |", "| --- | ---: | ---: | ---: | ---: |"]
+            rows = [(f"layer {k}", v) for k, v in block["layers"].items()] + list(block["baselines"].items())
+            for row, s in rows:
+                lines.append(f"| {row} | {100 * s['sentence_f1']:.1f} | {100 * s['corpus_f1']:.1f} | "
+                             f"{100 * s['evalb_f1']:.1f} | {s['depth']:.2f} |")
+            lines.append("")
+    lines += ["### Check", "", "The test suite recomputes these from the shipped files:", ""]
+    lines += [f"- {k}: {v:.6f}" for k, v in metrics["check"].items()]
+    lines += ["", "## Config", "", "```yaml", yaml.safe_dump(to_dict(config), sort_keys=False).rstrip(), "```", ""]
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""Files the user names: text read with a clear error for anything that is not readable UTF-8 text, and
+output paths checked before the work that fills them starts.
+
+Every error names the path (and the option that gave it) and says what was expected, so the command line
+prints one line instead of an `OSError` or `UnicodeDecodeError` traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from treenets.errors import TreenetsError
+
+
+def read_text(path: str | os.PathLike, expected: str) -> str:
+    """The text of `path`, UTF-8 with an optional byte-order mark (dropped: it would stick to the first word).
+
+    Args:
+        path: the file.
+        expected: what the file should be, for the messages (e.g. "a YAML config").
+
+    Raises:
+        TreenetsError: naming the file when it is missing, a folder or another non-regular file (a pipe would
+            block), unreadable, binary (a NUL byte: e.g. a checkpoint), or not UTF-8 (naming the line).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise TreenetsError(f"{path}: does not exist (expected {expected})")
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file"
+        raise TreenetsError(f"{path}: {what} (expected {expected})")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TreenetsError(f"{path}: cannot read ({exc.strerror}; expected {expected})") from None
+    if b"\0" in raw:
+        raise TreenetsError(f"{path}: binary file (expected {expected})")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise TreenetsError(f"{path}:{line}: not UTF-8 text ({exc.reason}; expected {expected})") from None
+
+
+def _make_folder(folder: Path) -> str | None:
+    """Create `folder` if needed; what makes it no place to write into, or None."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the folder {folder} ({exc.strerror})"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
+def output_folder(path: str | os.PathLike, option: str) -> Path:
+    """`path` as a folder to write into, created if needed; call it before the work that fills it.
+
+    Raises:
+        TreenetsError: naming `option` when `path` is a file, lies under a file, or cannot be created or written.
+    """
+    path = Path(path)
+    problem = _make_folder(path)
+    if problem:
+        raise TreenetsError(f"{option} {path}: {problem} (expected a folder to write into)")
+    return path
+
+
+def output_file(path: str | os.PathLike, option: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """`path` as a file to write, its folder created if needed; call it before the work that fills it.
+
+    Args:
+        suffixes: the file types allowed (e.g. the image formats of a plot), lower case with the dot; () for any.
+
+    Raises:
+        TreenetsError: naming `option` when `path` is a folder, has another suffix, or its folder lies under a
+            file or cannot be created or written.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise TreenetsError(f"{option} {path}: is a folder (expected a file name)")
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise TreenetsError(f"{option} {path}: expected a file name ending in one of {', '.join(suffixes)}")
+    problem = _make_folder(path.parent)
+    if problem:
+        raise TreenetsError(f"{option} {path}: {problem}")
+    return path
+
+
+def plot_file(path: str | os.PathLike, option: str) -> Path:
+    """`output_file` for a matplotlib figure: the suffix must be a format matplotlib writes (png, pdf, svg, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = tuple(f".{name}" for name in FigureCanvasBase.get_supported_filetypes())
+    return output_file(path, option, formats)

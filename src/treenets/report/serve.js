@@ -1,0 +1,81 @@
+/* The page of `treenets serve`: sends the typed sentence to POST api/parse and draws each model's answer with
+   trees.js (svgEl, htmlEl, Trees). The models and limits are inlined in the page by the server. */
+"use strict";
+
+(() => {
+  const DATA = JSON.parse(document.getElementById("serve-data").textContent);
+  const $ = (id) => document.getElementById(id);
+  const form = $("parse-form"), input = $("sentence"), modelA = $("model-a"), modelB = $("model-b");
+  const split = $("split"), error = $("error"), results = $("results");
+  const byId = Object.fromEntries(DATA.models.map((m) => [m.id, m]));
+  let answer = null;  // the last answer of the server, drawn again when the split changes
+
+  $("limits").textContent = `At most ${DATA.limits.words} words and ${DATA.limits.characters} characters.`;
+  for (const m of DATA.models) {
+    modelA.append(htmlEl("option", { value: m.id, text: m.id }));
+    modelB.append(htmlEl("option", { value: m.id, text: m.id }));
+  }
+  modelB.prepend(htmlEl("option", { value: "", text: "none" }));
+  modelB.value = DATA.models.length > 1 ? DATA.models[1].id : "";
+
+  function showError(message) {
+    error.textContent = message;
+    error.hidden = !message;
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const models = [...new Set([modelA.value, modelB.value].filter(Boolean))];
+    results.classList.add("busy");
+    try {
+      const response = await fetch("api/parse", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ sentence: input.value, models }),
+      });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error || `the server answered ${response.status}`);
+      answer = body;
+      showError("");
+      draw();
+    } catch (e) {
+      answer = null;
+      results.replaceChildren();
+      showError(e.message);
+    } finally {
+      results.classList.remove("busy");
+    }
+  });
+  split.addEventListener("change", () => { if (answer) draw(); });
+
+  function draw() {
+    results.replaceChildren(...answer.results.map(panel));
+  }
+
+  function panel(r) {
+    const info = byId[r.model];
+    const words = r.tokens;
+    const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
+    const surprisal = { name: "surprisal (bits)", values: r.surprisal.slice(0, words.length), format: (v) => v.toFixed(2),
+                        extra: `then ${r.end_token}: ${r.surprisal[words.length].toFixed(2)}` };
+    const scroll = (svg) => htmlEl("div", { class: "figure-scroll" }, svg);
+    const box = htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
+      htmlEl("p", { class: "meta", text: `${info.description}; ${words.length} ${info.unit}s; perplexity ${r.perplexity.toFixed(1)}` +
+        (r.unknown.length ? `; read as <unk>: ${r.unknown.join(" ")}` : "") }));
+    if (info.reports.length) {
+      box.append(htmlEl("p", { class: "meta" }, "reports: ", ...info.reports.flatMap((rep, k) => [
+        k ? ", " : "", htmlEl("a", { href: rep.url, target: "_blank", rel: "noopener", text: rep.name })])));
+    }
+    if (!r.trees) {
+      box.append(scroll(Trees.figure({ words, unknown, rows: [surprisal], caption: "this model gives no syntactic distances" })));
+      return box;
+    }
+    const trees = r.trees[split.value];
+    const rows = r.distances.map((values, k) => ({ name: `layer ${k + 1}`, values, highlight: r.default_layer === String(k + 1) }));
+    box.append(scroll(Trees.figure({ words, unknown, tree: trees[r.default_layer], rows: [...rows, surprisal],
+                                     caption: `layer ${r.default_layer} (the default), split ${split.value}; distances of every layer` })));
+    box.append(htmlEl("h3", { text: "Every layer" }));
+    box.append(htmlEl("div", { class: "layers" }, ...r.layers.map((layer) => scroll(Trees.figure({
+      words, unknown, tree: trees[layer], caption: `layer ${layer}${layer === r.default_layer ? " (default)" : ""}` })))));
+    return box;
+  }
+})();

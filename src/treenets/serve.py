@@ -1,0 +1,201 @@
+"""`treenets serve`: a local web page where you type a sentence and see what language models make of it, side
+by side: the tree of every layer (split official or before), the syntactic distances under the words and each
+word's surprisal. A Starlette app run by uvicorn; the page (`report/serve.html`, drawing with the report's
+`trees.js`) asks `POST /api/parse`.
+
+The page reads nothing from the file system: the models are loaded when the server starts, and the only files
+it serves are the reports (`index.html`) found then in the models' run folders.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+import treenets
+from treenets.errors import TreenetsError
+from treenets.predictors.lm import LanguageModel, Parse
+from treenets.report import render_page, tree_json
+
+MAX_CHARACTERS = 2000
+MAX_WORDS = 200
+MAX_BODY = 64_000  # bytes of a request: a sentence at the limit, JSON-escaped, fits with room to spare
+SPLITS = ("official", "before")
+
+
+@dataclass
+class ServedModel:
+    id: str  # the model as given on the command line: the page and the API name it so
+    lm: LanguageModel
+    reports: list[Path] = field(default_factory=list)
+
+
+def find_reports(spec: str) -> list[Path]:
+    """The reports of a model's run: `index.html` in the folder of a checkpoint (or in a model folder) and in
+    its subfolders (`parse-eval RUN/best.pt --output RUN/parse-eval`). None for a zoo name."""
+    path = Path(spec)
+    folder = path.parent if path.is_file() else path if path.is_dir() else None
+    if folder is None:
+        return []
+    return [p for p in [folder / "index.html", *sorted(folder.glob("*/index.html"))] if p.is_file()]
+
+
+def load_models(specs: list[str], device: str = "cpu") -> list[ServedModel]:
+    """Each model given (once) through `treenets.load`; a model that is not a language model is refused."""
+    models = []
+    for spec in dict.fromkeys(specs):
+        lm = treenets.load(spec, device=device)
+        if not isinstance(lm, LanguageModel):
+            raise TreenetsError(f"serve: {spec} is a {lm.config.task} model: serve shows language models")
+        models.append(ServedModel(spec, lm, find_reports(spec)))
+    return models
+
+
+class Refused(Exception):
+    """A request the API answers with an error: its HTTP status and a message for the person."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def check_sentence(sentence) -> str:
+    if not isinstance(sentence, str):
+        raise Refused(400, 'expected {"sentence": "...", "models": [...]}: "sentence" must be a string')
+    if not sentence.strip():
+        raise Refused(400, "the sentence is empty: type at least one word")
+    if len(sentence) > MAX_CHARACTERS:
+        raise Refused(400, f"the sentence has {len(sentence):,} characters: at most {MAX_CHARACTERS:,}")
+    words = len(sentence.split())
+    if words > MAX_WORDS:
+        raise Refused(400, f"the sentence has {words} words: at most {MAX_WORDS}")
+    return sentence
+
+
+def analyse(model: ServedModel, sentence: str) -> dict:
+    """One model's reading of a sentence: tokens, surprisal in bits of each and of the closing boundary token,
+    perplexity, and when the model gives distances, every layer's distances and every layer's tree for each
+    split (trees over token positions, as the page draws them)."""
+    lm = model.lm
+    score = lm.score(sentence)
+    result = {"model": model.id, "tokens": score.tokens, "unknown": score.unknown, "end_token": lm.eos,
+              "surprisal": [-value / math.log(2) for value in score.logprobs], "perplexity": score.perplexity,
+              "layers": [], "default_layer": None, "distances": None, "trees": None}
+    if lm.num_distance_rows:
+        parse = lm.parse(sentence)
+        layers = lm.layers("all")
+        trees = {split: {str(layer): Parse(parse.words, parse.distances, layer, split, parse.unknown).nested
+                         for layer in layers} for split in SPLITS}
+        result.update(layers=[str(layer) for layer in layers], default_layer=str(lm.default_layer),
+                      distances=parse.distances.tolist(),
+                      trees={split: {layer: json.loads(tree_json(tree)) for layer, tree in by_layer.items()}
+                             for split, by_layer in trees.items()})
+    return result
+
+
+def describe(model: ServedModel, first_report: int) -> dict:
+    """What the page shows of a model; its reports are numbered from `first_report` (`/reports/N`)."""
+    lm = model.lm
+    rows = lm.num_distance_rows
+    kind = f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary"
+    reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
+               for k, path in enumerate(model.reports)]
+    return {"id": model.id, "description": kind + (f", {rows} rows of distances" if rows else ", no distances"),
+            "unit": lm.token_unit, "reports": reports}
+
+
+def create_app(models: list[ServedModel]) -> Starlette:
+    """The web app serving `models` (see the module's docstring for what it exposes)."""
+    if not models:
+        raise TreenetsError("serve: give at least one model")
+    known = {m.id: m for m in models}
+    reports, infos = [], []
+    for model in models:
+        infos.append(describe(model, len(reports)))
+        reports.extend(model.reports)
+    limits = {"characters": MAX_CHARACTERS, "words": MAX_WORDS}
+    page = render_page("serve.html", "treenets serve", ["trees.js", "serve.js"], {"models": infos, "limits": limits})
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page)
+
+    async def list_models(request: Request) -> Response:
+        return JSONResponse({"models": infos, "limits": limits})
+
+    async def parse(request: Request) -> Response:
+        try:
+            if int(request.headers.get("content-length") or 0) > MAX_BODY:  # refused before it is read
+                raise Refused(413, f"the request has {request.headers['content-length']} bytes: at most {MAX_BODY:,}")
+            body = await request.body()
+            if len(body) > MAX_BODY:
+                raise Refused(413, f"the request has {len(body):,} bytes: at most {MAX_BODY:,}")
+            try:
+                query = json.loads(body)
+            except ValueError:
+                raise Refused(400, 'the request is not JSON: expected {"sentence": "...", "models": [...]}') from None
+            if not isinstance(query, dict):
+                raise Refused(400, 'expected a JSON object: {"sentence": "...", "models": [...]}')
+            sentence = check_sentence(query.get("sentence"))
+            names = query.get("models") or [models[0].id]
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise Refused(400, '"models" must be a list of model names')
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise Refused(404, f"unknown model {unknown[0]!r}: this server has {', '.join(known)}")
+            # The models run outside the event loop, which goes on answering other requests meanwhile.
+            answers = await run_in_threadpool(lambda: [analyse(known[n], sentence) for n in dict.fromkeys(names)])
+        except Refused as refused:
+            return JSONResponse({"error": str(refused)}, status_code=refused.status)
+        except TreenetsError as exc:  # e.g. a character-level model and a character it never saw
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse({"sentence": sentence, "results": answers})
+
+    async def report(request: Request) -> Response:
+        number = request.path_params["number"]
+        try:
+            return HTMLResponse(reports[number].read_text(encoding="utf-8"))
+        except (IndexError, OSError):  # no such number, or the file went away since the server started
+            return JSONResponse({"error": f"no report {number}"}, status_code=404)
+
+    return Starlette(routes=[
+        Route("/", index, methods=["GET"]),
+        Route("/api/models", list_models, methods=["GET"]),
+        Route("/api/parse", parse, methods=["POST"]),
+        Route("/reports/{number:int}", report, methods=["GET"]),
+    ])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port` (port 0: a free one) for uvicorn to listen on, or a clear error when the
+    address cannot be had (taken, or not this machine's)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise TreenetsError(f"serve: cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    return sock
+
+
+def serve(specs: list[str], host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> int:
+    """`treenets serve`: bind, load the models, answer until Ctrl-C."""
+    import uvicorn
+
+    sock = bind(host, port)
+    app = create_app(load_models(specs, device))
+    address = f"[{host}]" if ":" in host else host
+    print(f"treenets serve: {len(specs)} model(s) at http://{address}:{sock.getsockname()[1]}/ (Ctrl-C to stop)")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"note: listening on {host}, so other machines that reach it can use the page too")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    return 0

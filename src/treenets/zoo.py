@@ -1,0 +1,234 @@
+"""The model zoo: trained models shipped as folders, found by name, by path or by download.
+
+A model folder follows the Hugging Face layout:
+
+    config.json         the treenets config the model was trained with
+    model.safetensors   the weights (read without unpickling anything)
+    vocab.txt           the vocabulary, one token per line (id = line number)
+    metrics.json        the figures of its card, measured on these files, and the one the tests recompute
+    README.md           the model card
+
+`zoo.json` (beside this module) lists the shipped models: what each is, its headline figures, and the
+sha256, size and download URL of each file. A name is looked up in the repository's `models/` folder, then in
+the cache (`$TREENETS_CACHE`, default `~/.cache/treenets`), and downloaded into the cache when a URL is
+published; every file is checked against its sha256 before it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from treenets import checkpoint
+from treenets.errors import TreenetsError
+
+CACHE_ENV = "TREENETS_CACHE"
+FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
+_REGISTRY = Path(__file__).with_name("zoo.json")
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)  # downloads are reported beside, never inside, a command's output
+
+
+@dataclass(frozen=True)
+class ZooFile:
+    sha256: str
+    bytes: int
+    url: str  # empty until a release publishes the file
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str
+    task: str
+    summary: str  # one line: what it is
+    headline: dict  # figure name -> value, for `treenets models`
+    files: dict[str, ZooFile]
+
+
+@cache
+def registry(path: Path = _REGISTRY) -> dict[str, ZooModel]:
+    """Name -> `ZooModel`, from `zoo.json`."""
+    doc = json.loads(path.read_text())
+    return {name: ZooModel(name=name, task=m["task"], summary=m["summary"], headline=m["headline"],
+                           files={f: ZooFile(**spec) for f, spec in m["files"].items()})
+            for name, m in doc["models"].items()}
+
+
+def repository_models() -> Path:
+    """The source checkout's `models/` folder (absent from an installed wheel)."""
+    return Path(__file__).resolve().parents[2] / "models"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "treenets").expanduser()
+
+
+def _verify(folder: Path, model: ZooModel) -> None:
+    from treenets.data import sha256_of
+
+    for name, spec in model.files.items():
+        path = folder / name
+        if path.stat().st_size != spec.bytes or sha256_of(path) != spec.sha256:
+            raise TreenetsError(f"{path}: does not match the zoo's sha256 {spec.sha256[:12]}... ({spec.bytes} bytes): "
+                                "the file is corrupted or was changed; delete the folder to download it again")
+
+
+def locate(name: str, log=_note) -> Path:
+    """The verified folder of the zoo model `name`: in the repository, in the cache, or downloaded.
+
+    Raises:
+        TreenetsError: for an unknown name, a file that fails its checksum, or a model that is neither
+            present nor downloadable.
+    """
+    known = registry()
+    if name not in known:
+        raise TreenetsError(f"unknown model {name!r}: expected one of {', '.join(sorted(known))}")
+    model = known[name]
+    for folder in (repository_models() / name, cache_dir() / name):
+        if all((folder / f).is_file() for f in model.files):
+            _verify(folder, model)
+            return folder
+    missing_urls = [f for f, spec in model.files.items() if not spec.url]
+    if missing_urls:
+        raise TreenetsError(f"model {name}: not in {repository_models()} nor in the cache {cache_dir()}, and no "
+                            "download URL is published for it yet (a source checkout has it under models/)")
+    from treenets.data import fetch
+
+    target = cache_dir() / name
+    target.mkdir(parents=True, exist_ok=True)
+    for file, spec in model.files.items():
+        log(f"downloading {name}/{file} <- {spec.url}")
+        fetch(spec.url, target / file, spec.sha256)
+    return target
+
+
+def read_folder(folder: str | Path) -> dict:
+    """The contents of a model folder, as `treenets.checkpoint.load` returns a checkpoint's (`config`, `vocab`,
+    `model`), with every tensor in float32 (folders may store half precision).
+
+    Raises:
+        TreenetsError: naming the file that is missing, unreadable, truncated or not what it should be.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    folder = Path(folder)
+    missing = [f for f in FILES[:3] if not (folder / f).is_file()]
+    if missing:
+        raise TreenetsError(f"{folder}: not a treenets model folder (missing {', '.join(missing)}; expected "
+                            f"{', '.join(FILES[:3])}, as `treenets export` writes)")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TreenetsError(f"{folder / 'config.json'}: not a JSON config ({exc})") from None
+    if not isinstance(config, dict) or "task" not in config:
+        raise TreenetsError(f"{folder / 'config.json'}: expected a treenets config (a mapping with 'task')")
+    try:
+        words = (folder / "vocab.txt").read_text(encoding="utf-8-sig").split("\n")
+    except UnicodeDecodeError as exc:
+        raise TreenetsError(f"{folder / 'vocab.txt'}: not UTF-8 text ({exc})") from None
+    if words and words[-1] == "":
+        words.pop()
+    weights = folder / "model.safetensors"
+    try:
+        with safe_open(weights, framework="pt") as fh:
+            state = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 - not a dict
+            tied = json.loads((fh.metadata() or {}).get("tied", "{}"))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise TreenetsError(f"{weights}: truncated or corrupt weights ({exc})") from None
+    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+    for key, kept in tied.items():
+        if kept not in state:
+            raise TreenetsError(f"{weights}: {key} is tied to {kept}, which the file does not hold")
+        state[key] = state[kept]
+    return {"kind": "model", "config": config, "vocab": words, "model": state}
+
+
+def read(ref: str | Path, log=_note) -> dict:
+    """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name."""
+    path = Path(ref)
+    if path.is_dir():
+        return read_folder(path)
+    if path.exists():
+        return checkpoint.load(path)
+    if str(ref) in registry():
+        return read_folder(locate(str(ref), log))
+    raise TreenetsError(f"{ref}: no such checkpoint file or model folder, nor a zoo model name (the zoo: "
+                        f"{', '.join(sorted(registry()))}; `treenets models` lists them)")
+
+
+def write_folder(predictor, out: str | Path, half: bool = False, metrics: dict | None = None,
+                 card: str = "") -> Path:
+    """Write `predictor` (weights, vocabulary, config; `metrics.json` and `README.md` if given) as a model
+    folder. The folder is assembled beside `out` and renamed into place, so a failure never leaves half of
+    one; an existing `out` is replaced only if it is a model folder.
+
+    Args:
+        predictor: a `treenets.predictors.Predictor`.
+        out: the folder to write.
+        half: store floating-point weights in float16 (half the size; loaded back as float32).
+    """
+    from safetensors.torch import save_file
+
+    from treenets.config import to_dict
+
+    out = Path(out)
+    if out.exists() and not (out.is_dir() and (out / "model.safetensors").is_file()):
+        raise TreenetsError(f"{out}: exists and is not a model folder; give a new folder")
+    bad = [w for w in predictor.vocab.words if "\n" in w or "\r" in w]
+    if bad:
+        raise TreenetsError(f"vocabulary word {bad[0]!r} holds a line break: it cannot be written to vocab.txt")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        state, tied, seen = {}, {}, {}
+        for key, tensor in predictor.net.state_dict().items():
+            # Tied weights (a decoder sharing the embedding) are stored once and named in the metadata.
+            where = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+            if where in seen:
+                tied[key] = seen[where]
+                continue
+            seen[where] = key
+            tensor = tensor.detach().cpu()
+            state[key] = (tensor.half() if half and tensor.is_floating_point() else tensor).contiguous()
+        save_file(state, tmp / "model.safetensors", metadata={"format": "treenets", "tied": json.dumps(tied)})
+        (tmp / "config.json").write_text(json.dumps(to_dict(predictor.config), indent=1) + "\n")
+        (tmp / "vocab.txt").write_text("".join(w + "\n" for w in predictor.vocab.words), encoding="utf-8")
+        if metrics is not None:
+            (tmp / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+        if card:
+            (tmp / "README.md").write_text(card)
+        for path in [tmp, *tmp.iterdir()]:
+            checkpoint.usual_permissions(path)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return out
+
+
+def registry_entry(folder: Path, url_base: str = "") -> dict:
+    """The `zoo.json` entry of a written model folder: what its `metrics.json` says it is, and every file's
+    sha256 and size (URLs under `url_base`, empty without one)."""
+    from treenets.data import sha256_of
+
+    metrics = json.loads((folder / "metrics.json").read_text())
+    files = {f: {"sha256": sha256_of(folder / f), "bytes": (folder / f).stat().st_size,
+                 "url": f"{url_base.rstrip('/')}/{folder.name}/{f}" if url_base else ""} for f in FILES}
+    return {"task": metrics["task"], "summary": metrics["summary"], "headline": metrics["headline"], "files": files}
+
+
+def write_registry(folders: list[Path], url_base: str = "", path: Path = _REGISTRY) -> None:
+    """Write `zoo.json` listing `folders` (maintainers run this after exporting the shipped models)."""
+    entries = {Path(f).name: registry_entry(Path(f), url_base) for f in folders}
+    path.write_text(json.dumps({"models": entries}, indent=1) + "\n")
+    registry.cache_clear()

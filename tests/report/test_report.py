@@ -1,0 +1,105 @@
+"""The HTML report written by `parse-eval`, `eval` and `syneval` with `--output`: self-contained, holding the
+numbers the command printed and wrote as JSON (what the page shows of them: test_report_browser.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from treenets.cli import main
+from treenets.report import group_runs, inline_json, report_beside, tree_json, write_report
+from treenets.trees import ParseScores
+from treenets.trees.evaluation import ModelResult
+
+
+def report_data(path) -> dict:
+    """The JSON a report page draws from."""
+    html = path.read_text()
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    return json.loads(match.group(1))
+
+
+def self_contained(html: str) -> bool:
+    """Nothing is fetched: no script, stylesheet, image or frame from elsewhere, and no web address but the SVG
+    namespace's (a name, never requested)."""
+    urls = set(re.findall(r"https?://[^\s\"'`]+", html))
+    return not re.search(r"<(script|img|iframe)[^>]+src=|<link[^>]+stylesheet", html) and \
+        urls <= {"http://www.w3.org/2000/svg"}
+
+
+def test_parse_eval_report_holds_the_summary_and_every_sentence(tiny_run):
+    out = tiny_run / "parse-eval"
+    html = (out / "index.html").read_text()
+    assert self_contained(html) and "{{" not in html
+    data = report_data(out / "index.html")["parsing"]
+    summary = json.loads((out / "summary.json").read_text())
+    # The table's rows are summary.json's, NaN (a label no sentence has) as null.
+    assert len(data["rows"]) == len(summary) == 2 * 3 + 4
+    for row, expected in zip(data["rows"], summary):
+        assert row.keys() == expected.keys()
+        for key, value in expected.items():
+            assert row[key] == value or (row[key] is None and math.isnan(value)), key
+    assert [run["layers"] for run in data["runs"]] == [["1", "2", "mean"]] * 2
+    assert data["default_layer"] == "2" and data["empty"] == 1
+    assert data["labels"][:4] == ["NP", "VP", "PP", "ADJP"]
+    assert [m["layer"] for m in data["multi_run"]] == ["1", "2", "mean"]
+    records = [json.loads(line) for line in (out / "sentences.jsonl").read_text().splitlines()]
+    kept = [r for r in records if r["words"]]
+    assert [s["w"] for s in data["sentences"]] == [r["words"] for r in kept]
+    first, expected = data["sentences"][0], kept[0]
+    assert first["i"] == 1 and first["g"] == tree_json(expected["gold"])
+    model = next(v for k, v in expected["models"].items() if k.endswith("best-layer2"))
+    assert first["t"][0][1] == tree_json(model["tree"]) and first["f"][0][1] == pytest.approx(model["f1"], abs=1e-4)
+    assert len(first["d"][0]) == 2 and len(first["d"][0][0]) == len(first["w"])  # every layer's distances
+
+
+def test_inline_data_cannot_end_its_script_element():
+    text = inline_json({"words": ["</script><script>alert(1)</script>", "<unk>", "a&b"], "f1": float("nan")})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"words": ["</script><script>alert(1)</script>", "<unk>", "a&b"], "f1": None}
+
+
+def test_tree_json_numbers_the_words_at_any_depth():
+    assert tree_json([["the", "cat"], ["sat", ["on", ["the", "mat"]]]]) == "[[0,1],[2,[3,[4,5]]]]"
+    assert tree_json("word") == "0"
+    deep = "w"
+    for _ in range(3000):  # a right-branching tree of 3,001 words: deeper than Python's recursion limit
+        deep = ["w", deep]
+    assert tree_json(deep).startswith("[0,[1,[2,") and tree_json(deep).endswith("3000" + "]" * 3000)
+
+
+def test_the_same_checkpoint_given_twice_makes_two_runs():
+    results = [ModelResult("best.pt", layer, ParseScores(), []) for layer in ("1", "2", "mean", "1", "2", "mean")]
+    assert [[r.layer for r in run] for run in group_runs(results)] == [["1", "2", "mean"]] * 2
+    assert len(group_runs(results[:1] + results[3:4])) == 2  # --layer 1, twice
+
+
+def test_write_report_and_its_place_beside_a_json_output(tmp_path):
+    path = write_report(tmp_path / "new", "a <title>", syneval=None)
+    assert path == tmp_path / "new" / "index.html" and "<title>a &lt;title&gt;</title>" in path.read_text()
+    assert report_beside("out/syneval.json").as_posix() == "out/syneval.html"
+    assert report_beside("out/results.html").as_posix() == "out/results.report.html"
+
+
+def test_eval_output_writes_json_and_report(tiny_run, tmp_path, capsys):
+    checkpoints = [str(tiny_run / "best.pt"), str(tiny_run / "last.pt")]
+    assert main(["eval", *checkpoints, "--split", "test", "--output", str(tmp_path / "eval")]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    document = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert document["key"] == "ppl" and document["better"] == {"loss": "lower", "ppl": "lower"}
+    assert [c["ppl"] for c in document["checkpoints"]] == [p["ppl"] for p in printed[:2]]
+    assert document["summary"]["ppl"] == printed[2]["ppl"] and document["breakdown"] is None
+    html = (tmp_path / "eval" / "index.html").read_text()
+    assert self_contained(html) and report_data(tmp_path / "eval" / "index.html")["eval"] == document
+
+
+def test_syneval_output_writes_a_report_beside_its_json(tiny_run, data_root, tmp_path, capsys):
+    output = tmp_path / "syneval.json"
+    assert main(["syneval", str(tiny_run / "best.pt"), "--cases", "simple", "npi_simple", "--limit", "3",
+                 "--output", str(output)]) == 0
+    assert f"report: {tmp_path / 'syneval.html'}" in capsys.readouterr().out
+    document = json.loads(output.read_text())
+    assert report_data(tmp_path / "syneval.html")["syneval"] == document

@@ -1,0 +1,164 @@
+"""`treenets serve`: the JSON API (Starlette's TestClient), its errors, the command line, and the page in
+headless Chromium against the app served in-process on a free port."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("starlette", reason="treenets serve needs Starlette and uvicorn (pip install -e '.[serve]')")
+pytest.importorskip("uvicorn", reason="treenets serve needs Starlette and uvicorn (pip install -e '.[serve]')")
+pytest.importorskip("httpx2", reason="Starlette's TestClient needs httpx2 (pip install -e '.[dev]')")
+
+import uvicorn  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from treenets.cli import main  # noqa: E402
+from treenets.serve import MAX_CHARACTERS, MAX_WORDS, bind, create_app, load_models  # noqa: E402
+
+SENTENCE = "The cat sees a big zebra of the city"
+WORDS = SENTENCE.lower().split()  # as the model reads it: its vocabulary is lower-case
+
+
+@pytest.fixture(scope="module")
+def models(tiny_run) -> list[str]:
+    return [str(tiny_run / "best.pt"), str(tiny_run / "last.pt")]
+
+
+@pytest.fixture(scope="module")
+def app(models):
+    return create_app(load_models(models))
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    with TestClient(app) as client:
+        yield client
+
+
+def test_parse_gives_every_layer_both_splits_and_surprisal(client, models):
+    answer = client.post("/api/parse", json={"sentence": SENTENCE, "models": models})
+    assert answer.status_code == 200
+    first, second = answer.json()["results"]
+    assert [first["model"], second["model"]] == models
+    words = WORDS
+    assert first["tokens"] == words and first["unknown"] == ["sees", "zebra"]
+    assert first["layers"] == ["1", "2", "mean"] and first["default_layer"] == "2"
+    assert len(first["distances"]) == 2 and all(len(row) == len(words) for row in first["distances"])
+    assert len(first["surprisal"]) == len(words) + 1 and first["end_token"] == "<eos>"  # and the closing token
+    assert all(value > 0 for value in first["surprisal"])
+
+    def leaves(tree):
+        return [leaf for child in tree for leaf in leaves(child)] if isinstance(tree, list) else [tree]
+
+    for split in ("official", "before"):
+        assert set(first["trees"][split]) == {"1", "2", "mean"}
+        assert all(leaves(tree) == list(range(len(words))) for tree in first["trees"][split].values())
+    # One model by default; a one-word sentence is a tree of one leaf.
+    one = client.post("/api/parse", json={"sentence": "dog"}).json()["results"]
+    assert len(one) == 1 and one[0]["trees"]["official"]["2"] == 0
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"sentence": "   "}, 400, "the sentence is empty: type at least one word"),
+    ({"sentence": "a" * (MAX_CHARACTERS + 1)}, 400, f"the sentence has 2,001 characters: at most {MAX_CHARACTERS:,}"),
+    ({"sentence": "dog " * (MAX_WORDS + 1)}, 400, f"the sentence has 201 words: at most {MAX_WORDS}"),
+    ({"sentence": 3}, 400, '"sentence" must be a string'),
+    ({"sentence": "a dog", "models": "best.pt"}, 400, '"models" must be a list of model names'),
+    ({"sentence": "a dog", "models": ["nope.pt"]}, 404, "unknown model 'nope.pt': this server has "),
+    (["a dog"], 400, "expected a JSON object"),
+    ({"sentence": "a" * 70_000}, 413, "bytes: at most 64,000"),
+])
+def test_parse_refuses_bad_requests_clearly(client, body, status, message):
+    answer = client.post("/api/parse", json=body)
+    assert answer.status_code == status and message in answer.json()["error"]
+
+
+def test_parse_refuses_what_is_not_json(client):
+    answer = client.post("/api/parse", content=b"sentence=a dog", headers={"Content-Type": "text/plain"})
+    assert answer.status_code == 400 and "the request is not JSON" in answer.json()["error"]
+
+
+def test_page_models_and_reports(client, models, tiny_run):
+    page = client.get("/")
+    assert page.status_code == 200 and "<title>treenets serve</title>" in page.text and "https://" not in page.text
+    listed = client.get("/api/models").json()
+    assert [m["id"] for m in listed["models"]] == models
+    assert listed["limits"] == {"characters": MAX_CHARACTERS, "words": MAX_WORDS}
+    # Both checkpoints share the run folder, hence its report; each link names one file found at start-up.
+    assert [m["reports"] for m in listed["models"]] == [[{"name": "parse-eval/index.html", "url": "reports/0"}],
+                                                        [{"name": "parse-eval/index.html", "url": "reports/1"}]]
+    report = client.get("/reports/0")
+    assert report.status_code == 200 and report.text == (tiny_run / "parse-eval" / "index.html").read_text()
+    assert client.get("/reports/2").status_code == 404
+    assert client.get("/reports/..%2F..%2Fbest.pt").status_code == 404  # only numbers: no path reaches a file
+
+
+def test_serve_command_says_when_the_port_is_taken(models, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", models[0], "--port", str(port)]) == 2
+    assert f"treenets: error: serve: cannot listen on 127.0.0.1:{port} (Address already in use)" in \
+        capsys.readouterr().err
+
+
+@pytest.fixture
+def live(app):
+    """The app served by uvicorn in a thread, on a free port of 127.0.0.1: its address."""
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "the server did not start"
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.mark.usefixtures("browser")  # first: without one, skipped before the model is trained
+def test_page_parses_a_typed_sentence_in_a_browser(live, open_page, tiny_run, models):
+    page = open_page(tiny_run / "screenshots")
+    tab = page.tab
+    tab.goto(live)
+    assert tab.locator("#model-a option").all_inner_texts() == models
+    assert tab.input_value("#model-b") == models[1]  # two models side by side from the start
+    tab.fill("#sentence", SENTENCE)
+    tab.press("#sentence", "Enter")
+    tab.wait_for_selector(".panel svg")
+    panels = tab.locator(".panel")
+    assert panels.count() == 2
+    words = WORDS
+    for k in range(2):
+        # The first drawing of a panel: the default layer's tree over the words, then the bars.
+        svg = panels.nth(k).locator("svg").first
+        assert svg.locator("text.word").all_text_contents() == words
+        assert svg.locator("line.edge").count() == 2 * (len(words) - 1)  # a binary tree's edges
+        assert svg.locator("rect.bar").count() == 3 * len(words)  # 2 layers of distances, surprisal
+        assert panels.nth(k).locator(".layers svg").count() == 3
+    assert panels.nth(0).locator("a", has_text="parse-eval/index.html").get_attribute("href") == "reports/0"
+    page.screenshot("serve-two-models")
+    tab.select_option("#split", "before")
+    assert "split before" in panels.nth(0).locator("svg .caption").first.text_content()
+    assert page.errors == []
+    # A report opens from its link; an empty sentence gets the API's error, shown in the page.
+    with tab.context.expect_page() as opened:
+        panels.nth(0).locator("a", has_text="parse-eval/index.html").click()
+    opened.value.wait_for_selector("table.scores")
+    assert "treenets parse-eval" in opened.value.title()
+    opened.value.close()
+    tab.fill("#sentence", "  ")
+    tab.click("#parse-button")
+    tab.wait_for_selector("#error:not([hidden])")
+    assert tab.inner_text("#error") == "the sentence is empty: type at least one word"
+    assert tab.locator(".panel").count() == 0
+    page.screenshot("serve-error", full_page=False)
+    # The browser reports the refused request (status 400) as a console error, and nothing else.
+    assert all("status of 400" in e for e in page.errors)

@@ -1,0 +1,199 @@
+"""The model zoo: model folders written by `treenets export`, loading by folder, name and download, the
+shipped models' card figures, and clear errors for broken or foreign folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import train_tiny_lm
+
+import treenets
+from treenets import cards, zoo
+from treenets.cli import main
+from treenets.data import sha256_of
+from treenets.errors import TreenetsError
+from treenets.predictors import LanguageModel, RelatednessPredictor
+
+SENTENCES = ["the cat see a dog", "big red car"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    return train_tiny_lm(tmp_path_factory.mktemp("zoo")) / "run"
+
+
+def test_an_exported_folder_predicts_as_its_checkpoint(tiny_run, tmp_path, capsys):
+    assert main(["export", str(tiny_run / "best.pt"), str(tmp_path / "tiny-lm"), "--summary", "a tiny LM"]) == 0
+    folder = tmp_path / "tiny-lm"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(zoo.FILES)
+    before, after = treenets.load(tiny_run / "best.pt"), treenets.load(folder)
+    assert after.vocab.words == before.vocab.words and after.config == before.config
+    for a, b in zip(before.score(SENTENCES), after.score(SENTENCES)):
+        assert a.logprobs == b.logprobs  # float32 storage: the same numbers
+    card = (folder / "README.md").read_text()
+    assert "# tiny-lm" in card and "a tiny LM" in card and 'treenets.load("tiny-lm")' in card
+    metrics = json.loads((folder / "metrics.json").read_text())
+    valid = [r for r in map(json.loads, (tiny_run / "metrics.jsonl").read_text().splitlines())
+             if r["event"] == "eval"]
+    assert metrics["headline"]["valid ppl"] in [r["ppl"] for r in valid]  # the card skeleton holds the run's figure
+
+
+def test_half_precision_folders_are_half_the_size_and_close(tiny_run, tmp_path):
+    full = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "full")
+    half = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "half", half=True)
+    size = (half / "model.safetensors").stat().st_size / (full / "model.safetensors").stat().st_size
+    assert 0.45 < size < 0.6
+    a, b = treenets.load(full).score(SENTENCES[0]), treenets.load(half).score(SENTENCES[0])
+    assert a.logprobs != b.logprobs and a.logprobs == pytest.approx(b.logprobs, abs=1e-2)
+    assert next(treenets.load(half).net.parameters()).dtype == torch.float32
+
+
+def test_the_cli_takes_a_folder_where_it_takes_a_checkpoint(tiny_run, tmp_path, capsys):
+    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    assert main(["parse", str(folder), "the cat see a dog"]) == 0
+    assert "(" in capsys.readouterr().out
+    assert main(["predict", str(folder), "--sentence", "the cat"]) == 0
+    assert "logprobs" in capsys.readouterr().out
+    assert main(["eval", str(folder), "--split", "test"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["ppl"] > 1
+
+
+def _registry_of(folder: Path, tmp_path: Path, url_base: str = "") -> dict:
+    zoo.write_registry([folder], url_base, tmp_path / "zoo.json")
+    return zoo.registry(tmp_path / "zoo.json")
+
+
+def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monkeypatch, capsys):
+    release = tmp_path / "release"
+    assert main(["export", str(tiny_run / "best.pt"), str(release / "tiny-lm")]) == 0
+    known = _registry_of(release / "tiny-lm", tmp_path, release.as_uri())
+    monkeypatch.setattr(zoo, "registry", lambda: known)
+    monkeypatch.setenv(zoo.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
+    lm = LanguageModel.load("tiny-lm")
+    assert (tmp_path / "cache" / "tiny-lm" / "model.safetensors").is_file()
+    assert "downloading tiny-lm/model.safetensors" in capsys.readouterr().err
+    assert lm.score(SENTENCES[0]).logprobs == treenets.load(tiny_run / "best.pt").score(SENTENCES[0]).logprobs
+    LanguageModel.load("tiny-lm")
+    assert "downloading" not in capsys.readouterr().err  # found in the cache
+    (tmp_path / "cache" / "tiny-lm" / "vocab.txt").write_text("changed\n")
+    with pytest.raises(TreenetsError, match=r"vocab.txt: does not match the zoo's sha256.*delete the folder"):
+        LanguageModel.load("tiny-lm")
+
+
+def test_a_name_without_files_or_url_says_where_it_looked(tiny_run, tmp_path, monkeypatch):
+    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    (folder / "metrics.json").write_text(json.dumps({"task": "lm", "summary": "a tiny LM", "headline": {}}))
+    (folder / "README.md").write_text("# tiny-lm\n")
+    known = _registry_of(folder, tmp_path)
+    monkeypatch.setattr(zoo, "registry", lambda: known)
+    monkeypatch.setenv(zoo.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
+    with pytest.raises(TreenetsError, match="tiny-lm: not in .*no-checkout nor in the cache .*no download URL"):
+        treenets.load("tiny-lm")
+    monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path)
+    assert treenets.load("tiny-lm").vocab.words == treenets.load(folder).vocab.words
+    with pytest.raises(TreenetsError, match="no-such-model: no such checkpoint file or model folder, nor a zoo"):
+        treenets.load("no-such-model")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "text", "empty", "missing"])
+def test_a_broken_weights_file_gives_a_clear_error(tiny_run, tmp_path, damage, capsys):
+    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    weights = folder / "model.safetensors"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif damage == "text":
+        weights.write_text("not weights\n")
+    elif damage == "empty":
+        weights.write_bytes(b"")
+    else:
+        weights.unlink()
+    expected = "not a treenets model folder" if damage == "missing" else "truncated or corrupt weights"
+    with pytest.raises(TreenetsError, match=expected):
+        treenets.load(folder)
+    assert main(["parse", str(folder), "the cat"]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_a_folder_of_another_task_is_refused(tmp_path):
+    from treenets.config import build_config
+    from treenets.vocab import Vocab
+
+    config = build_config({"task": "relatedness", "data": {"path": "sick"},
+                           "model": {"name": "childsum-treelstm", "emb_size": 4, "mem_size": 3, "hidden_size": 2}})
+    vocab = Vocab(["<unk>", "a", "man"])
+    folder = zoo.write_folder(RelatednessPredictor(config.model.build(len(vocab)), vocab, config), tmp_path / "sick-m")
+    with pytest.raises(TreenetsError, match="a relatedness model, not for LanguageModel"):
+        LanguageModel.load(folder)
+    assert isinstance(treenets.load(folder), RelatednessPredictor)
+
+
+def test_a_config_or_vocabulary_that_is_not_text_is_named(tiny_run, tmp_path):
+    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    (folder / "vocab.txt").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(TreenetsError, match="vocab.txt: not UTF-8"):
+        treenets.load(folder)
+    (folder / "config.json").write_text("[1, 2]")
+    with pytest.raises(TreenetsError, match="config.json: expected a treenets config"):
+        treenets.load(folder)
+
+
+def test_export_refuses_to_replace_what_is_not_a_model_folder(tiny_run, tmp_path, capsys):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    assert main(["export", str(tiny_run / "best.pt"), str(tmp_path / "notes")]) == 2
+    assert "exists and is not a model folder" in capsys.readouterr().err
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+
+
+# --- the shipped models ---------------------------------------------------------------------------------
+
+
+SHIPPED = sorted(zoo.registry())
+
+
+def test_every_shipped_model_is_in_the_repository_and_listed(capsys):
+    assert main(["models"]) == 0
+    listing = capsys.readouterr().out
+    for name in SHIPPED:
+        folder = zoo.repository_models() / name
+        assert all((folder / f).is_file() for f in zoo.FILES), name
+        assert name in listing
+    sizes = sum((zoo.repository_models() / n / f).stat().st_size for n in SHIPPED for f in zoo.FILES)
+    assert sizes < 50e6  # the zoo stays small enough to keep in the repository (46 MB in 0.4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_model_reproduces_its_card(name, data_root):
+    folder = zoo.repository_models() / name
+    for file, spec in zoo.registry()[name].files.items():
+        assert sha256_of(folder / file) == spec.sha256
+    metrics = json.loads((folder / "metrics.json").read_text())
+    recorded = metrics["check"]
+    assert recorded and all(f"{value:.6f}" in (folder / "README.md").read_text() for value in recorded.values())
+    measured = cards.check_figures(treenets.load(name), data_root)
+    assert measured.keys() == recorded.keys()
+    for key, value in recorded.items():
+        assert measured[key] == pytest.approx(value, abs=1e-4), key
+
+
+def test_every_command_takes_a_zoo_name(tiny_run, tmp_path, monkeypatch, capsys, data_root):
+    folder = tmp_path / "checkout" / "tiny-lm"
+    assert main(["export", str(tiny_run / "best.pt"), str(folder)]) == 0
+    known = _registry_of(folder, tmp_path)
+    monkeypatch.setattr(zoo, "registry", lambda: known)
+    monkeypatch.setattr(zoo, "repository_models", lambda: folder.parent)
+    treebank = tmp_path / "tiny.mrg"
+    treebank.write_text("(S (NP (DT the) (NN cat)) (VP (VB see) (NP (DT a) (NN dog))))\n")
+    commands = [["parse", "tiny-lm", "the cat see a dog"], ["parse-eval", "tiny-lm", "--treebank", str(treebank)],
+                ["eval", "tiny-lm", "--split", "test"], ["predict", "tiny-lm", "--sentence", "the cat"],
+                ["syneval", "tiny-lm", "--cases", "simple", "--limit", "2"]]
+    for command in commands:
+        capsys.readouterr()
+        assert main(command) == 0, (command, capsys.readouterr().err)
+        assert "tiny-lm" in capsys.readouterr().out or command[0] in ("parse", "predict")
