@@ -10,9 +10,11 @@ references evaluate faster than the official code and the ratios are conservativ
 initialised like the official models, and denormal numbers are flushed to zero for both sides, as
 `treenets train` does (without it, tiny gradients slow the references' matrix products several times over).
 Both sides run the same batch size and BPTT length with 2 threads; the table gives the median tokens/s over
-several steps (taken in turns) and the ratio treenets / reference.
+several steps (taken in turns) and the ratio treenets / reference, for each backend asked for (treenets.nn.backend:
+on a GPU, `torch` is the plain PyTorch step loop and `compile` the steps fused by torch.compile).
 
     python benchmarks/lm_throughput.py [--configs onlstm-paper onlstm-small prpn-paper prpn-small] [--steps 5]
+        [--device cuda] [--backends torch compile] [--batch-sizes 10 20 64 256]
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+from treenets.nn.backend import use_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import ReferenceLM, ReferencePRPN  # noqa: E402 - the references the tests use
@@ -87,22 +91,30 @@ def eval_step(model, tokens, targets, reference, _opt, ar_tar):
         loss_of(model, tokens, targets, reference, ar_tar).item()
 
 
-def measure(models, step, batch, bptt, steps, ar_tar):
+def measure(models, step, batch, bptt, steps, ar_tar, device):
     """Tokens/s of each model, median over `steps` timed steps. The models take turns step by step, so
-    that a slow spell of the machine affects both alike."""
-    tokens = torch.randint(0, VOCAB, (bptt, batch))
-    targets = torch.randint(0, VOCAB, (bptt, batch))
-    opts = [torch.optim.SGD(m.parameters(), lr=1.0) for m, _ in models]
-    for model, _ in models:
+    that a slow spell of the machine affects both alike. `models`: (model, is reference, backend)."""
+    tokens = torch.randint(0, VOCAB, (bptt, batch), device=device)
+    targets = torch.randint(0, VOCAB, (bptt, batch), device=device)
+    opts = [torch.optim.SGD(m.parameters(), lr=1.0) for m, _, _ in models]
+    for model, _, _ in models:
         model.train(step is train_step)
     times = [[] for _ in models]
-    for i in range(steps + 1):
-        for k, ((model, reference), opt) in enumerate(zip(models, opts)):
-            start = time.perf_counter()
-            step(model, tokens, targets, reference, opt, ar_tar)
-            if i:  # the first step warms up
+    for i in range(steps + 2):
+        for k, ((model, reference, backend), opt) in enumerate(zip(models, opts)):
+            with use_backend(backend):
+                _synchronize(device)
+                start = time.perf_counter()
+                step(model, tokens, targets, reference, opt, ar_tar)
+                _synchronize(device)
+            if i >= 2:  # the first two steps warm up (and compile, for the compile backend)
                 times[k].append(time.perf_counter() - start)
     return [batch * bptt / statistics.median(t) for t in times]
+
+
+def _synchronize(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def main():
@@ -111,17 +123,29 @@ def main():
     parser.add_argument("--configs", nargs="+", default=names, choices=names)
     parser.add_argument("--steps", type=int, default=5, help="timed steps per measurement (median)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--backends", nargs="+", default=["auto"], choices=["auto", "torch", "cpp", "compile"],
+                        help="treenets backends to time, each against the reference (default: auto)")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, metavar="B",
+                        help="time training and evaluation at these batch sizes (default: each config's own)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
-    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.steps} steps, tokens/s")
-    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10} {'treenets':>10} {'ratio':>6}")
+    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{args.threads} threads"
+    print(f"torch {torch.__version__}, {where}, median of {args.steps} steps, tokens/s")
+    columns = "".join(f" {b:>10} {'ratio':>6}" for b in args.backends)
+    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns}")
     for name in args.configs:
         torch.manual_seed(0)
         ours, ref, batch, eval_batch, bptt, ar_tar = make_models(name)
-        for phase, size, step in (("train", batch, train_step), ("eval", eval_batch, eval_step)):
-            r, t = measure([(ref, True), (ours, False)], step, size, bptt, args.steps, ar_tar)
-            print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f} {t:10.0f} {t / r:6.2f}")
+        ours, ref = ours.to(args.device), ref.to(args.device)
+        models = [(ref, True, "torch")] + [(ours, False, b) for b in args.backends]
+        for phase, step, sizes in (("train", train_step, args.batch_sizes or [batch]),
+                                   ("eval", eval_step, args.batch_sizes or [eval_batch])):
+            for size in sizes:
+                r, *ts = measure(models, step, size, bptt, args.steps, ar_tar, args.device)
+                cells = "".join(f" {t:10.0f} {t / r:6.2f}" for t in ts)
+                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ runs 25 pairs (50 trees) per batch, all the nodes of one height at once. The two
 time. Also: a full SICK training epoch (Child-Sum) and a full SST training epoch
 (`configs/treelstm-sst-fine.yaml`: binary Tree-LSTM, classifier on every node), in seconds.
 
-    python benchmarks/treelstm_throughput.py [--pairs 500] [--threads 2]
+    python benchmarks/treelstm_throughput.py [--pairs 500] [--threads 2] [--device cuda] [--backend compile]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from reference import reference_child_sum  # noqa: E402 - the reference the test
 from treenets.config import load_config  # noqa: E402
 from treenets.data import data_root  # noqa: E402
 from treenets.data.sick import PairBatch  # noqa: E402
+from treenets.nn.backend import set_backend  # noqa: E402
 from treenets.optim import make_optimizer  # noqa: E402
 from treenets.tasks.relatedness import RelatednessTask, sparse_target  # noqa: E402
 from treenets.tasks.sentiment import SentimentTask  # noqa: E402
@@ -37,7 +38,9 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 def reference_pair(model, pair, task):
     """Log-probabilities of one pair, the official way: recursion, node by node (same weights as `model`)."""
-    roots = [reference_child_sum(model.encoder, tree, model.emb(torch.tensor(task.vocab.encode(tree.words)[0])))[1]
+    device = model.emb.weight.device
+    roots = [reference_child_sum(model.encoder, tree,
+                                 model.emb(torch.tensor(task.vocab.encode(tree.words)[0], device=device)))[1]
              for tree in (pair.left, pair.right)]
     return model.compare(roots[0][None], roots[1][None])
 
@@ -46,14 +49,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=500, help="SICK training pairs timed per way")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--backend", default="auto", choices=["auto", "torch", "cpp", "compile"],
+                        help="treenets backend (default: auto)")
+    parser.add_argument("--no-epochs", action="store_true", help="time the pairs only, not the full epochs")
     args = parser.parse_args()
+    set_backend(args.backend)
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)  # as the training loop does on the CPU
     root = data_root()
     config = load_config(CONFIGS / "treelstm-sick-dependency.yaml")
     task = RelatednessTask(config, root=str(root), splits=("train",))
     torch.manual_seed(0)
-    model = task.build_model()
+    model = task.build_model().to(args.device)
     pairs = task.pairs["train"][: args.pairs]
     nodes = sum(p.left.size + p.right.size for p in pairs)
     opt = make_optimizer(config.optim, model, "adagrad")
@@ -61,7 +69,7 @@ def main():
     def train_reference(chunk):
         opt.zero_grad()
         for k, pair in enumerate(chunk):
-            target = sparse_target(torch.tensor([pair.score]), 5)
+            target = sparse_target(torch.tensor([pair.score]), 5).to(args.device)
             F.kl_div(reference_pair(model, pair, task), target, reduction="batchmean").backward()
             if (k + 1) % 25 == 0:
                 opt.step()
@@ -82,41 +90,52 @@ def main():
     def infer_batched(chunk):
         task.predict(model, chunk, batch_size=25)
 
-    train_batched(pairs[:25])  # warm-up: the compiled kernels are built (or loaded) on first use
+    train_batched(pairs[:25])  # warm-up: the compiled kernels are built (or loaded, or compiled) on first use
+    infer_batched(pairs[:25])
     rows = []
     for phase, ways in (("train", (train_reference, train_batched)), ("inference", (infer_reference, infer_batched))):
         model.train(phase == "train")
         seconds = [0.0, 0.0]
         for start in range(0, len(pairs), 100):  # the two ways take turns, 100 pairs each
             for k, way in enumerate(ways):
+                _synchronize(args.device)
                 began = time.perf_counter()
                 way(pairs[start : start + 100])
+                _synchronize(args.device)
                 seconds[k] += time.perf_counter() - began
         rows.append((phase, *seconds))
-    print(f"torch {torch.__version__}, {args.threads} threads, {len(pairs)} SICK pairs ({nodes} nodes), batch 25, "
-          "Child-Sum 300/150/50")
+    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{args.threads} threads"
+    print(f"torch {torch.__version__}, {where}, backend {args.backend}, {len(pairs)} SICK pairs ({nodes} nodes), "
+          "batch 25, Child-Sum 300/150/50")
     print(f"{'phase':10} {'way':16} {'pairs/s':>9} {'nodes/s':>9} {'ratio':>6}")
     for phase, t_ref, t_ours in rows:
         print(f"{phase:10} {'one at a time':16} {len(pairs) / t_ref:9.1f} {nodes / t_ref:9.0f} {'':>6}")
         print(f"{phase:10} {'level-batched':16} {len(pairs) / t_ours:9.1f} {nodes / t_ours:9.0f} {t_ref / t_ours:6.1f}")
-
+    if args.no_epochs:
+        return
     task = RelatednessTask(config, root=str(root), splits=("train",))
-    model = task.build_model().train()
+    model = task.build_model().to(args.device).train()
     opt = make_optimizer(config.optim, model, "adagrad")
-    seconds = _timed(lambda: _epoch(task, model, opt))
+    seconds = _timed(lambda: _epoch(task, model, opt), args.device)
     print(f"full SICK training epoch ({len(task.pairs['train'])} pairs, Child-Sum): {seconds:.1f} s")
     config = load_config(CONFIGS / "treelstm-sst-fine.yaml")
     sst = SentimentTask(config, root=str(root), splits=("train",))
-    model = sst.build_model().train()
+    model = sst.build_model().to(args.device).train()
     opt = make_optimizer(config.optim, model, "adagrad")
-    seconds = _timed(lambda: _epoch(sst, model, opt))
+    seconds = _timed(lambda: _epoch(sst, model, opt), args.device)
     print(f"full SST training epoch ({len(sst.trees['train'])} trees, binary Tree-LSTM, fine-grained): {seconds:.1f} s")
 
 
-def _timed(fn) -> float:
+def _timed(fn, device) -> float:
     start = time.perf_counter()
     fn()
+    _synchronize(device)
     return time.perf_counter() - start
+
+
+def _synchronize(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _epoch(task, model, opt):

@@ -23,7 +23,8 @@ hidden projection runs. Where the compiled kernels apply (`treenets.nn.backend`:
 loop runs in C++ (csrc/onlstm_cpu.cpp) and training uses its hand-derived backward (`_FusedRecurrence`),
 which keeps no autograd graph per step and computes the hidden-to-hidden weight gradient as one large matrix
 product over all steps, instead of T small ones accumulated one by one. Elsewhere `onlstm_step`, the
-specification, runs step by step under autograd.
+specification, runs step by step under autograd; the `compile` backend (for GPUs) fuses each step's
+element-wise work into one kernel with `torch.compile`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import torch
 import torch.nn as nn
 from pydantic import model_validator
 
-from treenets.nn.backend import kernels_for
+from treenets.nn.backend import kernels_for, step_function
 from treenets.nn.dropout import dropconnect, embedding_dropout, locked_dropout
 from treenets.schema import PositiveInt, Probability, Section
 
@@ -79,7 +80,7 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
 
     `x_proj` [T, B, G] holds the input projection plus both biases of every step; `w_hh` [G, H]. In the
     compiled kernels where they apply (with their hand-derived backward when a graph is recorded), else
-    `onlstm_step` step by step under autograd.
+    `recurrent_step` step by step under autograd (fused by `torch.compile` under the `compile` backend).
     """
     kernels = kernels_for("onlstm", x_proj, w_hh, h0, c0)
     if kernels is not None:
@@ -88,15 +89,22 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
         hs, c_last, master, *_ = kernels.forward(x_proj.contiguous(), w_hh.contiguous(), h0.contiguous(),
                                                  c0.contiguous(), n_chunks, False)
         return hs, c_last, master
+    step = step_function(recurrent_step)
     w_t = w_hh.t()
     h, c = h0, c0
     hs, masters = [], []
     for t in range(x_proj.size(0)):
-        step = onlstm_step(torch.addmm(x_proj[t], h, w_t), c, n_chunks)
-        h, c = step.h, step.c
+        h, c, master = step(x_proj[t], h, c, w_t, n_chunks)
         hs.append(h)
-        masters.append(step.master)
+        masters.append(master)
     return torch.stack(hs), c, torch.stack(masters)
+
+
+def recurrent_step(x_proj_t, h, c, w_t, n_chunks) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of `recurrence` from the previous (h, c): (h, c, master). The unit the `compile` backend fuses
+    (the hidden product, then all the element-wise work of `onlstm_step` in one kernel)."""
+    step = onlstm_step(torch.addmm(x_proj_t, h, w_t), c, n_chunks)
+    return step.h, step.c, step.master
 
 
 class _FusedRecurrence(torch.autograd.Function):

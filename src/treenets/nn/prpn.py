@@ -30,8 +30,9 @@ recurrence runs step by step, one layer after another. Where the compiled kernel
 (`treenets.nn.backend`: CPU, float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the
 two matrix products and fused loops for the rest) with a hand-derived backward that forms the weight
 gradients once per segment; the predict network's attention, PRPN's layer norm and the dropout masks are
-compiled too. `ReadingLayer.forward`, `attend` and `LayerNorm.forward` hold the PyTorch code (the
-specification, run everywhere else); tests check that both agree. Both draw the same dropout masks
+compiled too. `reading_step`, `attend` and `LayerNorm.forward` hold the PyTorch code (the
+specification, run everywhere else; the `compile` backend, for GPUs, fuses each `reading_step` with
+`torch.compile`); tests check that they agree. Both draw the same dropout masks
 (`_dropout_mask`), so a run's numbers do not depend on the backend.
 """
 
@@ -45,7 +46,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from pydantic import Field
 
-from treenets.nn.backend import kernels_for
+from treenets.nn.backend import kernels_for, step_function
 from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
 
 
@@ -308,7 +309,6 @@ class ReadingLayer(nn.Module):
                 hs, cs = states["hs"], states["cs"]
             slots = self.nslots
             return hs[slots:], Memory(hs[steps:].flip(0).transpose(0, 1), cs[steps:].flip(0).transpose(0, 1))
-        scale = 1.0 / math.sqrt(self.hidden_size)
         # The memory as lists of the last S states, most recent first: indexing a stacked tensor step after
         # step would make autograd fill and add full-size gradients at every step.
         mem_h, mem_c = list(memory.h.unbind(1)), list(memory.c.unbind(1))
@@ -317,18 +317,39 @@ class ReadingLayer(nn.Module):
         h_masks = no_masks if h_masks is None else h_masks.unbind(0)
         query_masks = no_masks if query_masks is None else query_masks.unbind(0)
         steps_in = zip(query_x.unbind(0), gates_x.unbind(0), memory_gate.unbind(0), h_masks, query_masks)
+        step = step_function(reading_step)
         for query_x_t, gates_x_t, gate_t, h_mask, query_mask in steps_in:
-            query = _apply(query_x_t + F.linear(_apply(mem_h[0], h_mask), query_h_weight), query_mask)
-            stacked_h, stacked_c = torch.stack(mem_h, 1), torch.stack(mem_c, 1)  # [B, S, H]
-            weights = masked_softmax(torch.bmm(stacked_h, query.unsqueeze(-1)).squeeze(-1) * scale, gate_t)
-            read_h = torch.bmm(weights.unsqueeze(1), stacked_h).squeeze(1)
-            read_c = torch.bmm(weights.unsqueeze(1), stacked_c).squeeze(1)
-            i, f, g, o = (gates_x_t + self.hh_norm(self.hh(read_h * rmask))).chunk(4, dim=1)
-            c = torch.sigmoid(f) * read_c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(self.c_norm(c))
+            h, c = step(self, query_x_t, gates_x_t, gate_t, h_mask, query_mask, rmask, mem_h, mem_c)
             mem_h, mem_c = [h] + mem_h[:-1], [c] + mem_c[:-1]
             outputs.append(h)
         return torch.stack(outputs), Memory(torch.stack(mem_h, 1), torch.stack(mem_c, 1))
+
+
+def reading_step(layer: ReadingLayer, query_x_t, gates_x_t, gate_t, h_mask, query_mask, rmask, mem_h, mem_c):
+    """One step of a reading layer (the PyTorch code; the unit the `compile` backend fuses).
+
+    Args:
+        layer: the reading layer, for its weights.
+        query_x_t, gates_x_t: the step's input parts of the query [B, H] and of the gates [B, 4H].
+        gate_t: the step's memory gates [B, S].
+        h_mask, query_mask: dropout masks [B, H] of the last state (in the query) and of the query, or None.
+        rmask: the recurrent dropout mask [H] on the read state.
+        mem_h, mem_c: the last S states, lists of [B, H], most recent first.
+
+    Returns:
+        (h, c), each [B, H].
+    """
+    query_h_weight = layer.query.weight[:, layer.input_size :]
+    query = _apply(query_x_t + F.linear(_apply(mem_h[0], h_mask), query_h_weight), query_mask)
+    stacked_h, stacked_c = torch.stack(mem_h, 1), torch.stack(mem_c, 1)  # [B, S, H]
+    scale = 1.0 / math.sqrt(layer.hidden_size)
+    weights = masked_softmax(torch.bmm(stacked_h, query.unsqueeze(-1)).squeeze(-1) * scale, gate_t)
+    read_h = torch.bmm(weights.unsqueeze(1), stacked_h).squeeze(1)
+    read_c = torch.bmm(weights.unsqueeze(1), stacked_c).squeeze(1)
+    i, f, g, o = (gates_x_t + layer.hh_norm(layer.hh(read_h * rmask))).chunk(4, dim=1)
+    c = torch.sigmoid(f) * read_c + torch.sigmoid(i) * torch.tanh(g)
+    h = torch.sigmoid(o) * torch.tanh(layer.c_norm(c))
+    return h, c
 
 
 class ResidualBlock(nn.Module):

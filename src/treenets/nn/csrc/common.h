@@ -40,13 +40,27 @@ inline std::string dtype_name(const torch::Tensor& t) {
   }
 }
 
+// Shapes and devices are written into messages as text made here: streaming torch's own types (an
+// IntArrayRef) into a TORCH_CHECK message crashed the process (a segfault instead of the error) with torch
+// 2.11's CUDA build and the system's g++ 13, while numbers and strings were safe.
+inline std::string shape_text(at::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+inline const char* device_text(const torch::Tensor& t) {
+  return t.device().is_cpu() ? "cpu" : t.device().is_cuda() ? "cuda" : "another device";
+}
+
 // A CPU float32/float64 tensor with `dim` dimensions.
 inline void check_float(const torch::Tensor& t, int64_t dim, const char* fn, const char* name) {
   TORCH_CHECK(t.defined(), fn, ": ", name, " is missing");
-  TORCH_CHECK(t.device().is_cpu(), fn, ": ", name, " must be a CPU tensor, got one on ", t.device());
+  TORCH_CHECK(t.device().is_cpu(), fn, ": ", name, " must be a CPU tensor, got one on ", device_text(t));
   TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, fn, ": ", name,
               " must be float32 or float64, got ", dtype_name(t));
-  TORCH_CHECK(t.dim() == dim, fn, ": ", name, " must have ", dim, " dimensions, got shape ", t.sizes());
+  TORCH_CHECK(t.dim() == dim, fn, ": ", name, " must have ", dim, " dimensions, got shape ",
+              shape_text(t.sizes()));
 }
 
 // A CPU tensor with the dtype of `like`, the shape `sizes` and, with `contiguous`, a contiguous layout.
@@ -55,7 +69,8 @@ inline void check_tensor(const torch::Tensor& t, const torch::Tensor& like, at::
   check_float(t, static_cast<int64_t>(sizes.size()), fn, name);
   TORCH_CHECK(t.scalar_type() == like.scalar_type(), fn, ": ", name, " must be ", dtype_name(like),
               " like the other inputs, got ", dtype_name(t));
-  TORCH_CHECK(t.sizes() == sizes, fn, ": ", name, " must have shape ", sizes, ", got ", t.sizes());
+  TORCH_CHECK(t.sizes() == sizes, fn, ": ", name, " must have shape ", shape_text(sizes), ", got ",
+              shape_text(t.sizes()));
   TORCH_CHECK(!contiguous || t.is_contiguous(), fn, ": ", name, " must be contiguous");
 }
 
@@ -68,9 +83,10 @@ inline void check_optional(const c10::optional<torch::Tensor>& t, const torch::T
 // A contiguous CPU int64 tensor of the shape `sizes` (indices a kernel saved, such as an argmax).
 inline void check_long(const torch::Tensor& t, at::IntArrayRef sizes, const char* fn, const char* name) {
   TORCH_CHECK(t.defined(), fn, ": ", name, " is missing");
-  TORCH_CHECK(t.device().is_cpu(), fn, ": ", name, " must be a CPU tensor, got one on ", t.device());
+  TORCH_CHECK(t.device().is_cpu(), fn, ": ", name, " must be a CPU tensor, got one on ", device_text(t));
   TORCH_CHECK(t.scalar_type() == at::kLong, fn, ": ", name, " must be int64, got ", dtype_name(t));
-  TORCH_CHECK(t.sizes() == sizes, fn, ": ", name, " must have shape ", sizes, ", got ", t.sizes());
+  TORCH_CHECK(t.sizes() == sizes, fn, ": ", name, " must have shape ", shape_text(sizes), ", got ",
+              shape_text(t.sizes()));
   TORCH_CHECK(t.is_contiguous(), fn, ": ", name, " must be contiguous");
 }
 
@@ -79,7 +95,8 @@ inline void check_index(const torch::Tensor& t, int64_t length, const char* fn, 
   TORCH_CHECK(t.defined() && t.device().is_cpu() && t.scalar_type() == at::kLong && t.dim() == 1 &&
                   t.is_contiguous(),
               fn, ": ", name, " must be a contiguous 1-D CPU int64 tensor, got ",
-              t.defined() ? dtype_name(t) : "nothing", " of shape ", t.sizes(), " on ", t.device());
+              t.defined() ? dtype_name(t) + " of shape " + shape_text(t.sizes()) + " on " + device_text(t)
+                          : std::string("nothing"));
   TORCH_CHECK(length < 0 || t.size(0) == length, fn, ": ", name, " must have ", length, " values, got ",
               t.size(0));
 }

@@ -233,7 +233,7 @@ void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::
   check_tensor(probs, c_prev, {B, 2, n_chunks}, true, fn, "probs");
   check_tensor(gates, c_prev, gates.sizes(), true, fn, "gates");
   TORCH_CHECK(gates.numel() == B * 4 * H, fn, ": gates must hold B * 4 * H = ", B * 4 * H, " values, got shape ",
-              gates.sizes());
+              shape_text(gates.sizes()));
   AT_DISPATCH_FLOATING_TYPES(pre.scalar_type(), "onlstm_forward_step", [&] {
     forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), c_prev.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(),
                            c.data_ptr<scalar_t>(), master.data_ptr<scalar_t>(), probs.data_ptr<scalar_t>(),
@@ -257,7 +257,7 @@ void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch
   check_tensor(probs, dh, {B, 2, n_chunks}, true, fn, "probs");
   check_tensor(gates, dh, gates.sizes(), true, fn, "gates");
   TORCH_CHECK(gates.numel() == B * 4 * H, fn, ": gates must hold B * 4 * H = ", B * 4 * H, " values, got shape ",
-              gates.sizes());
+              shape_text(gates.sizes()));
   if (d_master.defined()) check_tensor(d_master, dh, {B, 2, n_chunks}, true, fn, "d_master");
   check_tensor(d_pre, dh, {B, z.G}, true, fn, "d_pre");
   AT_DISPATCH_FLOATING_TYPES(dh.scalar_type(), "onlstm_backward_step", [&] {

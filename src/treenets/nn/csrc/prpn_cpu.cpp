@@ -369,6 +369,8 @@ SIMD
   // One [out, T*B] x [T*B, in] product per weight instead of T small ones accumulated.
   auto d_w_hh = at::mm(d_u.view({rows, 4 * H}).t(), rhm.view({rows, H}));
   auto d_w_query_h = at::mm(d_query_x.view({rows, H}).t(), hq.view({rows, H}));
+  // (a named list of dimensions: `sum({0, 1})` is ambiguous among torch 2.11's overloads)
+  const std::vector<int64_t> steps_and_rows{0, 1};
   return {d_gates_x,
           d_query_x,
           d_memory_gate,
@@ -376,11 +378,11 @@ SIMD
           d_cs.narrow(0, 0, S).flip(0).transpose(0, 1).contiguous(),
           d_w_query_h,
           d_w_hh,
-          d_u.sum({0, 1}),
-          (d_gates_x * hh_xhat).sum({0, 1}),
-          d_gates_x.sum({0, 1}),
-          (d_n * c_xhat).sum({0, 1}),
-          d_n.sum({0, 1})};
+          d_u.sum(steps_and_rows),
+          (d_gates_x * hh_xhat).sum(steps_and_rows),
+          d_gates_x.sum(steps_and_rows),
+          (d_n * c_xhat).sum(steps_and_rows),
+          d_n.sum(steps_and_rows)};
 }
 
 // The predict network's attention, all steps at once (it has no recurrence): history [S + T, B, H] in the
@@ -453,7 +455,8 @@ std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history,
 std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
   const char* fn = "prpn layer_norm_forward";
   check_float(x, x.dim(), fn, "x");
-  TORCH_CHECK(x.dim() >= 1 && x.size(-1) > 0, fn, ": x must have a last dimension of features, got ", x.sizes());
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) > 0, fn, ": x must have a last dimension of features, got ",
+              shape_text(x.sizes()));
   const int64_t F = x.size(-1), N = x.numel() / F;
   check_tensor(gamma, x, {F}, true, fn, "gamma");
   check_tensor(beta, x, {F}, true, fn, "beta");

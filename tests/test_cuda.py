@@ -1,0 +1,172 @@
+"""The models on a GPU: the same numbers as on the CPU, with the PyTorch code and with the steps fused by
+`torch.compile` (the `compile` backend), in training and inference; training and the shipped models through
+the command line and `treenets.load` on `cuda`. Skipped where no GPU is available (CI has none)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import yaml
+from helpers import tiny_config, write_corpus
+
+from treenets.nn.backend import use_backend
+from treenets.nn.lstm import LSTMConfig
+from treenets.nn.onlstm import ONLSTMConfig
+from treenets.nn.prpn import PRPNConfig
+from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
+from treenets.nn.treelstm import TreeBatch
+from treenets.trees.parents import parse_bracketed, parse_parents
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+VOCAB = 30
+
+
+def _lm_inputs(device):
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, VOCAB, (9, 4), generator=g)
+    return tokens.to(device), torch.randint(0, VOCAB, (9, 4), generator=g).to(device)
+
+
+def _lm_loss(model, inputs):
+    tokens, targets = inputs
+    logits = model.decoder(model(tokens).output)
+    return torch.nn.functional.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
+
+
+def _dependency_inputs(device):
+    trees = [parse_parents("2 0 2", ["a", "b", "c"], "t"), parse_parents("3 3 0 3 3", ["b", "c", "a", "d", "e"], "t")]
+    ids = [torch.tensor([1, 2, 3], device=device), torch.tensor([2, 3, 1, 4, 5], device=device)]
+    return trees, ids
+
+
+def _pair_loss(model, inputs):
+    trees, ids = inputs
+    return -model((trees, ids), (trees[::-1], ids[::-1]))[:, 2].mean()
+
+
+def _binary_inputs(device):
+    trees = [parse_bracketed(t, "t") for t in ("(3 (2 a) (4 (1 b) (2 c)))", "(1 (2 d) (0 a))")]
+    return trees, [torch.tensor([1, 2, 3], device=device), torch.tensor([4, 1], device=device)]
+
+
+def _sentiment_loss(model, inputs):
+    log_probs, _ = model(*inputs)
+    return -log_probs[:, 1].mean()
+
+
+LM_DROPOUTS = ("dropout", "dropout_hidden", "dropout_input", "dropout_embedding", "weight_drop")
+MODELS = {  # name: (build(with dropout?), inputs(device), loss(model, inputs))
+    "onlstm": (lambda drop: ONLSTMConfig(emb_size=8, hidden_size=12, num_layers=2, chunk_size=4,
+                                         **({} if drop else dict.fromkeys(LM_DROPOUTS, 0.0))).build(VOCAB),
+               _lm_inputs, _lm_loss),
+    "prpn": (lambda drop: PRPNConfig(emb_size=8, hidden_size=10, num_layers=2, nslots=3, nlookback=2, res=1,
+                                     **({} if drop else dict.fromkeys(("dropout", "idropout", "rdropout"), 0.0))
+                                     ).build(VOCAB), _lm_inputs, _lm_loss),
+    "lstm": (lambda drop: LSTMConfig(emb_size=8, hidden_size=12, num_layers=2,
+                                     **({} if drop else dict.fromkeys(LM_DROPOUTS, 0.0))).build(VOCAB),
+             _lm_inputs, _lm_loss),
+    "childsum": (lambda drop: RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(8),
+                 _dependency_inputs, _pair_loss),
+    "binary": (lambda drop: SentimentModelConfig(emb_size=6, mem_size=5, dropout=0.3 if drop else 0.0).build(8, 5),
+               _binary_inputs, _sentiment_loss),
+}
+
+
+def _loss_and_gradients(name, device, backend):
+    build, inputs, loss_of = MODELS[name]
+    torch.manual_seed(0)
+    model = build(False).double().to(device).train()  # training mode (cuDNN's LSTM backward needs it), no dropout
+    with use_backend(backend):
+        loss = loss_of(model, inputs(device))
+        loss.backward()
+    return loss.item(), [p.grad.cpu() for p in model.parameters() if p.grad is not None]
+
+
+@pytest.mark.parametrize("name,backend", [(name, "torch") for name in MODELS] + [("onlstm", "compile"),
+                                                                                  ("prpn", "compile")])
+def test_loss_and_gradients_on_the_gpu_equal_the_cpu(name, backend):
+    """Dropout off (its masks would come from different generators), float64: the loss and every gradient on
+    CUDA equal those of the CPU's PyTorch code."""
+    cpu_loss, cpu_grads = _loss_and_gradients(name, "cpu", "torch")
+    gpu_loss, gpu_grads = _loss_and_gradients(name, "cuda", backend)
+    assert gpu_loss == pytest.approx(cpu_loss, rel=1e-9)
+    assert len(gpu_grads) == len(cpu_grads) > 0
+    for a, b in zip(gpu_grads, cpu_grads):
+        torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["onlstm", "prpn"])
+def test_fused_steps_train_like_the_pytorch_code_in_float32(name):
+    """Dropout on, float32, on CUDA: three SGD steps of the fused steps and of the PyTorch code from the same seed
+    give the same losses (to float32 rounding)."""
+    build, inputs, loss_of = MODELS[name]
+    runs = []
+    for backend in ("compile", "torch"):
+        torch.manual_seed(0)
+        model = build(True).cuda().train()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        losses = []
+        with use_backend(backend):
+            for _ in range(3):
+                optimizer.zero_grad()
+                loss = loss_of(model, inputs("cuda"))
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        runs.append(losses)
+    assert runs[0] == pytest.approx(runs[1], rel=1e-4)
+    assert runs[0][0] != runs[0][-1]
+
+
+def test_tree_batches_are_built_on_the_gpu():
+    trees, _ = _dependency_inputs("cuda")
+    batch = TreeBatch.build(trees, device="cuda")
+    assert batch.roots.device.type == "cuda"
+    assert all(level.nodes.device.type == "cuda" for level in batch.levels)
+
+
+@pytest.mark.parametrize("backend", ["torch", "compile"])
+def test_training_on_cuda_through_the_command_line_resumes(tmp_path, capsys, backend):
+    from treenets.cli import main
+
+    corpus = write_corpus(tmp_path / "corpus")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1, "device": "cuda", "backend": backend})))
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    saved = torch.load(tmp_path / "run" / "last.pt", weights_only=True, map_location="cpu")
+    assert saved["config"]["train"]["device"] == "cuda"
+    resume = ["train", "--resume", str(tmp_path / "run" / "last.pt"), "--set", "train.epochs=2", "--no-progress"]
+    assert main(resume) == 0
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test", "--device", "cuda"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert 1.0 < result["ppl"] < VOCAB * 2
+
+
+def test_a_shipped_language_model_parses_the_same_on_the_gpu():
+    import treenets
+
+    sentences = ["the company said it expects higher sales next year .", "a man walks his dog in the park ."]
+    on_cpu, on_gpu = treenets.load("onlstm-ptb-small"), treenets.load("onlstm-ptb-small", device="cuda")
+    for a, b in zip(on_cpu.parse(sentences), on_gpu.parse(sentences)):
+        assert a.at(2).nested == b.at(2).nested
+        torch.testing.assert_close(torch.as_tensor(a.distances), torch.as_tensor(b.distances).cpu(), rtol=1e-4,
+                                   atol=1e-5)
+    for a, b in zip(on_cpu.score(sentences), on_gpu.score(sentences)):
+        assert b.total == pytest.approx(a.total, rel=1e-4)
+
+
+@pytest.mark.parametrize("name", ["treelstm-sick", "treelstm-sst"])
+def test_shipped_tree_lstms_predict_the_same_on_the_gpu(name):
+    import treenets
+
+    on_cpu, on_gpu = treenets.load(name), treenets.load(name, device="cuda")
+    if name == "treelstm-sick":
+        args = ("A child is hitting a baseball", "A boy is hitting a ball", "2 4 4 0 6 4", "2 4 4 0 6 4")
+        assert on_gpu.predict(*args).score == pytest.approx(on_cpu.predict(*args).score, rel=1e-4)
+    else:
+        text = "(X (X (X A) (X (X moving) (X film))) (X .))"
+        assert on_gpu.predict(text).label == on_cpu.predict(text).label
