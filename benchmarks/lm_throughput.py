@@ -11,7 +11,10 @@ initialised like the official models, and denormal numbers are flushed to zero f
 `treenets train` does (without it, tiny gradients slow the references' matrix products several times over).
 Both sides run the same batch size and BPTT length with 2 threads; the table gives the median tokens/s over
 several steps (taken in turns) and the ratio treenets / reference, for each backend asked for (treenets.nn.backend:
-on a GPU, `torch` is the plain PyTorch step loop and `compile` the steps fused by torch.compile).
+on a GPU, `torch` is the plain PyTorch step loop and `compile` the steps fused by torch.compile). The last
+columns put the fastest treenets backend against the machine: the matrix-product FLOPs of one step (counted by
+torch's FlopCounterMode on the reference, forward and backward: the work both sides do) times its steps per
+second, in GFLOP/s and as a percentage of a large fp32 matrix product's rate measured in the same run.
 
     python benchmarks/lm_throughput.py [--configs onlstm-paper onlstm-small prpn-paper prpn-small] [--steps 5]
         [--device cuda] [--backends torch compile] [--batch-sizes 10 20 64 256]
@@ -112,6 +115,32 @@ def measure(models, step, batch, bptt, steps, ar_tar, device):
     return [batch * bptt / statistics.median(t) for t in times]
 
 
+def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
+    """The matrix-product FLOPs of one step of the reference `model` (forward, and backward for training)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    tokens = torch.randint(0, VOCAB, (bptt, batch), device=device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    model.train(step is train_step)
+    with FlopCounterMode(display=False) as counter:
+        step(model, tokens, tokens, True, opt, ar_tar)
+    return counter.get_total_flops()
+
+
+def gemm_peak(device, size=2048, repeats=5) -> float:
+    """GFLOP/s of a size x size x size fp32 matrix product: the rate the machine reaches on dense work."""
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    times = []
+    for i in range(repeats + 1):
+        _synchronize(device)
+        start = time.perf_counter()
+        a @ b
+        _synchronize(device)
+        if i:
+            times.append(time.perf_counter() - start)
+    return 2 * size**3 / statistics.median(times) / 1e9
+
+
 def _synchronize(device):
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
@@ -132,9 +161,11 @@ def main():
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{args.threads} threads"
-    print(f"torch {torch.__version__}, {where}, median of {args.steps} steps, tokens/s")
+    peak = gemm_peak(args.device)
+    print(f"torch {torch.__version__}, {where}, median of {args.steps} steps, tokens/s; "
+          f"fp32 GEMM peak {peak:.0f} GFLOP/s")
     columns = "".join(f" {b:>10} {'ratio':>6}" for b in args.backends)
-    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns}")
+    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns} {'GFLOP/s':>8} {'%peak':>6}")
     for name in args.configs:
         torch.manual_seed(0)
         ours, ref, batch, eval_batch, bptt, ar_tar = make_models(name)
@@ -145,7 +176,10 @@ def main():
             for size in sizes:
                 r, *ts = measure(models, step, size, bptt, args.steps, ar_tar, args.device)
                 cells = "".join(f" {t:10.0f} {t / r:6.2f}" for t in ts)
-                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells}", flush=True)
+                gflops = step_flops(ref, step, size, bptt, ar_tar, args.device) * max(ts) / (size * bptt) / 1e9
+                share = 100 * gflops / peak
+                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}",
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -109,7 +109,8 @@ def describe(model: ServedModel, first_report: int) -> dict:
     kind = f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary"
     reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
                for k, path in enumerate(model.reports)]
-    return {"id": model.id, "description": kind + (f", {rows} rows of distances" if rows else ", no distances"),
+    distances = f", {rows} row{'s' if rows > 1 else ''} of distances" if rows else ", no distances"
+    return {"id": model.id, "description": kind + distances,
             "unit": lm.token_unit, "reports": reports}
 
 
