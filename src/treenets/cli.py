@@ -314,7 +314,8 @@ def _cmd_eval(args) -> int:
         if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
             print(f"note: {path} is a train state; the averaged weights are in best.pt", file=sys.stderr)
         task = make_task(predictor.config, predictor.vocab, args.data, device, splits=(args.split,))
-        with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False) as bar:
+        # disable=None: a progress bar on a terminal only, not in a log file
+        with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False, disable=None) as bar:
             result = task.evaluate(predictor.net, args.split, batch_size=args.batch_size, progress=bar.update)
         values = result.values()
         print(json.dumps({"checkpoint": str(path), "split": args.split, **values}))

@@ -20,7 +20,9 @@ class Vocab:
         self.words = list(words)
         self.index = {w: i for i, w in enumerate(self.words)}
         if len(self.index) != len(self.words):
-            raise TreenetsError("vocabulary has duplicate words")
+            word = next(w for i, w in enumerate(self.words) if self.index[w] != i)
+            raise TreenetsError(f"vocabulary has duplicate words: {word!r} at positions {self.words.index(word)} and "
+                                f"{self.index[word]} (counted from 0)")
         if unk is not None and unk not in self.index:
             unk = None
         self.unk = unk

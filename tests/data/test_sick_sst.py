@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from treenets.data.sick import SPECIALS, read_split
+from treenets.data.sick import SPECIALS, read_split, read_vocab
 from treenets.data.sst import read_trees
 from treenets.errors import TreenetsError
+from treenets.vocab import Vocab
 
 
 def test_sick_embedding_rows_follow_the_vocabulary_after_four_specials(data_root):
@@ -47,3 +48,17 @@ def test_sick_scores_outside_1_to_5_are_named(tmp_path, score):
         read_split(tmp_path, "dependency")
     (tmp_path / "sim.txt").write_text("1\n5\n4.2\n")
     assert [pair.score for pair in read_split(tmp_path, "dependency")] == [1.0, 5.0, 4.2]
+
+
+def test_a_sick_vocabulary_with_a_word_twice_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "sick.vocab"
+    path.write_text("a\nman\n\nplays\nman\n")
+    with pytest.raises(TreenetsError, match=r"sick.vocab:5: 'man' again \(already line 2\)"):
+        read_vocab(path)
+    path.write_text("a\n<unk>\n")
+    with pytest.raises(TreenetsError, match=r"sick.vocab:2: '<unk>' again \(already a special token\)"):
+        read_vocab(path)
+    path.write_text("a\nman\n\nplays\n")
+    assert read_vocab(path).words[4:] == ["a", "man", "plays"]
+    with pytest.raises(TreenetsError, match=r"duplicate words: 'b' at positions 1 and 3"):
+        Vocab(["a", "b", "c", "b"])

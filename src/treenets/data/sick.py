@@ -29,7 +29,17 @@ def read_lines(path: Path) -> list[str]:
 
 def read_vocab(path: Path) -> Vocab:
     """`sick.vocab` (one word per line) after the four special tokens."""
-    return Vocab(SPECIALS + [w for w in read_lines(path) if w], unk="<unk>")
+    words, seen = [], {}
+    for number, word in enumerate(read_lines(path), start=1):
+        if not word:
+            continue
+        if word in seen or word in SPECIALS:
+            where = f"line {seen[word]}" if word in seen else "a special token"
+            raise TreenetsError(f"{path}:{number}: {word!r} again (already {where}); expected one word per line, "
+                                "each once")
+        seen[word] = number
+        words.append(word)
+    return Vocab(SPECIALS + words, unk="<unk>")
 
 
 @dataclass
