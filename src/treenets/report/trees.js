@@ -28,6 +28,7 @@ function htmlEl(name, attrs, ...children) {
 
 const Trees = (() => {
   const CHAR = 7, WORD_PAD = 12, MIN_WORD = 28, LEFT = 92, RIGHT = 16, ROW = 38, WORDS_H = 20;
+  const MIN_SCALE = 0.7;
 
   /* Spans of a tree: the set of "start-end" of its nodes covering two or more words, the root included. */
   function spans(tree) {
@@ -84,7 +85,10 @@ const Trees = (() => {
     const top = caption ? 22 : 8;
     const base = top + levels * step;  // y of the leaves
     const height = base + WORDS_H + rows.length * ROW + 6;
+    // Narrower boxes shrink the drawing (the viewBox keeps its proportions) down to MIN_SCALE of its size,
+    // where words stay readable; below that the box scrolls instead (long sentences, two panels side by side).
     const svg = svgEl("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+                               style: `max-width: 100%; height: auto; min-width: ${Math.round(MIN_SCALE * width)}px`,
                                "aria-label": caption || words.join(" ") });
     if (caption) svg.append(svgEl("text", { x: 4, y: 14, class: "caption" }, caption));
     if (root) {
