@@ -10,14 +10,16 @@ references evaluate faster than the official code and the ratios are conservativ
 initialised like the official models, and denormal numbers are flushed to zero for both sides, as
 `treenets train` does (without it, tiny gradients slow the references' matrix products several times over).
 Both sides run the same batch size and BPTT length with 2 threads; the table gives the median tokens/s over
-several steps (taken in turns) and the ratio treenets / reference, for each backend asked for (treenets.nn.backend:
-on a GPU, `torch` is the plain PyTorch step loop and `compile` the steps fused by torch.compile). The last
-columns put the fastest treenets backend against the machine: the matrix-product FLOPs of one step (counted by
-torch's FlopCounterMode on the reference, forward and backward: the work both sides do) times its steps per
-second, in GFLOP/s and as a percentage of a large fp32 matrix product's rate measured in the same run.
+several steps (taken in turns) and the ratio treenets / reference, for each backend and precision asked for
+(treenets.nn.backend: on a GPU, `torch` is the plain PyTorch step loop and `compile` the steps fused by
+torch.compile; treenets.nn.precision: `bf16` runs the forward's matrix products in bfloat16, the reference
+stays fp32 as the official code). The last columns put the fastest treenets column against the machine: the
+matrix-product FLOPs of one step (counted by torch's FlopCounterMode on the reference, forward and backward:
+the work both sides do) times its steps per second, in GFLOP/s and as a percentage of the rate of a large
+matrix product in that column's precision, measured in the same run.
 
     python benchmarks/lm_throughput.py [--configs onlstm-paper onlstm-small prpn-paper prpn-small] [--steps 5]
-        [--device cuda] [--backends torch compile] [--batch-sizes 10 20 64 256]
+        [--device cuda] [--backends torch compile] [--precisions fp32 bf16] [--batch-sizes 10 20 64 256]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from treenets.nn.backend import use_backend
+from treenets.nn.precision import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import ReferenceLM, ReferencePRPN  # noqa: E402 - the references the tests use
@@ -80,35 +83,37 @@ def loss_of(model, tokens, targets, reference, ar_tar=True):
     return xent + 2.0 * last.pow(2).mean() + 1.0 * (last[1:] - last[:-1]).pow(2).mean()
 
 
-def train_step(model, tokens, targets, reference, opt, ar_tar):
+def train_step(model, tokens, targets, reference, opt, ar_tar, precision="fp32"):
     opt.zero_grad()
-    loss_of(model, tokens, targets, reference, ar_tar).backward()
+    with autocast(precision, tokens.device):
+        loss = loss_of(model, tokens, targets, reference, ar_tar)
+    loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
     opt.step()
 
 
-def eval_step(model, tokens, targets, reference, _opt, ar_tar):
+def eval_step(model, tokens, targets, reference, _opt, ar_tar, precision="fp32"):
     # The official evaluate() keeps autograd on; the reference is given torch.no_grad all the same, which
     # makes it faster than the official code and the ratio a conservative one.
-    with torch.no_grad():
+    with torch.no_grad(), autocast(precision, tokens.device):
         loss_of(model, tokens, targets, reference, ar_tar).item()
 
 
 def measure(models, step, batch, bptt, steps, ar_tar, device):
     """Tokens/s of each model, median over `steps` timed steps. The models take turns step by step, so
-    that a slow spell of the machine affects both alike. `models`: (model, is reference, backend)."""
+    that a slow spell of the machine affects both alike. `models`: (model, is reference, backend, precision)."""
     tokens = torch.randint(0, VOCAB, (bptt, batch), device=device)
     targets = torch.randint(0, VOCAB, (bptt, batch), device=device)
-    opts = [torch.optim.SGD(m.parameters(), lr=1.0) for m, _, _ in models]
-    for model, _, _ in models:
+    opts = [torch.optim.SGD(m.parameters(), lr=1.0) for m, *_ in models]
+    for model, *_ in models:
         model.train(step is train_step)
     times = [[] for _ in models]
     for i in range(steps + 2):
-        for k, ((model, reference, backend), opt) in enumerate(zip(models, opts)):
+        for k, ((model, reference, backend, precision), opt) in enumerate(zip(models, opts)):
             with use_backend(backend):
                 _synchronize(device)
                 start = time.perf_counter()
-                step(model, tokens, targets, reference, opt, ar_tar)
+                step(model, tokens, targets, reference, opt, ar_tar, precision)
                 _synchronize(device)
             if i >= 2:  # the first two steps warm up (and compile, for the compile backend)
                 times[k].append(time.perf_counter() - start)
@@ -127,9 +132,11 @@ def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
     return counter.get_total_flops()
 
 
-def gemm_peak(device, size=2048, repeats=5) -> float:
-    """GFLOP/s of a size x size x size fp32 matrix product: the rate the machine reaches on dense work."""
-    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+def gemm_peak(device, precision="fp32", size=2048, repeats=5) -> float:
+    """GFLOP/s of a size x size x size matrix product in `precision`: the rate the machine reaches on dense
+    work."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
     times = []
     for i in range(repeats + 1):
         _synchronize(device)
@@ -155,29 +162,33 @@ def main():
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--backends", nargs="+", default=["auto"], choices=["auto", "torch", "cpp", "compile"],
                         help="treenets backends to time, each against the reference (default: auto)")
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"],
+                        help="treenets precisions to time, each with every backend (default: fp32 bf16)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, metavar="B",
                         help="time training and evaluation at these batch sizes (default: each config's own)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{args.threads} threads"
-    peak = gemm_peak(args.device)
-    print(f"torch {torch.__version__}, {where}, median of {args.steps} steps, tokens/s; "
-          f"fp32 GEMM peak {peak:.0f} GFLOP/s")
-    columns = "".join(f" {b:>10} {'ratio':>6}" for b in args.backends)
+    peaks = {p: gemm_peak(args.device, p) for p in args.precisions}
+    print(f"torch {torch.__version__}, {where}, median of {args.steps} steps, tokens/s; GEMM peak "
+          + ", ".join(f"{p} {peak:.0f} GFLOP/s" for p, peak in peaks.items()))
+    variants = [(b, p) for b in args.backends for p in args.precisions]
+    columns = "".join(f" {b + ' ' + p:>12} {'ratio':>6}" for b, p in variants)
     print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns} {'GFLOP/s':>8} {'%peak':>6}")
     for name in args.configs:
         torch.manual_seed(0)
         ours, ref, batch, eval_batch, bptt, ar_tar = make_models(name)
         ours, ref = ours.to(args.device), ref.to(args.device)
-        models = [(ref, True, "torch")] + [(ours, False, b) for b in args.backends]
+        models = [(ref, True, "torch", "fp32")] + [(ours, False, b, p) for b, p in variants]
         for phase, step, sizes in (("train", train_step, args.batch_sizes or [batch]),
                                    ("eval", eval_step, args.batch_sizes or [eval_batch])):
             for size in sizes:
                 r, *ts = measure(models, step, size, bptt, args.steps, ar_tar, args.device)
-                cells = "".join(f" {t:10.0f} {t / r:6.2f}" for t in ts)
-                gflops = step_flops(ref, step, size, bptt, ar_tar, args.device) * max(ts) / (size * bptt) / 1e9
-                share = 100 * gflops / peak
+                cells = "".join(f" {t:12.0f} {t / r:6.2f}" for t in ts)
+                fastest = max(range(len(ts)), key=ts.__getitem__)
+                gflops = step_flops(ref, step, size, bptt, ar_tar, args.device) * ts[fastest] / (size * bptt) / 1e9
+                share = 100 * gflops / peaks[variants[fastest][1]]
                 print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}",
                       flush=True)
 

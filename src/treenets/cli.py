@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -38,6 +39,12 @@ def _add_data(parser):
 def _add_device(parser, default="auto", default_text="auto"):
     parser.add_argument("--device", default=default,
                         help=f"where to run: auto (cuda if available), cpu, cuda, cuda:N (default: {default_text})")
+
+
+def _add_precision(parser, default="fp32", default_text="fp32"):
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default=default,
+                        help="fp32, or bf16: matrix products in bfloat16, the rest in float32 (for CPUs with "
+                             f"AVX512-BF16/AMX and for GPUs; default: {default_text})")
 
 
 def _add_treebank(parser):
@@ -85,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="kernels: the C++ CPU kernels where they apply (auto), PyTorch only, the C++ "
                             "kernels required, or steps fused by torch.compile (for GPUs) (train.backend)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_precision(train, default=None, default_text="train.precision of the config, fp32")
     _add_device(train, default=None, default_text="train.device of the config, auto")
     _add_data(train)
 
@@ -101,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "values to PNG")
     evaluate.add_argument("--output", metavar="DIR",
                           help="also write every value to DIR/eval.json and an HTML report, DIR/index.html")
+    _add_precision(evaluate)
     _add_device(evaluate)
     _add_data(evaluate)
 
@@ -156,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse_eval.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="sentences per batch")
     parse_eval.add_argument("--random-draws", type=positive_int, default=5, metavar="N",
                             help="random-tree draws averaged for the random baseline (default: 5)")
+    _add_precision(parse_eval)
     _add_device(parse_eval, default="cpu", default_text="cpu")
     _add_data(parse_eval)
 
@@ -183,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     syneval.add_argument("--output", metavar="JSON",
                          help="also write every count and accuracy to JSON, and an HTML report beside it (x.json: "
                               "x.html)")
+    _add_precision(syneval)
     _add_device(syneval)
     _add_data(syneval)
 
@@ -256,7 +267,8 @@ def _cmd_train(args) -> int:
     overrides = list(args.overrides)
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
                         (args.threads, "train.threads"), (args.device, "train.device"),
-                        (args.backend, "train.backend"), (args.embeddings, "data.embeddings"),
+                        (args.backend, "train.backend"), (args.precision, "train.precision"),
+                        (args.embeddings, "data.embeddings"),
                         (args.freeze_embeddings or None, "model.freeze_embeddings")):
         if option is not None:
             overrides.append(f"{key}={option}")
@@ -627,12 +639,23 @@ COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_g
             "serve": _cmd_serve}
 
 
+def _precision(args):
+    """The precision block an evaluating command runs in (`train` takes its precision from the config)."""
+    if args.command == "train" or getattr(args, "precision", "fp32") == "fp32":
+        return contextlib.nullcontext()
+    from treenets.nn.precision import autocast
+    from treenets.train import resolve_device
+
+    return autocast(args.precision, resolve_device(args.device, "--device"))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command; bad input and failed file operations end in one `treenets: error:` line (exit 2), any
     other exception, a bug, in one `treenets: internal error:` line (exit 1) unless debugging is asked for."""
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        with _precision(args):
+            return COMMANDS[args.command](args)
     except TreenetsError as exc:
         print(f"treenets: error: {exc}", file=sys.stderr)
         return 2

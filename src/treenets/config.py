@@ -35,6 +35,8 @@ class TrainConfig(Section):
     threads: PositiveInt | None = None  # torch intra-op threads; None = torch's default
     # kernels (treenets.nn.backend); None: $TREENETS_BACKEND
     backend: Literal["auto", "torch", "cpp", "compile"] | None = None
+    # fp32, or bf16: matrix products in bfloat16, weights and element-wise work in float32 (treenets.nn.precision)
+    precision: Literal["fp32", "bf16"] = "fp32"
 
 
 def task_configs() -> list[type]:

@@ -30,6 +30,7 @@ from treenets import checkpoint, optim
 from treenets.config import to_dict
 from treenets.errors import TreenetsError
 from treenets.nn.backend import set_backend
+from treenets.nn.precision import autocast
 from treenets.runlog import MetricsLog
 from treenets.tasks import task_class
 from treenets.tasks.metrics import Metric
@@ -249,7 +250,8 @@ class Trainer:
             for p, avg in swaps:
                 p.copy_(avg)
         try:
-            with tqdm(unit="tok", desc=f"eval {split}", leave=False, disable=None if self.progress else True) as bar:
+            with (tqdm(unit="tok", desc=f"eval {split}", leave=False, disable=None if self.progress else True) as bar,
+                  autocast(self.config.train.precision, self.device)):
                 result = self.task.evaluate(self.model, split, progress=bar.update)
             if self.is_main and result.improves(result.score, self.state.best):
                 self.state.best, self.state.best_step = result.score, self.state.step
@@ -298,7 +300,8 @@ class Trainer:
             for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
                 group["lr"] = base_lr * scale
         self.optimizer.zero_grad(set_to_none=True)
-        loss, summed = self.task.train_loss(self.net, batch)
+        with autocast(self.config.train.precision, self.device):  # the forward; the backward follows its dtypes
+            loss, summed = self.task.train_loss(self.net, batch)
         loss.backward()
         # The total gradient norm (clipped to `clip` when set); checked with the loss before any update, so a
         # run that turns NaN or inf stops with its checkpoints holding the last good state.

@@ -35,24 +35,34 @@ def _onlstm_inputs(steps=3, batch=2, hidden=8, n_chunks=2):
 def test_onlstm_forward_names_the_wrong_input(position, bad, message):
     module = _kernels("onlstm")
     args = _onlstm_inputs()
-    module.forward(*args, True)  # the valid call runs
+    module.forward(*args, True, None)  # the valid call runs
     if position == 2:
         args[4] = 4
     args[position] = bad(args[position])
     with pytest.raises(RuntimeError, match=re.escape(message)):
-        module.forward(*args, True)
+        module.forward(*args, True, None)
+
+
+def test_onlstm_bfloat16_weight_is_checked():
+    module = _kernels("onlstm")
+    x, w, h0, c0, n_chunks = _onlstm_inputs()
+    module.forward(x, w, h0, c0, n_chunks, True, w.bfloat16())  # the valid call runs
+    with pytest.raises(RuntimeError, match="onlstm forward: w_low must be bfloat16, got float32"):
+        module.forward(x, w, h0, c0, n_chunks, True, w)
+    with pytest.raises(RuntimeError, match=re.escape("onlstm forward: w_low must have the shape of w_hh [36, 8]")):
+        module.forward(x, w, h0, c0, n_chunks, True, w[:, :7].bfloat16())
 
 
 def test_onlstm_backward_needs_contiguous_saved_tensors():
     module = _kernels("onlstm")
     x, w, h0, c0, n_chunks = _onlstm_inputs()
-    hs, c_last, master, cs, probs, gates = module.forward(x, w, h0, c0, n_chunks, True)
-    module.backward(torch.ones_like(hs), None, None, w, h0, hs, cs, master, probs, gates, n_chunks)
+    hs, c_last, master, cs, probs, gates = module.forward(x, w, h0, c0, n_chunks, True, None)
+    module.backward(torch.ones_like(hs), None, None, w, h0, hs, cs, master, probs, gates, n_chunks, None)
     strided = hs.transpose(0, 1).contiguous().transpose(0, 1)  # the same values, not contiguous
     with pytest.raises(RuntimeError, match="onlstm backward: hs must be contiguous"):
-        module.backward(torch.ones_like(hs), None, None, w, h0, strided, cs, master, probs, gates, n_chunks)
+        module.backward(torch.ones_like(hs), None, None, w, h0, strided, cs, master, probs, gates, n_chunks, None)
     with pytest.raises(RuntimeError, match="onlstm backward: d_hs must have shape"):
-        module.backward(torch.ones(1, 2, 8), None, None, w, h0, hs, cs, master, probs, gates, n_chunks)
+        module.backward(torch.ones(1, 2, 8), None, None, w, h0, hs, cs, master, probs, gates, n_chunks, None)
 
 
 def _prpn_inputs(steps=2, batch=3, hidden=4, slots=2):

@@ -65,7 +65,7 @@ def _compiled():
 def test_compiled_backward_passes_gradcheck():
     module = _compiled()
     inputs, n_chunks = _random_problem()
-    assert torch.autograd.gradcheck(lambda *a: _FusedRecurrence.apply(module, *a, n_chunks), inputs)
+    assert torch.autograd.gradcheck(lambda *a: _FusedRecurrence.apply(module, *a, n_chunks, None), inputs)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from treenets.errors import TreenetsError
+from treenets.nn.precision import product_dtype
 
 BACKENDS = ("auto", "torch", "cpp", "compile")
 ENV_VAR = "TREENETS_BACKEND"
@@ -42,6 +43,7 @@ _loaded: dict = {}
 _failures: dict[str, str] = {}
 _compiled: dict = {}
 RECOMPILE_LIMIT = 64  # variants of one compiled step (see `step_function`)
+MIXED_PRECISION_KERNELS = {"onlstm"}  # kernels that run their products in bfloat16 inside a bf16 block
 
 
 def _checked(name: str, origin: str) -> str:
@@ -151,7 +153,8 @@ def kernels(name: str):
 
 def kernels_for(name: str, *tensors: torch.Tensor):
     """The compiled module `name` if the current backend uses it for `tensors` (all on the CPU, float32 or
-    float64), else None: the caller runs its PyTorch code.
+    float64; inside a bf16 block only kernels with bfloat16 products), else None: the caller runs its PyTorch
+    code.
 
     Raises:
         TreenetsError: under the `cpp` backend, when the kernels apply but cannot be built.
@@ -160,6 +163,8 @@ def kernels_for(name: str, *tensors: torch.Tensor):
         return None
     if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
         return None
+    if product_dtype("cpu") is not None and name not in MIXED_PRECISION_KERNELS:
+        return None  # a bf16 block (treenets.nn.precision): these kernels compute in float32 only
     module = kernels(name)
     if module is None and _backend == "cpp":
         raise TreenetsError(f"backend cpp: the compiled {name} kernels cannot be built ({_failures.get(name)}); "

@@ -37,6 +37,7 @@ from pydantic import model_validator
 
 from treenets.nn.backend import kernels_for, step_function
 from treenets.nn.dropout import dropconnect, embedding_dropout, locked_dropout
+from treenets.nn.precision import full_precision, product_dtype
 from treenets.schema import PositiveInt, Probability, Section
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
@@ -84,10 +85,15 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
     """
     kernels = kernels_for("onlstm", x_proj, w_hh, h0, c0)
     if kernels is not None:
+        # Mixed precision (a bf16 block, treenets.nn.precision): the kernels' recurrent products take w_hh in
+        # bfloat16, cast once per sequence here rather than once per step.
+        low = product_dtype("cpu")
+        w_low = w_hh.detach().to(low) if low is not None else None
         if torch.is_grad_enabled():
-            return _FusedRecurrence.apply(kernels, x_proj, w_hh, h0, c0, n_chunks)
-        hs, c_last, master, *_ = kernels.forward(x_proj.contiguous(), w_hh.contiguous(), h0.contiguous(),
-                                                 c0.contiguous(), n_chunks, False)
+            return _FusedRecurrence.apply(kernels, x_proj, w_hh, h0, c0, n_chunks, w_low)
+        with full_precision():
+            hs, c_last, master, *_ = kernels.forward(x_proj.contiguous(), w_hh.contiguous(), h0.contiguous(),
+                                                     c0.contiguous(), n_chunks, False, w_low)
         return hs, c_last, master
     step = step_function(recurrent_step)
     w_t = w_hh.t()
@@ -102,8 +108,10 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
 
 def recurrent_step(x_proj_t, h, c, w_t, n_chunks) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step of `recurrence` from the previous (h, c): (h, c, master). The unit the `compile` backend fuses
-    (the hidden product, then all the element-wise work of `onlstm_step` in one kernel)."""
-    step = onlstm_step(torch.addmm(x_proj_t, h, w_t), c, n_chunks)
+    (the hidden product, then all the element-wise work of `onlstm_step` in one kernel). The product and the
+    sum are apart so that under mixed precision the bfloat16 product is added to the float32 `x_proj_t`, and
+    the gates are computed in float32."""
+    step = onlstm_step(x_proj_t + torch.mm(h, w_t), c, n_chunks)
     return step.h, step.c, step.master
 
 
@@ -112,14 +120,17 @@ class _FusedRecurrence(torch.autograd.Function):
     (the gradient of `onlstm_step`, step by step in reverse; the weight gradient in one product).
 
     Inputs: the kernels module, x_proj [T, B, G] (input projections + biases), w_hh [G, H], h0 [B, H],
-    c0 [B, H]. Outputs: hs [T, B, H], c_last [B, H], master [T, B, 2, n_chunks].
+    c0 [B, H], n_chunks, w_low (w_hh in bfloat16 for bfloat16 products, else None). Outputs: hs [T, B, H],
+    c_last [B, H], master [T, B, 2, n_chunks].
     """
 
     @staticmethod
-    def forward(ctx, kernels, x_proj, w_hh, h0, c0, n_chunks):
+    def forward(ctx, kernels, x_proj, w_hh, h0, c0, n_chunks, w_low):
         h0, c0, w_hh = h0.contiguous(), c0.contiguous(), w_hh.contiguous()
-        hs, c_last, master, cs, probs, gates = kernels.forward(x_proj.contiguous(), w_hh, h0, c0, n_chunks, True)
-        ctx.kernels = kernels
+        with full_precision():
+            hs, c_last, master, cs, probs, gates = kernels.forward(x_proj.contiguous(), w_hh, h0, c0, n_chunks,
+                                                                   True, w_low)
+        ctx.kernels, ctx.w_low = kernels, w_low
         ctx.save_for_backward(w_hh, h0, hs, cs, master, probs, gates)
         ctx.set_materialize_grads(False)
         return hs, c_last, master
@@ -128,9 +139,10 @@ class _FusedRecurrence(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_hs, d_c_last, d_master):
         w_hh, h0, hs, cs, master, probs, gates = ctx.saved_tensors
-        d_pre, d_w, dh, dc = ctx.kernels.backward(d_hs, d_c_last, d_master, w_hh, h0, hs, cs, master, probs, gates,
-                                                  master.size(-1))
-        return None, d_pre, d_w, dh, dc, None
+        with full_precision():
+            d_pre, d_w, dh, dc = ctx.kernels.backward(d_hs, d_c_last, d_master, w_hh, h0, hs, cs, master, probs,
+                                                      gates, master.size(-1), ctx.w_low)
+        return None, d_pre, d_w, dh, dc, None, None
 
 
 class LayerOutput(NamedTuple):

@@ -129,17 +129,21 @@ Sizes sizes_of(const torch::Tensor& h, int64_t n_chunks, const char* fn, const c
 }  // namespace
 
 // The forward over a whole sequence. x_proj [T, B, G] holds the input projection plus both biases of every
-// step; only the hidden projection runs here, followed by the fused element-wise step.
+// step; only the hidden projection runs here, followed by the fused element-wise step. With `w_low` (w_hh in
+// bfloat16: mixed precision) the hidden product runs in bfloat16 (accumulated in float32 by the GEMM) and is
+// added to x_proj in float32; the element-wise step stays in x_proj's dtype.
 // Returns hs [T, B, H], c_last [B, H], master [T, B, 2, nc], and with `keep` also what the backward needs:
 // cs [T + 1, B, H] (from c0), probs [T, B, 2, nc], gates [T, B, 4, H]; otherwise those are undefined.
 std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Tensor& w_hh, const torch::Tensor& h0,
-                                   const torch::Tensor& c0, int64_t n_chunks, bool keep) {
+                                   const torch::Tensor& c0, int64_t n_chunks, bool keep,
+                                   const c10::optional<torch::Tensor>& w_low) {
   const char* fn = "onlstm forward";
   const auto z = sizes_of(h0, n_chunks, fn, "h0");
   check_float(x_proj, 3, fn, "x_proj");
   check_tensor(x_proj, h0, {x_proj.size(0), z.B, z.G}, false, fn, "x_proj");
   check_tensor(w_hh, h0, {z.G, z.H}, false, fn, "w_hh");
   check_tensor(c0, h0, {z.B, z.H}, false, fn, "c0");
+  check_low_weight(w_low, w_hh, fn);
   const int64_t T = x_proj.size(0), B = z.B, H = z.H, cs_size = H / n_chunks;
   auto opts = x_proj.options();
   auto hs = torch::empty({T, B, H}, opts);
@@ -153,9 +157,21 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   cs[0].copy_(c0);
   const auto w_t = w_hh.t();
   torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
+  torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of mixed precision
+  if (w_low.has_value()) {
+    w_low_t = w_low->t();
+    h_low = torch::empty({B, H}, w_low->options());
+    product = torch::empty({B, x_proj.size(2)}, w_low->options());
+  }
   for (int64_t t = 0; t < T; ++t) {
     const int64_t prev = keep ? t : t % 2, cur = keep ? t + 1 : (t + 1) % 2;
-    at::addmm_out(pre, x_proj[t], h, w_t);
+    if (w_low.has_value()) {
+      h_low.copy_(h);
+      at::mm_out(product, h_low, w_low_t);
+      at::add_out(pre, x_proj[t], product);
+    } else {
+      at::addmm_out(pre, x_proj[t], h, w_t);
+    }
     AT_DISPATCH_FLOATING_TYPES(x_proj.scalar_type(), "onlstm_forward", [&] {
       at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
         forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), cs[prev].data_ptr<scalar_t>(), hs[t].data_ptr<scalar_t>(),
@@ -171,13 +187,15 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
 }
 
 // The backward of `forward` (run with keep) given the gradients of its outputs (each may be None).
-// Returns d_x_proj [T, B, G], d_w_hh [G, H], d_h0 [B, H], d_c0 [B, H].
+// Returns d_x_proj [T, B, G], d_w_hh [G, H], d_h0 [B, H], d_c0 [B, H]. With `w_low` the two products (the
+// gradient w.r.t. h_{t-1}, the weight gradient) run in bfloat16 as the forward's did.
 std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
                                     const c10::optional<torch::Tensor>& d_c_last,
                                     const c10::optional<torch::Tensor>& d_master, const torch::Tensor& w_hh,
                                     const torch::Tensor& h0,
                                     const torch::Tensor& hs, const torch::Tensor& cs, const torch::Tensor& master,
-                                    const torch::Tensor& probs, const torch::Tensor& gates, int64_t n_chunks) {
+                                    const torch::Tensor& probs, const torch::Tensor& gates, int64_t n_chunks,
+                                    const c10::optional<torch::Tensor>& w_low) {
   const char* fn = "onlstm backward";
   const auto z = sizes_of(h0, n_chunks, fn, "h0");
   check_float(hs, 3, fn, "hs");
@@ -188,6 +206,7 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   check_tensor(probs, h0, {T, B, 2, n_chunks}, true, fn, "probs");
   check_tensor(gates, h0, {T, B, 4, H}, true, fn, "gates");
   check_tensor(w_hh, h0, {G, H}, false, fn, "w_hh");
+  check_low_weight(w_low, w_hh, fn);
   check_optional(d_hs, h0, {T, B, H}, fn, "d_hs");
   check_optional(d_c_last, h0, {B, H}, fn, "d_c_last");
   check_optional(d_master, h0, {T, B, 2, n_chunks}, fn, "d_master");
@@ -198,6 +217,11 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   auto dc_prev = torch::empty({B, H}, opts);
   const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
   const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
+  torch::Tensor d_low, dh_low;  // bfloat16 operand and product of mixed precision
+  if (w_low.has_value()) {
+    d_low = torch::empty({B, G}, w_low->options());
+    dh_low = torch::empty({B, H}, w_low->options());
+  }
   for (int64_t t = T - 1; t >= 0; --t) {
     if (d_hs_c.defined()) dh.add_(d_hs_c[t]);
     AT_DISPATCH_FLOATING_TYPES(hs.scalar_type(), "onlstm_backward", [&] {
@@ -211,11 +235,20 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
       });
     });
     std::swap(dc, dc_prev);
-    at::mm_out(dh, d_pre[t], w_hh);  // the gradient w.r.t. h_{t-1}
+    if (w_low.has_value()) {  // the gradient w.r.t. h_{t-1}
+      d_low.copy_(d_pre[t]);
+      at::mm_out(dh_low, d_low, *w_low);
+      dh.copy_(dh_low);
+    } else {
+      at::mm_out(dh, d_pre[t], w_hh);
+    }
   }
   // One [G, T*B] x [T*B, H] product instead of T small ones accumulated into the weight gradient.
   auto h_prev = torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, T - 1)}).view({T * B, H});
-  auto d_w = at::mm(d_pre.view({T * B, G}).t(), h_prev);
+  const auto d_pre_all = d_pre.view({T * B, G});
+  auto d_w = w_low.has_value()
+                 ? at::mm(d_pre_all.to(at::kBFloat16).t(), h_prev.to(at::kBFloat16)).to(hs.scalar_type())
+                 : at::mm(d_pre_all.t(), h_prev);
   return {d_pre, d_w, dh, dc};
 }
 

@@ -1,0 +1,55 @@
+"""Mixed precision: matrix products in bfloat16, everything else as it was.
+
+Precisions:
+    fp32  (default) every computation in the model's dtype (float32).
+    bf16  matrix products (linear layers, the recurrent products, the decoder) take bfloat16 operands and
+          accumulate in float32; the weights stay float32 (the optimizer and NT-ASGD's average update them in
+          float32), and so do the gates' element-wise work, the cell, the softmax of the loss and every
+          reduction. On CPUs with AVX512-BF16 or AMX a bfloat16 product runs at 2-3 times the float32 rate.
+
+`autocast(precision, device)` is the one switch: a `with` block in which `torch.autocast` turns products
+into bfloat16 (on CUDA and on the CPU alike), plus what autocast does not reach: the compiled ON-LSTM
+kernels read `product_dtype()` and run their recurrent products in bfloat16 too; the other compiled kernels
+take float32 only, so inside a bf16 block their models run their PyTorch code (`backend.kernels_for`).
+Gradients are computed outside the block (`loss.backward()` after it), as torch recommends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from treenets.errors import TreenetsError
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def autocast(precision: str, device: torch.device | str):
+    """A `with` block computing in `precision` on `device` (a context manager)."""
+    if precision not in PRECISIONS:
+        raise TreenetsError(f"unknown precision {precision!r} (expected one of: {', '.join(PRECISIONS)})")
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise TreenetsError(f"precision bf16: {torch.cuda.get_device_name(device)} has no bfloat16 support; "
+                            "use precision fp32")
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def product_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype of matrix products in the autocast block around this call on `device_type` ("cpu", "cuda"),
+    None outside one (products in their operands' dtype)."""
+    try:
+        enabled, dtype = torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type)
+    except (TypeError, AttributeError):  # torch < 2.4: one function per device type
+        cpu = device_type == "cpu"
+        enabled = torch.is_autocast_cpu_enabled() if cpu else torch.is_autocast_enabled()
+        dtype = torch.get_autocast_cpu_dtype() if cpu else torch.get_autocast_gpu_dtype()
+    return dtype if enabled else None
+
+
+def full_precision():
+    """A `with` block without autocast: for code that chooses the dtype of each product itself."""
+    return torch.autocast("cpu", enabled=False)

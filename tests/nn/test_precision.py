@@ -1,0 +1,107 @@
+"""Mixed precision: bfloat16 products where they are asked for, float32 everything else, and the same numbers
+from the compiled kernels as from the PyTorch code under autocast."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import yaml
+from helpers import tiny_config, write_corpus
+
+from treenets.cli import main
+from treenets.errors import TreenetsError
+from treenets.nn.backend import kernels, kernels_for, use_backend
+from treenets.nn.onlstm import recurrence
+from treenets.nn.precision import autocast, product_dtype
+
+
+def _inputs(steps=7, batch=3, hidden=16, n_chunks=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    width = 2 * n_chunks + 4 * hidden
+    x_proj = torch.randn(steps, batch, width, generator=g, requires_grad=True)
+    w_hh = (0.5 * torch.randn(width, hidden, generator=g)).requires_grad_()
+    h0 = torch.randn(batch, hidden, generator=g, requires_grad=True)
+    c0 = torch.randn(batch, hidden, generator=g, requires_grad=True)
+    return x_proj, w_hh, h0, c0, n_chunks
+
+
+def _run(backend: str, precision: str, inputs):
+    """Outputs and input gradients of the ON-LSTM recurrence for a fixed random upstream gradient."""
+    x_proj, w_hh, h0, c0, n_chunks = inputs
+    with use_backend(backend):
+        with autocast(precision, "cpu"):
+            hs, c_last, master = recurrence(x_proj, w_hh, h0, c0, n_chunks)
+        g = torch.Generator().manual_seed(1)
+        loss = sum((t * torch.randn(t.shape, generator=g)).sum() for t in (hs, c_last, master))
+        grads = torch.autograd.grad(loss, [x_proj, w_hh, h0, c0])
+    return [hs, c_last, master], list(grads)
+
+
+def _max_error(got, want):
+    return max(((a - b).abs().max() / b.abs().max()).item() for a, b in zip(got, want))
+
+
+def test_settings_and_where_products_run_in_bfloat16():
+    assert product_dtype("cpu") is None
+    with autocast("fp32", "cpu"):
+        assert product_dtype("cpu") is None
+    with autocast("bf16", "cpu"):
+        assert product_dtype("cpu") is torch.bfloat16
+        assert torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3)).dtype is torch.bfloat16
+        cpu = torch.zeros(2)
+        assert kernels_for("prpn", cpu) is None and kernels_for("treelstm", cpu) is None  # float32-only kernels
+        if kernels("onlstm") is not None:
+            assert kernels_for("onlstm", cpu) is kernels("onlstm")
+    with pytest.raises(TreenetsError, match="unknown precision 'fp16' \\(expected one of: fp32, bf16\\)"):
+        autocast("fp16", "cpu")
+
+
+def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code():
+    """Under bf16 the kernels' outputs and gradients match the PyTorch step under autocast (the same bfloat16
+    products) far more closely than either matches float32: the products really are bfloat16, and only them."""
+    if kernels("onlstm") is None:
+        pytest.skip("compiled kernels unavailable")
+    inputs = _inputs()
+    exact_out, exact_grads = _run("torch", "fp32", inputs)
+    spec_out, spec_grads = _run("torch", "bf16", inputs)
+    fused_out, fused_grads = _run("auto", "bf16", inputs)
+    assert all(t.dtype is torch.float32 for t in fused_out + fused_grads)  # element-wise work and results in fp32
+    rounding = _max_error(spec_out, exact_out)
+    assert 1e-4 < rounding < 5e-2  # what bfloat16 products cost here (float32 would differ by ~1e-7)
+    assert _max_error(fused_out, spec_out) < rounding / 10
+    # The gradients w.r.t. x_proj, h0 and c0 follow the same bfloat16 products; the weight gradient is one
+    # product over all steps rounded to bfloat16 once, where autocast rounds each step's and sums in float32:
+    # as far from float32, not equal.
+    (x_grad, w_grad, h_grad, c_grad), (x_spec, w_spec, h_spec, c_spec) = fused_grads, spec_grads
+    grad_rounding = _max_error(spec_grads, exact_grads)
+    assert 1e-4 < grad_rounding < 5e-2
+    assert _max_error([x_grad, h_grad, c_grad], [x_spec, h_spec, c_spec]) < grad_rounding / 10
+    assert _max_error([w_grad], [exact_grads[1]]) < 2 * _max_error([w_spec], [exact_grads[1]])
+    # Without grad (evaluation) the kernels give the same values.
+    with torch.no_grad(), autocast("bf16", "cpu"):
+        x_proj, w_hh, h0, c0, n_chunks = inputs
+        assert _max_error(list(recurrence(x_proj, w_hh, h0, c0, n_chunks)), fused_out) == 0
+
+
+def test_training_in_bf16_keeps_float32_weights_and_learns_like_fp32(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "corpus")
+    runs = {}
+    for precision in ("fp32", "bf16"):
+        config = tmp_path / f"{precision}.yaml"
+        config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 2})))
+        run = tmp_path / precision
+        assert main(["train", str(config), "--out", str(run), "--precision", precision, "--no-progress"]) == 0
+        saved = torch.load(run / "best.pt", weights_only=True)
+        assert saved["config"]["train"]["precision"] == precision
+        assert all(t.dtype is torch.float32 for t in saved["model"].values() if t.is_floating_point())
+        for evaluated in ("fp32", "bf16"):
+            capsys.readouterr()
+            assert main(["eval", str(run / "best.pt"), "--split", "test", "--precision", evaluated]) == 0
+            runs[precision, evaluated] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["ppl"]
+    # The same model evaluated in bf16: other numbers (the products are rounded), within a percent.
+    assert runs["fp32", "bf16"] != runs["fp32", "fp32"]
+    assert runs["fp32", "bf16"] == pytest.approx(runs["fp32", "fp32"], rel=0.01)
+    # Trained in bf16 (random words: both end near the vocabulary's 44): as far as fp32 got.
+    assert runs["bf16", "bf16"] == pytest.approx(runs["fp32", "fp32"], rel=0.02)
