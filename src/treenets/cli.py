@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the largest distance splits a span (default: official)")
     parse.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
     parse.add_argument("--svg", metavar="DIR", help="also write one SVG drawing per sentence to DIR")
+    _add_precision(parse)
     _add_device(parse, default="cpu", default_text="cpu")
 
     parse_eval = commands.add_parser(
@@ -212,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--tree", help="sentiment with a Tree-LSTM: a bracketed binary tree, e.g. "
                                         "'(X (X It) (X works))' (labels are ignored)")
     predict.add_argument("--sentence", help="sentiment with an LSTM, or a language model: a tokenised sentence")
+    _add_precision(predict)
     _add_device(predict, default="cpu", default_text="cpu")
 
     metrics = commands.add_parser("metrics", help="print a run's validation curve, optionally plot it",

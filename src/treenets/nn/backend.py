@@ -163,8 +163,9 @@ def kernels_for(name: str, *tensors: torch.Tensor):
         return None
     if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
         return None
-    if product_dtype("cpu") is not None and name not in MIXED_PRECISION_KERNELS:
-        return None  # a bf16 block (treenets.nn.precision): these kernels compute in float32 only
+    low = product_dtype("cpu")
+    if low is not None and (low is not torch.bfloat16 or name not in MIXED_PRECISION_KERNELS):
+        return None  # an autocast block: these kernels compute in float32/float64 only (treenets.nn.precision)
     module = kernels(name)
     if module is None and _backend == "cpp":
         raise TreenetsError(f"backend cpp: the compiled {name} kernels cannot be built ({_failures.get(name)}); "

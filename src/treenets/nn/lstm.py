@@ -96,7 +96,10 @@ class LSTMStack(nn.Module):
             output, (h, c) = layer(x, (h0, c0))
         else:
             output, (h, c) = functional_call(layer, {"weight_hh_l0": w_hh}, (x, (h0, c0)))
-        return output, (h.squeeze(0), c.squeeze(0))
+        # Under bf16 products (treenets.nn.precision) nn.LSTM computes and returns bfloat16: the state carried to
+        # the next window (and saved in last.pt) and the output stay in the model's dtype.
+        dtype = state[0].dtype
+        return output.to(dtype), (h.squeeze(0).to(dtype), c.squeeze(0).to(dtype))
 
     def forward(self, x: torch.Tensor, state: list[State] | None = None) -> StackOutput:
         state = state if state is not None else self.initial_state(x.size(1))

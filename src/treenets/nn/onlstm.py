@@ -87,8 +87,8 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
     if kernels is not None:
         # Mixed precision (a bf16 block, treenets.nn.precision): the kernels' recurrent products take w_hh in
         # bfloat16, cast once per sequence here rather than once per step.
-        low = product_dtype("cpu")
-        w_low = w_hh.detach().to(low) if low is not None else None
+        low = product_dtype("cpu")  # bfloat16 or None (`kernels_for`)
+        w_low = w_hh.detach().to(low) if low is not None and w_hh.dtype == torch.float32 else None
         if torch.is_grad_enabled():
             return _FusedRecurrence.apply(kernels, x_proj, w_hh, h0, c0, n_chunks, w_low)
         with full_precision():
@@ -97,6 +97,9 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
         return hs, c_last, master
     step = step_function(recurrent_step)
     w_t = w_hh.t()
+    low = product_dtype(w_hh.device.type)
+    if low is not None and w_hh.dtype == torch.float32:
+        w_t = w_t.to(low)  # once, not at every step: autocast caches the casts of leaf weights only
     h, c = h0, c0
     hs, masters = [], []
     for t in range(x_proj.size(0)):
@@ -108,10 +111,11 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
 
 def recurrent_step(x_proj_t, h, c, w_t, n_chunks) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step of `recurrence` from the previous (h, c): (h, c, master). The unit the `compile` backend fuses
-    (the hidden product, then all the element-wise work of `onlstm_step` in one kernel). The product and the
-    sum are apart so that under mixed precision the bfloat16 product is added to the float32 `x_proj_t`, and
-    the gates are computed in float32."""
-    step = onlstm_step(x_proj_t + torch.mm(h, w_t), c, n_chunks)
+    (the hidden product, then all the element-wise work of `onlstm_step` in one kernel). With `w_t` in
+    bfloat16 (mixed precision) the product and the sum are apart, so that the bfloat16 product is added to the
+    float32 `x_proj_t` and the gates are computed in float32."""
+    pre = torch.addmm(x_proj_t, h, w_t) if w_t.dtype == x_proj_t.dtype else x_proj_t + torch.mm(h, w_t)
+    step = onlstm_step(pre, c, n_chunks)
     return step.h, step.c, step.master
 
 
@@ -130,18 +134,18 @@ class _FusedRecurrence(torch.autograd.Function):
         with full_precision():
             hs, c_last, master, cs, probs, gates = kernels.forward(x_proj.contiguous(), w_hh, h0, c0, n_chunks,
                                                                    True, w_low)
-        ctx.kernels, ctx.w_low = kernels, w_low
-        ctx.save_for_backward(w_hh, h0, hs, cs, master, probs, gates)
+        ctx.kernels = kernels
+        ctx.save_for_backward(w_hh, h0, hs, cs, master, probs, gates, w_low)
         ctx.set_materialize_grads(False)
         return hs, c_last, master
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_hs, d_c_last, d_master):
-        w_hh, h0, hs, cs, master, probs, gates = ctx.saved_tensors
+        w_hh, h0, hs, cs, master, probs, gates, w_low = ctx.saved_tensors
         with full_precision():
             d_pre, d_w, dh, dc = ctx.kernels.backward(d_hs, d_c_last, d_master, w_hh, h0, hs, cs, master, probs,
-                                                      gates, master.size(-1), ctx.w_low)
+                                                      gates, master.size(-1), w_low)
         return None, d_pre, d_w, dh, dc, None, None
 
 

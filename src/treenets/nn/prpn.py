@@ -103,6 +103,7 @@ def _dropout_mask(p: float, training: bool, like: torch.Tensor):
     if not training or not p:
         return None
     seed = int(torch.randint(0, 2**62, ()))
+    like = like if like.dtype != torch.bfloat16 else like.float()  # 1 / (1 - p) not rounded to bfloat16
     kernels = kernels_for("prpn", like)
     if kernels is not None:
         return kernels.dropout_mask(list(like.shape), p, seed, like)

@@ -151,4 +151,5 @@ class SentimentModel(TreeModel):
         """Log-probabilities: for Tree-LSTMs of every node `[nodes, classes]` with the batch's `TreeBatch`;
         for sequential encoders of every sentence `[B, classes]` (and None)."""
         states, batch = self.encode(trees, word_ids)
-        return torch.log_softmax(self.classifier(self.dropout(states.h)), dim=-1), batch
+        # float32 log-probabilities, also when the classifier's product ran in bfloat16 (treenets.nn.precision)
+        return torch.log_softmax(self.classifier(self.dropout(states.h)).float(), dim=-1), batch

@@ -300,4 +300,5 @@ class SimilarityHead(nn.Module):
     def forward(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         """Log-probabilities [B, num_classes]."""
         features = torch.cat([left * right, (left - right).abs()], dim=1)
-        return torch.log_softmax(self.wp(torch.sigmoid(self.wh(features))), dim=1)
+        # float32 log-probabilities, also when the products ran in bfloat16 (treenets.nn.precision)
+        return torch.log_softmax(self.wp(torch.sigmoid(self.wh(features))).float(), dim=1)

@@ -150,7 +150,7 @@ class LanguageModel(Predictor):
             return self.score([sentences])[0]
         rows, batch = self._encode_batch(sentences)
         out = self.net(batch[:-1])
-        logp = torch.log_softmax(self.net.decoder(out.output), dim=-1)
+        logp = torch.log_softmax(self.net.decoder(out.output).float(), dim=-1)  # fp32 under bf16 products too
         token_logp = logp.gather(-1, batch[1:].unsqueeze(-1)).squeeze(-1).cpu()
         return [SentenceScore(tokens, token_logp[: len(ids) - 1, j].tolist(), unknown)
                 for j, (tokens, ids, unknown) in enumerate(rows)]
