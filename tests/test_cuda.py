@@ -14,6 +14,7 @@ from helpers import tiny_config, write_corpus
 from treenets.nn.backend import use_backend
 from treenets.nn.lstm import LSTMConfig
 from treenets.nn.onlstm import ONLSTMConfig
+from treenets.nn.precision import autocast
 from treenets.nn.prpn import PRPNConfig
 from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
 from treenets.nn.treelstm import TreeBatch
@@ -119,6 +120,26 @@ def test_fused_steps_train_like_the_pytorch_code_in_float32(name):
         runs.append(losses)
     assert runs[0] == pytest.approx(runs[1], rel=1e-4)
     assert runs[0][0] != runs[0][-1]
+
+
+@pytest.mark.parametrize("name,backend", [(name, "torch") for name in MODELS] + [("onlstm", "compile"),
+                                                                                  ("prpn", "compile")])
+def test_bf16_products_on_the_gpu_stay_close_to_float32(name, backend):
+    """Mixed precision on CUDA (torch.autocast to bfloat16): the loss moves by the products' rounding only, and
+    the gradients of the float32 weights are float32."""
+    build, inputs, loss_of = MODELS[name]
+    results = []
+    for precision in ("fp32", "bf16"):
+        torch.manual_seed(0)
+        model = build(False).cuda().train()
+        with use_backend(backend):
+            with autocast(precision, "cuda"):
+                loss = loss_of(model, inputs("cuda"))
+            loss.backward()
+        results.append((loss.float().item(), [p.grad for p in model.parameters() if p.grad is not None]))
+    (exact, _), (mixed, grads) = results
+    assert mixed != exact and mixed == pytest.approx(exact, rel=2e-2)
+    assert grads and all(g.dtype is torch.float32 and torch.isfinite(g).all() for g in grads)
 
 
 def test_tree_batches_are_built_on_the_gpu():
