@@ -83,12 +83,12 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
     compiled kernels where they apply (with their hand-derived backward when a graph is recorded), else
     `recurrent_step` step by step under autograd (fused by `torch.compile` under the `compile` backend).
     """
+    # Mixed precision (a bf16 block, treenets.nn.precision): the recurrent products take w_hh in bfloat16, cast
+    # here once per sequence rather than at every step (autocast caches the casts of leaf weights only).
+    low = product_dtype(w_hh.device.type)
+    w_low = w_hh.to(low) if low is not None and w_hh.dtype == torch.float32 else None
     kernels = kernels_for("onlstm", x_proj, w_hh, h0, c0)
     if kernels is not None:
-        # Mixed precision (a bf16 block, treenets.nn.precision): the kernels' recurrent products take w_hh in
-        # bfloat16, cast once per sequence here rather than once per step.
-        low = product_dtype("cpu")  # bfloat16 or None (`kernels_for`)
-        w_low = w_hh.detach().to(low) if low is not None and w_hh.dtype == torch.float32 else None
         if torch.is_grad_enabled():
             return _FusedRecurrence.apply(kernels, x_proj, w_hh, h0, c0, n_chunks, w_low)
         with full_precision():
@@ -96,10 +96,7 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
                                                      c0.contiguous(), n_chunks, False, w_low)
         return hs, c_last, master
     step = step_function(recurrent_step)
-    w_t = w_hh.t()
-    low = product_dtype(w_hh.device.type)
-    if low is not None and w_hh.dtype == torch.float32:
-        w_t = w_t.to(low)  # once, not at every step: autocast caches the casts of leaf weights only
+    w_t = (w_hh if w_low is None else w_low).t()
     h, c = h0, c0
     hs, masters = [], []
     for t in range(x_proj.size(0)):
