@@ -79,32 +79,34 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
       auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
       T *hs = h_sum.data_ptr<T>(), *fcp = fc.data_ptr<T>();
       if (e > 0) {
-        auto pre_f = torch::mm(w_fh, h.index_select(0, child[l]).t());  // U_f h_k [m, e] (b_f added below)
+        auto pre_f = torch::mm(h.index_select(0, child[l]), w_fh.t());  // U_f h_k [e, m] (b_f added below)
         const T* pf = pre_f.data_ptr<T>();
         if (!keep) f_edges.resize_({e, m});
         const int64_t *ch = child[l].data_ptr<int64_t>(), *sl = slot[l].data_ptr<int64_t>();
         const int64_t* pa = edge_parent[l].data_ptr<int64_t>();
         for (int64_t k = 0; k < e; ++k) {
-          const T *hk = H + ch[k] * m, *ck = C + ch[k] * m, *fx = FX + pa[k] * m, *p = pf + k;
+          const T *hk = H + ch[k] * m, *ck = C + ch[k] * m, *fx = FX + pa[k] * m, *p = pf + k * m;
           T *f = (keep ? FA + ch[k] * m : f_edges.data_ptr<T>() + k * m), *sum = hs + sl[k] * m;
           T* acc = fcp + sl[k] * m;
           _Pragma("omp simd")
           for (int64_t x = 0; x < m; ++x) {
-            f[x] = sigmoid(BF[x] + p[x * e] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
+            f[x] = sigmoid(BF[x] + p[x] + fx[x]);  // f_jk = s(W_f x_j + U_f h_k + b_f)
             acc[x] += f[x] * ck[x];
             sum[x] += hk[x];               // h~_j
           }
         }
       }
-      auto iou = torch::mm(w_iouh, h_sum.t());  // U h~ [3m, n] (b added below)
+      // U h~ [n, 3m] (b added below); the leaves (every node of the first level) have h~ = 0 and skip the
+      // product: in a batch of dependency trees they are about half of the nodes.
+      auto iou = e > 0 ? torch::mm(h_sum, w_iouh.t()) : zeros_like_rows(iou_x, n, 3 * m);
       const T* pi = iou.data_ptr<T>();
       for (int64_t j = 0; j < n; ++j) {
-        const T *p = pi + j, *px = IX + nd[j] * 3 * m, *acc = fcp + j * m, *sum = hs + j * m;
+        const T *p = pi + j * 3 * m, *px = IX + nd[j] * 3 * m, *acc = fcp + j * m, *sum = hs + j * m;
         T *cj = C + nd[j] * m, *hj = H + nd[j] * m;
         _Pragma("omp simd")
         for (int64_t x = 0; x < m; ++x) {
-          const T i = sigmoid(BI[x] + p[x * n] + px[x]), o = sigmoid(BI[m + x] + p[(m + x) * n] + px[m + x]);
-          const T u = std::tanh(BI[2 * m + x] + p[(2 * m + x) * n] + px[2 * m + x]);
+          const T i = sigmoid(BI[x] + p[x] + px[x]), o = sigmoid(BI[m + x] + p[m + x] + px[m + x]);
+          const T u = std::tanh(BI[2 * m + x] + p[2 * m + x] + px[2 * m + x]);
           const T cx = i * u + acc[x];  // c_j = i_j u_j + sum_k f_jk c_k
           cj[x] = cx;
           hj[x] = o * std::tanh(cx);
@@ -232,7 +234,9 @@ TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_
         std::copy_n(H + ch[k] * m, m, kh + (sl[k] * K + od[k]) * m);
         std::copy_n(C + ch[k] * m, m, kc + (sl[k] * K + od[k]) * m);
       }
-      auto pre = torch::addmm(u_b, kids_h, u_t);  // sum_l U^l h_jl + b, for i, o, u and the K forget gates
+      // sum_l U^l h_jl + b, for i, o, u and the K forget gates; a level without children (the leaves) has
+      // only b, and skips the product
+      auto pre = e > 0 ? torch::addmm(u_b, kids_h, u_t) : u_b.expand({n, G}).contiguous();
       const T* pp = pre.data_ptr<T>();
       for (int64_t j = 0; j < n; ++j) {
         const T *p = pp + j * G, *xi = XI + nd[j] * 3 * m, *xf = XF + nd[j] * m, *kcj = kc + j * K * m;
