@@ -77,7 +77,7 @@ def _prpn_inputs(steps=2, batch=3, hidden=4, slots=2):
 def test_prpn_reading_returns_named_tensors_and_checks_its_inputs():
     module = _kernels("prpn")
     args = _prpn_inputs()
-    kept, bare = module.forward(*args, True), module.forward(*args, False)
+    kept, bare = module.forward(*args, True, None, None), module.forward(*args, False, None, None)
     assert set(bare) == {"hs", "cs"}
     assert set(kept) == {"hs", "cs", "hq", "q", "ex", "z", "amax", "rhm", "rc", "hh_xhat", "hh_stats", "act",
                          "c_xhat", "c_stats"}
@@ -85,28 +85,36 @@ def test_prpn_reading_returns_named_tensors_and_checks_its_inputs():
     bad = list(args)
     bad[6] = bad[6][:, :3]
     with pytest.raises(RuntimeError, match="prpn forward: w_hh must have shape \\[16, 4\\], got \\[16, 3\\]"):
-        module.forward(*bad, True)
+        module.forward(*bad, True, None, None)
     bad = list(args)
     bad[0] = bad[0].transpose(0, 1).contiguous().transpose(0, 1)
     with pytest.raises(RuntimeError, match="prpn forward: gates_x must be contiguous"):
-        module.forward(*bad, True)
+        module.forward(*bad, True, None, None)
     bad = list(args)
     bad[13] = torch.ones(2, 3, 4)  # float32 masks with float64 inputs
     with pytest.raises(RuntimeError, match="prpn forward: h_masks must be float64 like the other inputs, got float32"):
-        module.forward(*bad, True)
+        module.forward(*bad, True, None, None)
+    low = [args[i].to(torch.bfloat16) for i in (5, 6)]  # w_query_h, w_hh in bfloat16 (mixed precision)
+    with pytest.raises(RuntimeError, match="prpn forward: w_query_low and w_hh_low must be given together"):
+        module.forward(*args, True, low[0], None)
+    with pytest.raises(RuntimeError, match="prpn forward: w_hh_low must be bfloat16, got float64"):
+        module.forward(*args, True, low[0], args[6])
+    with pytest.raises(RuntimeError, match="prpn forward: w_query_low must have the shape of w_query_h \\[4, 4\\], got "
+                       "\\[16, 4\\]"):
+        module.forward(*args, True, low[1], low[1])
     # memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask
     weights = [args[i] for i in (2, 5, 6, 8, 10, 11, 12)]
     d_hs = torch.ones_like(kept["hs"])
-    grads = module.backward(d_hs, None, *weights, None, None, kept)  # the valid call runs
+    grads = module.backward(d_hs, None, *weights, None, None, kept, None, None)  # the valid call runs
     assert len(grads) == 12 and grads[6].shape == args[6].shape
     missing = {k: v for k, v in kept.items() if k != "rhm"}
     with pytest.raises(RuntimeError, match="prpn backward: the saved tensors have no rhm"):
-        module.backward(d_hs, None, *weights, None, None, missing)
+        module.backward(d_hs, None, *weights, None, None, missing, None, None)
     with pytest.raises(RuntimeError, match="prpn backward: amax must be int64, got float64"):
-        module.backward(d_hs, None, *weights, None, None, dict(kept, amax=kept["amax"].double()))
+        module.backward(d_hs, None, *weights, None, None, dict(kept, amax=kept["amax"].double()), None, None)
     strided = kept["act"].transpose(0, 1).contiguous().transpose(0, 1)  # the same values, not contiguous
     with pytest.raises(RuntimeError, match="prpn backward: act must be contiguous"):
-        module.backward(d_hs, None, *weights, None, None, dict(kept, act=strided))
+        module.backward(d_hs, None, *weights, None, None, dict(kept, act=strided), None, None)
 
 
 def test_prpn_attention_and_layer_norm_check_shapes():

@@ -15,6 +15,7 @@ from treenets.cli import main
 from treenets.errors import TreenetsError
 from treenets.nn.backend import kernels, kernels_for, use_backend
 from treenets.nn.onlstm import recurrence
+from treenets.nn.prpn import PRPNConfig
 from treenets.nn.precision import autocast, product_dtype
 
 
@@ -52,9 +53,10 @@ def test_settings_and_where_products_run_in_bfloat16():
         assert product_dtype("cpu") is torch.bfloat16
         assert torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3)).dtype is torch.bfloat16
         cpu = torch.zeros(2)
-        assert kernels_for("prpn", cpu) is None and kernels_for("treelstm", cpu) is None  # float32-only kernels
-        if kernels("onlstm") is not None:
-            assert kernels_for("onlstm", cpu) is kernels("onlstm")
+        assert kernels_for("treelstm", cpu) is None  # float32-only kernels
+        for name in ("onlstm", "prpn"):  # kernels with bfloat16 products
+            if kernels(name) is not None:
+                assert kernels_for(name, cpu) is kernels(name)
     with torch.autocast("cpu", dtype=torch.float16):  # another autocast: no kernel takes it
         assert kernels_for("onlstm", torch.zeros(2)) is None
     with pytest.raises(TreenetsError, match="unknown precision 'fp16' \\(expected one of: fp32, bf16\\)"):
@@ -88,6 +90,73 @@ def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code():
         assert _max_error(list(recurrence(x_proj, w_hh, h0, c0, n_chunks)), fused_out) == 0
 
 
+def _prpn_run(backend: str, precision: str):
+    """Output and parameter gradients of a small PRPN (dropout on: both backends draw the same masks)."""
+    torch.manual_seed(0)
+    model = PRPNConfig(emb_size=12, hidden_size=16, num_layers=2, nslots=3, nlookback=2).build(40)
+    tokens = torch.randint(0, 40, (9, 4), generator=torch.Generator().manual_seed(2))
+    with use_backend(backend):
+        torch.manual_seed(1)
+        with autocast(precision, "cpu"):
+            output = model(tokens).output
+        weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(3))
+        # the reading layers' weights, which the kernels' gradients reach (the parser's pass through hard gates,
+        # where any rounding flips some, and its biases before batch norm have gradients near zero)
+        readers = [p for name, p in model.named_parameters() if name.startswith("readers.")]
+        grads = torch.autograd.grad((output.float() * weights).sum(), readers)
+    return [output], list(grads)
+
+
+def test_prpn_kernels_take_bfloat16_products():
+    """PRPN in a bf16 block through its kernels: the output and the reading layers' gradients in float32, about
+    as far from float32 as the PyTorch code under autocast (which also rounds the attention's products, where
+    the kernels keep them float32), and not float32."""
+    if kernels("prpn") is None:
+        pytest.skip("compiled kernels unavailable")
+    exact_out, exact_grads = _prpn_run("torch", "fp32")
+    spec_out, spec_grads = _prpn_run("torch", "bf16")
+    fused_out, fused_grads = _prpn_run("auto", "bf16")
+    assert all(t.dtype is torch.float32 for t in fused_out + fused_grads)
+    assert _max_error(_prpn_run("auto", "fp32")[0], exact_out) < 1e-5  # the two backends agree in float32
+    for fused, spec, exact in ((fused_out, spec_out, exact_out), (fused_grads, spec_grads, exact_grads)):
+        rounding = _max_error(spec, exact)
+        assert 1e-4 < rounding < 0.1
+        assert 1e-4 < _max_error(fused, exact) < 2 * rounding
+
+
+def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights():
+    """Given the weights in bfloat16 the reading recurrence's per-step products (forward and backward) and its
+    weight gradients are bfloat16 products: from the same float32 inputs, results off float32 by bfloat16's
+    rounding; without them, the float32 results."""
+    from treenets.nn.prpn import _FusedReading
+
+    module = kernels("prpn")
+    if module is None:
+        pytest.skip("compiled kernels unavailable")
+    g = torch.Generator().manual_seed(0)
+    steps, batch, hidden, slots = 5, 3, 16, 3
+
+    def leaf(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=g) * scale).requires_grad_()
+
+    inputs = (leaf(steps, batch, 4 * hidden), leaf(steps, batch, hidden),
+              torch.rand(steps, batch, slots, generator=g).requires_grad_(), leaf(batch, slots, hidden),
+              leaf(batch, slots, hidden), leaf(hidden, hidden, scale=0.5), leaf(4 * hidden, hidden, scale=0.5),
+              leaf(4 * hidden), leaf(4 * hidden), leaf(4 * hidden), leaf(hidden), leaf(hidden))
+    rest = (torch.ones(hidden), None, None, 1e-6, 1e-6)
+    upstream = torch.randn(slots + steps, batch, hidden, generator=g)
+
+    def run(low_weights):
+        hs, _ = _FusedReading.apply(module, low_weights, *inputs, *rest)
+        return [hs, *torch.autograd.grad((hs * upstream).sum(), [inputs[0], inputs[5], inputs[6]])]
+
+    exact = run((None, None))
+    low = run((inputs[5].detach().to(torch.bfloat16), inputs[6].detach().to(torch.bfloat16)))
+    for a, b in zip(low, exact):  # hs, d gates_x (per-step products backward), d w_query_h, d w_hh
+        assert a.dtype is torch.float32
+        assert 1e-4 < ((a - b).abs().max() / b.abs().max()).item() < 5e-2
+
+
 def test_float64_stays_float64_in_a_bf16_block():
     """Autocast leaves float64 products alone; so do the kernels."""
     inputs = [t.detach().double().requires_grad_() if torch.is_tensor(t) else t for t in _inputs()]
@@ -104,8 +173,8 @@ def test_float64_stays_float64_in_a_bf16_block():
     {"name": "lstm", "emb_size": 8, "hidden_size": 12, "num_layers": 2, "weight_drop": 0.3},
 ], ids=["prpn", "lstm"])
 def test_other_language_models_train_in_bf16_and_resume_in_fp32(tmp_path, model):
-    """Their float32-only kernels step aside in a bf16 block; the carried state stays float32, so a bf16 run
-    resumes in fp32 (and the other way round)."""
+    """The carried state stays float32 in a bf16 block, so a bf16 run resumes in fp32 (and the other way
+    round)."""
     config = tmp_path / "tiny.yaml"
     raw = tiny_config(write_corpus(tmp_path / "corpus"), train={"epochs": 1})
     raw["model"] = model

@@ -223,7 +223,7 @@ def test_fused_functions_gradcheck():
               leaf(4 * hidden), leaf(4 * hidden), leaf(4 * hidden), leaf(hidden), leaf(hidden))
 
     def reading(*args):
-        hs, cs = prpn._FusedReading.apply(native, *args, rmask, *masks, 1e-6, 1e-6)
+        hs, cs = prpn._FusedReading.apply(native, (None, None), *args, rmask, *masks, 1e-6, 1e-6)
         return hs.sin(), cs.cos()
 
     assert torch.autograd.gradcheck(reading, inputs)

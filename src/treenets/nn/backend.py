@@ -43,7 +43,7 @@ _loaded: dict = {}
 _failures: dict[str, str] = {}
 _compiled: dict = {}
 RECOMPILE_LIMIT = 64  # variants of one compiled step (see `step_function`)
-MIXED_PRECISION_KERNELS = {"onlstm"}  # kernels that run their products in bfloat16 inside a bf16 block
+MIXED_PRECISION_KERNELS = {"onlstm", "prpn"}  # kernels that run their products in bfloat16 inside a bf16 block
 
 
 def _checked(name: str, origin: str) -> str:

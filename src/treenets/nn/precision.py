@@ -8,9 +8,10 @@ Precisions:
           reduction. On CPUs with AVX512-BF16 or AMX a bfloat16 product runs at 2-3 times the float32 rate.
 
 `autocast(precision, device)` is the one switch: a `with` block in which `torch.autocast` turns products
-into bfloat16 (on CUDA and on the CPU alike), plus what autocast does not reach: the compiled ON-LSTM
-kernels read `product_dtype()` and run their recurrent products in bfloat16 too; the other compiled kernels
-take float32 only, so inside a bf16 block their models run their PyTorch code (`backend.kernels_for`).
+into bfloat16 (on CUDA and on the CPU alike), plus what autocast does not reach: the compiled ON-LSTM and
+PRPN kernels read `product_dtype()` and run their recurrent products in bfloat16 too (PRPN's attention, layer
+norms and cells in float32); the Tree-LSTM kernels take float32 only, so inside a bf16 block those models run
+their PyTorch code (`backend.kernels_for`).
 Gradients are computed outside the block (`loss.backward()` after it), as torch recommends.
 """
 

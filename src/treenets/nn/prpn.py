@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.nn.backend import kernels_for, step_function
+from treenets.nn.precision import full_precision, product_dtype
 from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
 
 
@@ -60,11 +61,18 @@ class LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
+        x = _full(x, self.gamma)  # in a bf16 block x may come from a bfloat16 product: normalised in float32
         kernels = kernels_for("prpn", x, self.gamma)
         if kernels is not None:
             return _FusedLayerNorm.apply(kernels, x, self.gamma, self.beta, self.eps)
         std, mean = torch.std_mean(x, -1, keepdim=True)
         return torch.addcdiv(self.beta, self.gamma * (x - mean), std + self.eps)
+
+
+def _full(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """`x` in `like`'s dtype when a bf16 block made it bfloat16 (the output of a product): the element-wise work
+    that follows runs in the weights' precision (treenets.nn.precision)."""
+    return x.to(like.dtype) if x.dtype == torch.bfloat16 and like.dtype != torch.bfloat16 else x
 
 
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -123,23 +131,26 @@ class _FusedReading(torch.autograd.Function):
     cs [S + T, B, H] by absolute time: the first S are the carried memory, oldest first."""
 
     @staticmethod
-    def forward(ctx, kernels, *args):
-        saved = kernels.forward(*args, True)  # hs, cs and the intermediates of every step, by name
+    def forward(ctx, kernels, low_weights, *args):
+        """low_weights: (w_query_h, w_hh) in bfloat16 for bfloat16 products (mixed precision), or (None, None)."""
+        with full_precision():
+            saved = kernels.forward(*args, True, *low_weights)  # hs, cs and the intermediates of every step
         gates_x, query_x, memory_gate, mem_h, mem_c, w_query_h, w_hh, b_hh, hh_gamma, hh_beta, c_gamma, c_beta, \
             rmask, h_masks, q_masks, _, _ = args
         hs, cs = saved.pop("hs"), saved.pop("cs")
         # hs and cs are outputs: kept through save_for_backward (an attribute would make a reference cycle).
-        ctx.kernels, ctx.masks, ctx.intermediates = kernels, (h_masks, q_masks), saved
+        ctx.kernels, ctx.masks, ctx.intermediates, ctx.low_weights = kernels, (h_masks, q_masks), saved, low_weights
         ctx.save_for_backward(memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, hs, cs)
         return hs, cs
 
     @staticmethod
     def backward(ctx, d_hs, d_cs):
         memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, hs, cs = ctx.saved_tensors
-        grads = ctx.kernels.backward(d_hs, d_cs, memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask,
-                                     *ctx.masks, dict(ctx.intermediates, hs=hs, cs=cs))
-        # None for the kernels and for rmask, the masks and the two eps
-        return (None, *grads, None, None, None, None, None)
+        with full_precision():
+            grads = ctx.kernels.backward(d_hs, d_cs, memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask,
+                                         *ctx.masks, dict(ctx.intermediates, hs=hs, cs=cs), *ctx.low_weights)
+        # None for the kernels, the low weights, and for rmask, the masks and the two eps
+        return (None, None, *grads, None, None, None, None, None)
 
 
 class _FusedLayerNorm(torch.autograd.Function):
@@ -184,6 +195,7 @@ def attend(history: torch.Tensor, query: torch.Tensor, memory_gate: torch.Tensor
     Returns:
         [T, B, H]: sum_k p_{t,k} h_{t-1-k}, p the official masked softmax of <h_{t-1-k}, q_t> / sqrt(H).
     """
+    query = _full(query, history)  # (bfloat16 when a bf16 block made it: the attention runs in float32)
     kernels = kernels_for("prpn", history, query, memory_gate)
     if kernels is not None:
         args = history.contiguous(), query.contiguous(), memory_gate.contiguous()
@@ -290,7 +302,8 @@ class ReadingLayer(nn.Module):
         """x [T, B, I], memory gates [T, B, S], rmask [H] -> outputs [T, B, H], memory."""
         train, size, steps = self.training, self.input_size, x.size(0)
         # Everything that depends on x alone, for all steps at once (dropout masks as the official per step).
-        query_x = F.linear(_dropout(x, self.idropout, train), self.query.weight[:, :size], self.query.bias)
+        query_x = _full(F.linear(_dropout(x, self.idropout, train), self.query.weight[:, :size], self.query.bias),
+                        self.hh.weight)
         gates_x = self.ih_norm(self.ih(_dropout(x, self.dropout, train)))
         query_h_weight = self.query.weight[:, size:]
         # independent masks for every step, [T, B, H]
@@ -298,15 +311,21 @@ class ReadingLayer(nn.Module):
         query_masks = _dropout_mask(self.idropout, train, query_x)
         kernels = kernels_for("prpn", x, self.hh.weight)
         if kernels is not None:
+            # Mixed precision (a bf16 block): the per-step products take the two weights in bfloat16, cast here
+            # once per segment.
+            low = product_dtype(x.device.type)
+            low_weights = ((query_h_weight.to(low), self.hh.weight.to(low))
+                           if low is not None and self.hh.weight.dtype == torch.float32 else (None, None))
             # (the memory may have any layout: the kernels copy it into their own state tensors)
             args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h, memory.c,
                     query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
                     self.hh_norm.gamma, self.hh_norm.beta, self.c_norm.gamma, self.c_norm.beta, rmask.contiguous(),
                     h_masks, query_masks, self.hh_norm.eps, self.c_norm.eps)
             if torch.is_grad_enabled():
-                hs, cs = _FusedReading.apply(kernels, *args)
+                hs, cs = _FusedReading.apply(kernels, low_weights, *args)
             else:
-                states = kernels.forward(*args, False)
+                with full_precision():
+                    states = kernels.forward(*args, False, *low_weights)
                 hs, cs = states["hs"], states["cs"]
             slots = self.nslots
             return hs[slots:], Memory(hs[steps:].flip(0).transpose(0, 1), cs[steps:].flip(0).transpose(0, 1))

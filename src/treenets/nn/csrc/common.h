@@ -81,13 +81,17 @@ inline void check_optional(const c10::optional<torch::Tensor>& t, const torch::T
 }
 
 // A contiguous CPU int64 tensor of the shape `sizes` (indices a kernel saved, such as an argmax).
-// `w_low`, when given: `w` [G, H] in bfloat16 (the recurrent products of mixed precision run on it).
-inline void check_low_weight(const c10::optional<torch::Tensor>& w_low, const torch::Tensor& w, const char* fn) {
+// `w_low` (named `low_name`), when given: the weight `w` (named `name`) in bfloat16, which the recurrent products
+// of mixed precision run on.
+inline void check_low_weight(const c10::optional<torch::Tensor>& w_low, const torch::Tensor& w, const char* fn,
+                             const char* low_name = "w_low", const char* name = "w_hh") {
   if (!w_low.has_value()) return;
-  TORCH_CHECK(w_low->device().is_cpu(), fn, ": w_low must be a CPU tensor, got one on ", device_text(*w_low));
-  TORCH_CHECK(w_low->scalar_type() == at::kBFloat16, fn, ": w_low must be bfloat16, got ", dtype_name(*w_low));
-  TORCH_CHECK(w_low->sizes() == w.sizes(), fn, ": w_low must have the shape of w_hh ", shape_text(w.sizes()),
-              ", got ", shape_text(w_low->sizes()));
+  TORCH_CHECK(w_low->device().is_cpu(), fn, ": ", low_name, " must be a CPU tensor, got one on ",
+              device_text(*w_low));
+  TORCH_CHECK(w_low->scalar_type() == at::kBFloat16, fn, ": ", low_name, " must be bfloat16, got ",
+              dtype_name(*w_low));
+  TORCH_CHECK(w_low->sizes() == w.sizes(), fn, ": ", low_name, " must have the shape of ", name, " ",
+              shape_text(w.sizes()), ", got ", shape_text(w_low->sizes()));
 }
 
 inline void check_long(const torch::Tensor& t, at::IntArrayRef sizes, const char* fn, const char* name) {

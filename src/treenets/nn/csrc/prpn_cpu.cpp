@@ -149,13 +149,43 @@ int64_t check_reading_weights(const Tensor& w_query_h, const Tensor& w_hh, const
   return H;
 }
 
+// Mixed precision: the two weights in bfloat16, given together or not at all.
+void check_low_weights(const c10::optional<Tensor>& w_query_low, const Tensor& w_query_h,
+                       const c10::optional<Tensor>& w_hh_low, const Tensor& w_hh, const char* fn) {
+  TORCH_CHECK(w_query_low.has_value() == w_hh_low.has_value(), fn,
+              ": w_query_low and w_hh_low must be given together (mixed precision) or not at all");
+  check_low_weight(w_query_low, w_query_h, fn, "w_query_low", "w_query_h");
+  check_low_weight(w_hh_low, w_hh, fn, "w_hh_low", "w_hh");
+}
+
+// A step's hidden product x W^T, [B, out] contiguous in x's dtype. In float32 as W x^T ([out, B]) laid out
+// again, which BLAS runs faster than x W^T at these batch sizes; with `w_low` in bfloat16 (mixed precision).
+Tensor hidden_product(const Tensor& w, const c10::optional<Tensor>& w_low, const Tensor& x) {
+  if (!w_low.has_value()) return torch::mm(w, x.t()).t().contiguous();
+  return torch::mm(x.to(at::kBFloat16), w_low->t()).to(x.scalar_type());
+}
+
+// A step's gradient through a hidden product: out = d W ([B, in]), in bfloat16 when `w_low` is given.
+void gradient_product(Tensor& out, const Tensor& d, const Tensor& w, const c10::optional<Tensor>& w_low) {
+  if (w_low.has_value()) out.copy_(torch::mm(d.to(at::kBFloat16), *w_low));
+  else at::mm_out(out, d, w);
+}
+
+// A weight's gradient over all steps, d^T x ([out, in]): one product, in bfloat16 with `low` (as the forward's).
+Tensor weight_gradient(const Tensor& d, const Tensor& x, bool low) {
+  if (!low) return at::mm(d.t(), x);
+  return at::mm(d.to(at::kBFloat16).t(), x.to(at::kBFloat16)).to(x.scalar_type());
+}
+
 }  // namespace
 
 // gates_x [T, B, 4H] (the input projection, already layer-normalised), query_x [T, B, H] (its part of the
 // query, with the bias), memory_gate [T, B, S], mem_h/mem_c [B, S, H] (slot 0 the most recent), w_query_h
 // [H, H] (the query's hidden part), w_hh [4H, H], b_hh [4H], the two layer norms' gamma/beta, rmask [H]
 // (on the hidden state read for the cell), h_masks/q_masks [T, B, H] (dropout on the query's input and
-// output; None: no dropout), the layer norms' eps. With `keep`, also returns what `backward` needs.
+// output; None: no dropout), the layer norms' eps. With `keep`, also returns what `backward` needs. With
+// `w_query_low` and `w_hh_low` (the two weights in bfloat16: mixed precision) the two per-step products run in
+// bfloat16 (accumulated in float32 by the GEMM) and everything else in the weights' dtype.
 // Returns the named tensors {hs, cs} and with keep also {hq, q, ex, z, amax, rhm, rc, hh_xhat, hh_stats, act,
 // c_xhat, c_stats}, which `backward` reads by name.
 Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory_gate,
@@ -163,9 +193,11 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
               const Tensor& b_hh, const Tensor& hh_gamma, const Tensor& hh_beta,
               const Tensor& c_gamma, const Tensor& c_beta, const Tensor& rmask,
               const c10::optional<Tensor>& h_masks, const c10::optional<Tensor>& q_masks,
-              double hh_eps, double c_eps, bool keep) {
+              double hh_eps, double c_eps, bool keep, const c10::optional<Tensor>& w_query_low,
+              const c10::optional<Tensor>& w_hh_low) {
   const char* fn = "prpn forward";
   const int64_t H = check_reading_weights(w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, fn);
+  check_low_weights(w_query_low, w_query_h, w_hh_low, w_hh, fn);
   check_float(memory_gate, 3, fn, "memory_gate");
   const int64_t steps = memory_gate.size(0), B = memory_gate.size(1), S = memory_gate.size(2);
   check_tensor(memory_gate, w_query_h, {steps, B, S}, true, fn, "memory_gate");
@@ -200,15 +232,14 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
     T *HS = hs.data_ptr<T>(), *CS = cs.data_ptr<T>();
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t j = S + t, u = keep ? t : 0;  // u: this step's row in the kept buffers
-      // q_t = W_q [x_t ; h_{t-1}]: the hidden part as W h^T ([H, B]), which BLAS runs faster than h W^T at
-      // these batch sizes, then laid out [B, H] so that the row loops below read contiguous memory.
+      // q_t = W_q [x_t ; h_{t-1}]: the hidden part here, its input part in query_x.
       Tensor h_in = hs[j - 1];
       if (HM || keep) {
         h_in = hq[u];
         if (HM) at::mul_out(h_in, hs[j - 1], hm[t]);
         else h_in.copy_(hs[j - 1]);
       }
-      const auto query = torch::mm(w_query_h, h_in.t()).t().contiguous();
+      const auto query = hidden_product(w_query_h, w_query_low, h_in);
       const T* QW = query.data_ptr<T>();
       T *Q = q[u].data_ptr<T>(), *EX = ex[u].data_ptr<T>(), *Z = z[u].data_ptr<T>();
       int64_t* AM = amax[u].data_ptr<int64_t>();
@@ -222,7 +253,7 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
           for (int64_t x = 0; x < H; ++x) rh[x] *= RM[x];  // the cell reads h~ * rmask
         }
       });
-      const auto hidden = torch::mm(w_hh, rhm[u].t()).t().contiguous();  // U h~, [B, 4H]
+      const auto hidden = hidden_product(w_hh, w_hh_low, rhm[u]);  // U h~, [B, 4H]
       const T* PRE = hidden.data_ptr<T>();
       T *XH = hh_xhat[u].data_ptr<T>(), *ACT = act[u].data_ptr<T>(), *XC = c_xhat[u].data_ptr<T>();
       T *HST = hh_stats[u].data_ptr<T>(), *CST = c_stats[u].data_ptr<T>();
@@ -266,9 +297,11 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
                              const Tensor& memory_gate, const Tensor& w_query_h, const Tensor& w_hh,
                              const Tensor& hh_gamma, const Tensor& c_gamma, const Tensor& c_beta,
                              const Tensor& rmask, const c10::optional<Tensor>& h_masks,
-                             const c10::optional<Tensor>& q_masks, const Named& saved) {
+                             const c10::optional<Tensor>& q_masks, const Named& saved,
+                             const c10::optional<Tensor>& w_query_low, const c10::optional<Tensor>& w_hh_low) {
   const char* fn = "prpn backward";
   const int64_t H = check_reading_weights(w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask, fn);
+  check_low_weights(w_query_low, w_query_h, w_hh_low, w_hh, fn);
   check_float(memory_gate, 3, fn, "memory_gate");
   const int64_t steps = memory_gate.size(0), B = memory_gate.size(1), S = memory_gate.size(2);
   check_tensor(memory_gate, w_query_h, {steps, B, S}, true, fn, "memory_gate");
@@ -342,7 +375,7 @@ SIMD
           normalise_backward(g.data(), XH + b * 4 * H, HST[2 * b], HST[2 * b + 1], 4 * H, DU + b * 4 * H);
         }
       });
-      at::mm_out(d_rhm, d_u[t], w_hh);  // gradient w.r.t. h~ * rmask
+      gradient_product(d_rhm, d_u[t], w_hh, w_hh_low);  // gradient w.r.t. h~ * rmask
       const T *DRHM = d_rhm.data_ptr<T>(), *Q = q[t].data_ptr<T>(), *EX = ex[t].data_ptr<T>();
       const T* Z = z[t].data_ptr<T>();
       const int64_t* AM = amax[t].data_ptr<int64_t>();
@@ -360,15 +393,15 @@ SIMD
           }
         }
       });
-      at::mm_out(d_hq, d_query_x[t], w_query_h);  // the query's input: h_{t-1} (times its dropout mask)
+      gradient_product(d_hq, d_query_x[t], w_query_h, w_query_low);  // the query's input: h_{t-1} (masked)
       if (hm.defined()) d_hs[j - 1].addcmul_(d_hq, hm[t]);
       else d_hs[j - 1].add_(d_hq);
     }
   });
   const int64_t rows = steps * B;
   // One [out, T*B] x [T*B, in] product per weight instead of T small ones accumulated.
-  auto d_w_hh = at::mm(d_u.view({rows, 4 * H}).t(), rhm.view({rows, H}));
-  auto d_w_query_h = at::mm(d_query_x.view({rows, H}).t(), hq.view({rows, H}));
+  auto d_w_hh = weight_gradient(d_u.view({rows, 4 * H}), rhm.view({rows, H}), w_hh_low.has_value());
+  auto d_w_query_h = weight_gradient(d_query_x.view({rows, H}), hq.view({rows, H}), w_query_low.has_value());
   // (a named list of dimensions: `sum({0, 1})` is ambiguous among torch 2.11's overloads)
   const std::vector<int64_t> steps_and_rows{0, 1};
   return {d_gates_x,
