@@ -15,8 +15,8 @@ from treenets.cli import main
 from treenets.errors import TreenetsError
 from treenets.nn.backend import kernels, kernels_for, use_backend
 from treenets.nn.onlstm import recurrence
-from treenets.nn.prpn import PRPNConfig
 from treenets.nn.precision import autocast, product_dtype
+from treenets.nn.prpn import PRPNConfig
 
 
 def _inputs(steps=7, batch=3, hidden=16, n_chunks=4, seed=0):
