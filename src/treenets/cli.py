@@ -257,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="address to listen on (default: 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0: a free one)")
     _add_device(serve, default="cpu", default_text="cpu")
+    _add_precision(serve)
     return parser
 
 
@@ -632,7 +633,7 @@ def _cmd_serve(args) -> int:
         from treenets.serve import serve
     except ImportError as exc:  # Starlette and uvicorn are the optional extra `serve`
         raise TreenetsError(f"serve: {exc.name} is not installed (pip install 'treenets[serve]')") from None
-    return serve(args.checkpoints, args.host, args.port, args.device)
+    return serve(args.checkpoints, args.host, args.port, args.device, args.precision)
 
 
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
@@ -643,7 +644,8 @@ COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_g
 
 def _precision(args):
     """The precision block an evaluating command runs in (`train` takes its precision from the config)."""
-    if args.command == "train" or getattr(args, "precision", "fp32") == "fp32":
+    # (`serve` opens its block in the threads that answer requests: autocast holds for one thread)
+    if args.command in ("train", "serve") or getattr(args, "precision", "fp32") == "fp32":
         return contextlib.nullcontext()
     from treenets.nn.precision import autocast
     from treenets.train import resolve_device

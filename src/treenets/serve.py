@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 import treenets
 from treenets.errors import TreenetsError
+from treenets.nn.precision import autocast
 from treenets.predictors.lm import LanguageModel, Parse
 from treenets.report import render_page, tree_json
 
@@ -81,11 +82,18 @@ def check_sentence(sentence) -> str:
     return sentence
 
 
-def analyse(model: ServedModel, sentence: str) -> dict:
+def analyse(model: ServedModel, sentence: str, precision: str = "fp32") -> dict:
     """One model's reading of a sentence: tokens, surprisal in bits of each and of the closing boundary token,
     perplexity, and when the model gives distances, every layer's distances and every layer's tree for each
-    split (trees over token positions, as the page draws them)."""
+    split (trees over token positions, as the page draws them). With `precision` bf16 the model's products run
+    in bfloat16 (a block opened here: autocast holds for the thread that opens it, and requests are answered in
+    worker threads)."""
     lm = model.lm
+    with autocast(precision, lm.device):
+        return _analyse(model, lm, sentence)
+
+
+def _analyse(model: ServedModel, lm: LanguageModel, sentence: str) -> dict:
     score = lm.score(sentence)
     result = {"model": model.id, "tokens": score.tokens, "unknown": score.unknown, "end_token": lm.eos,
               "surprisal": [-value / math.log(2) for value in score.logprobs], "perplexity": score.perplexity,
@@ -114,10 +122,13 @@ def describe(model: ServedModel, first_report: int) -> dict:
             "unit": lm.token_unit, "reports": reports}
 
 
-def create_app(models: list[ServedModel]) -> Starlette:
-    """The web app serving `models` (see the module's docstring for what it exposes)."""
+def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
+    """The web app serving `models` in `precision` (fp32 or bf16; see the module's docstring for what it
+    exposes)."""
     if not models:
         raise TreenetsError("serve: give at least one model")
+    for model in models:
+        autocast(precision, model.lm.device)  # an unknown precision, or bf16 on a GPU without it: refused now
     known = {m.id: m for m in models}
     reports, infos = [], []
     for model in models:
@@ -153,7 +164,8 @@ def create_app(models: list[ServedModel]) -> Starlette:
             if unknown:
                 raise Refused(404, f"unknown model {unknown[0]!r}: this server has {', '.join(known)}")
             # The models run outside the event loop, which goes on answering other requests meanwhile.
-            answers = await run_in_threadpool(lambda: [analyse(known[n], sentence) for n in dict.fromkeys(names)])
+            answers = await run_in_threadpool(
+                lambda: [analyse(known[n], sentence, precision) for n in dict.fromkeys(names)])
         except Refused as refused:
             return JSONResponse({"error": str(refused)}, status_code=refused.status)
         except TreenetsError as exc:  # e.g. a character-level model and a character it never saw
@@ -188,12 +200,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(specs: list[str], host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> int:
+def serve(specs: list[str], host: str = "127.0.0.1", port: int = 8000, device: str = "cpu",
+          precision: str = "fp32") -> int:
     """`treenets serve`: bind, load the models, answer until Ctrl-C."""
     import uvicorn
 
     sock = bind(host, port)
-    app = create_app(load_models(specs, device))
+    app = create_app(load_models(specs, device), precision)
     address = f"[{host}]" if ":" in host else host
     print(f"treenets serve: {len(specs)} model(s) at http://{address}:{sock.getsockname()[1]}/ (Ctrl-C to stop)")
     if host not in ("127.0.0.1", "localhost", "::1"):

@@ -17,6 +17,7 @@ import uvicorn  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from treenets.cli import main  # noqa: E402
+from treenets.errors import TreenetsError  # noqa: E402
 from treenets.serve import MAX_CHARACTERS, MAX_WORDS, bind, create_app, load_models  # noqa: E402
 
 SENTENCE = "The cat sees a big zebra of the city"
@@ -60,6 +61,19 @@ def test_parse_gives_every_layer_both_splits_and_surprisal(client, models):
     # One model by default; a one-word sentence is a tree of one leaf.
     one = client.post("/api/parse", json={"sentence": "dog"}).json()["results"]
     assert len(one) == 1 and one[0]["trees"]["official"]["2"] == 0
+
+
+def test_parse_in_bf16_answers_from_bfloat16_products(models, app):
+    """`serve --precision bf16`: the products run in bfloat16 in the threads that answer, so the same model gives
+    the same words and a slightly different perplexity."""
+    body = {"sentence": SENTENCE, "models": models[:1]}
+    with TestClient(app) as fp32, TestClient(create_app(load_models(models[:1]), "bf16")) as bf16:
+        exact, low = (client.post("/api/parse", json=body).json()["results"][0] for client in (fp32, bf16))
+    assert low["tokens"] == exact["tokens"] and low["layers"] == exact["layers"]
+    assert low["perplexity"] != exact["perplexity"]
+    assert low["perplexity"] == pytest.approx(exact["perplexity"], rel=0.02)
+    with pytest.raises(TreenetsError, match="unknown precision 'fp16'"):
+        create_app(load_models(models[:1]), "fp16")
 
 
 @pytest.mark.parametrize(("body", "status", "message"), [
