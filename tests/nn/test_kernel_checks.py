@@ -94,14 +94,19 @@ def test_prpn_reading_returns_named_tensors_and_checks_its_inputs():
     bad[13] = torch.ones(2, 3, 4)  # float32 masks with float64 inputs
     with pytest.raises(RuntimeError, match="prpn forward: h_masks must be float64 like the other inputs, got float32"):
         module.forward(*bad, True, None, None)
-    low = [args[i].to(torch.bfloat16) for i in (5, 6)]  # w_query_h, w_hh in bfloat16 (mixed precision)
+    # mixed precision: w_query_h and w_hh also in bfloat16, for a float32 model only
+    low = [args[i].to(torch.bfloat16) for i in (5, 6)]
+    with pytest.raises(RuntimeError, match="prpn forward: w_query_low is for a float32 w_query_h, got a float64 one"):
+        module.forward(*args, True, *low)
+    single = [a.float() if torch.is_tensor(a) else a for a in args]
+    module.forward(*single, True, *low)  # the valid call runs
     with pytest.raises(RuntimeError, match="prpn forward: w_query_low and w_hh_low must be given together"):
-        module.forward(*args, True, low[0], None)
-    with pytest.raises(RuntimeError, match="prpn forward: w_hh_low must be bfloat16, got float64"):
-        module.forward(*args, True, low[0], args[6])
+        module.forward(*single, True, low[0], None)
+    with pytest.raises(RuntimeError, match="prpn forward: w_hh_low must be bfloat16, got float32"):
+        module.forward(*single, True, low[0], single[6])
     with pytest.raises(RuntimeError, match="prpn forward: w_query_low must have the shape of w_query_h \\[4, 4\\], got "
                        "\\[16, 4\\]"):
-        module.forward(*args, True, low[1], low[1])
+        module.forward(*single, True, low[1], low[1])
     # memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, c_beta, rmask
     weights = [args[i] for i in (2, 5, 6, 8, 10, 11, 12)]
     d_hs = torch.ones_like(kept["hs"])

@@ -90,24 +90,24 @@ def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code():
         assert _max_error(list(recurrence(x_proj, w_hh, h0, c0, n_chunks)), fused_out) == 0
 
 
-def _prpn_run(backend: str, precision: str):
+def _prpn_run(backend: str, precision: str, dtype=torch.float32):
     """Output and parameter gradients of a small PRPN (dropout on: both backends draw the same masks)."""
     torch.manual_seed(0)
-    model = PRPNConfig(emb_size=12, hidden_size=16, num_layers=2, nslots=3, nlookback=2).build(40)
+    model = PRPNConfig(emb_size=12, hidden_size=16, num_layers=2, nslots=3, nlookback=2).build(40).to(dtype)
     tokens = torch.randint(0, 40, (9, 4), generator=torch.Generator().manual_seed(2))
     with use_backend(backend):
         torch.manual_seed(1)
         with autocast(precision, "cpu"):
             output = model(tokens).output
-        weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(3))
+        weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(3), dtype=dtype)
         # the reading layers' weights, which the kernels' gradients reach (the parser's pass through hard gates,
         # where any rounding flips some, and its biases before batch norm have gradients near zero)
         readers = [p for name, p in model.named_parameters() if name.startswith("readers.")]
-        grads = torch.autograd.grad((output.float() * weights).sum(), readers)
+        grads = torch.autograd.grad((output * weights).sum(), readers)
     return [output], list(grads)
 
 
-def test_prpn_kernels_take_bfloat16_products():
+def test_prpn_kernels_take_bfloat16_products(monkeypatch):
     """PRPN in a bf16 block through its kernels: the output and the reading layers' gradients in float32, about
     as far from float32 as the PyTorch code under autocast (which also rounds the attention's products, where
     the kernels keep them float32), and not float32."""
@@ -115,9 +115,21 @@ def test_prpn_kernels_take_bfloat16_products():
         pytest.skip("compiled kernels unavailable")
     exact_out, exact_grads = _prpn_run("torch", "fp32")
     spec_out, spec_grads = _prpn_run("torch", "bf16")
+    module, calls = kernels("prpn"), []
+    forward = module.forward
+    monkeypatch.setattr(module, "forward", lambda *args: calls.append(args[-2:]) or forward(*args))
     fused_out, fused_grads = _prpn_run("auto", "bf16")
+    assert calls and all(w is not None and w.dtype is torch.bfloat16 for low in calls for w in low)
     assert all(t.dtype is torch.float32 for t in fused_out + fused_grads)
+    calls.clear()
     assert _max_error(_prpn_run("auto", "fp32")[0], exact_out) < 1e-5  # the two backends agree in float32
+    assert calls and all(w is None for low in calls for w in low)
+    # A float64 model in a bf16 block: float64 throughout, no bfloat16 weights.
+    calls.clear()
+    exact64, _ = _prpn_run("torch", "fp32", torch.float64)
+    out64, grads64 = _prpn_run("auto", "bf16", torch.float64)
+    assert all(t.dtype is torch.float64 for t in out64 + grads64) and _max_error(out64, exact64) < 1e-12
+    assert calls and all(w is None for low in calls for w in low)
     for fused, spec, exact in ((fused_out, spec_out, exact_out), (fused_grads, spec_grads, exact_grads)):
         rounding = _max_error(spec, exact)
         assert 1e-4 < rounding < 0.1
@@ -150,11 +162,22 @@ def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights():
         hs, _ = _FusedReading.apply(module, low_weights, *inputs, *rest)
         return [hs, *torch.autograd.grad((hs * upstream).sum(), [inputs[0], inputs[5], inputs[6]])]
 
-    exact = run((None, None))
-    low = run((inputs[5].detach().to(torch.bfloat16), inputs[6].detach().to(torch.bfloat16)))
-    for a, b in zip(low, exact):  # hs, d gates_x (per-step products backward), d w_query_h, d w_hh
+    def off(a, b):
+        return ((a - b).abs().max() / b.abs().max()).item()
+
+    low_weights = (inputs[5].detach().to(torch.bfloat16), inputs[6].detach().to(torch.bfloat16))
+    exact, low = run((None, None)), run(low_weights)
+    for a, b in zip(low, exact):  # hs, d gates_x, d w_query_h, d w_hh
         assert a.dtype is torch.float32
-        assert 1e-4 < ((a - b).abs().max() / b.abs().max()).item() < 5e-2
+        assert 1e-4 < off(a, b) < 5e-2
+    # The backward alone, from one float32 forward: its per-step products and weight gradients are bfloat16 ones.
+    args = [t.detach() if torch.is_tensor(t) else t for t in (*inputs, *rest)]
+    saved = module.forward(*args, True, None, None)
+    weights = [args[i] for i in (2, 5, 6, 8, 10, 11, 12)]  # memory_gate, w_query_h, w_hh, hh_gamma, c_gamma, ...
+    grads = [module.backward(upstream, None, *weights, None, None, saved, *lows)
+             for lows in ((None, None), low_weights)]
+    for name, k in (("d gates_x", 0), ("d w_query_h", 5), ("d w_hh", 6)):
+        assert 1e-4 < off(grads[1][k], grads[0][k]) < 5e-2, name
 
 
 def test_float64_stays_float64_in_a_bf16_block():

@@ -69,7 +69,7 @@ def test_parse_in_bf16_answers_from_bfloat16_products(models, app):
     body = {"sentence": SENTENCE, "models": models[:1]}
     with TestClient(app) as fp32, TestClient(create_app(load_models(models[:1]), "bf16")) as bf16:
         exact, low = (client.post("/api/parse", json=body).json()["results"][0] for client in (fp32, bf16))
-    assert low["tokens"] == exact["tokens"] and low["layers"] == exact["layers"]
+    assert low["tokens"] == exact["tokens"]
     assert low["perplexity"] != exact["perplexity"]
     assert low["perplexity"] == pytest.approx(exact["perplexity"], rel=0.02)
     with pytest.raises(TreenetsError, match="unknown precision 'fp16'"):

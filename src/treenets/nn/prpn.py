@@ -309,12 +309,12 @@ class ReadingLayer(nn.Module):
         # independent masks for every step, [T, B, H]
         h_masks = _dropout_mask(self.idropout, train, query_x)
         query_masks = _dropout_mask(self.idropout, train, query_x)
-        kernels = kernels_for("prpn", x, self.hh.weight)
+        kernels = kernels_for("prpn", x, self.hh.weight, memory_gate, memory.h, memory.c)
         if kernels is not None:
             # Mixed precision (a bf16 block): the per-step products take the two weights in bfloat16, cast here
             # once per segment.
             low = product_dtype(x.device.type)
-            low_weights = ((query_h_weight.to(low), self.hh.weight.to(low))
+            low_weights = ((query_h_weight.detach().to(low), self.hh.weight.detach().to(low))
                            if low is not None and self.hh.weight.dtype == torch.float32 else (None, None))
             # (the memory may have any layout: the kernels copy it into their own state tensors)
             args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h, memory.c,

@@ -86,6 +86,8 @@ inline void check_optional(const c10::optional<torch::Tensor>& t, const torch::T
 inline void check_low_weight(const c10::optional<torch::Tensor>& w_low, const torch::Tensor& w, const char* fn,
                              const char* low_name = "w_low", const char* name = "w_hh") {
   if (!w_low.has_value()) return;
+  TORCH_CHECK(w.scalar_type() == at::kFloat, fn, ": ", low_name, " is for a float32 ", name, ", got a ",
+              dtype_name(w), " one (mixed precision keeps float64 products)");
   TORCH_CHECK(w_low->device().is_cpu(), fn, ": ", low_name, " must be a CPU tensor, got one on ",
               device_text(*w_low));
   TORCH_CHECK(w_low->scalar_type() == at::kBFloat16, fn, ": ", low_name, " must be bfloat16, got ",
