@@ -93,6 +93,8 @@ class PairBatch(Batch):
 
     @classmethod
     def build(cls, pairs: list[Pair], vocab: Vocab) -> PairBatch:
-        left = [torch.tensor(vocab.encode(p.left.words)[0]) for p in pairs]
-        right = [torch.tensor(vocab.encode(p.right.words)[0]) for p in pairs]
-        return cls(pairs, left, right, torch.tensor([p.score for p in pairs]))
+        sentences = [p.left.words for p in pairs] + [p.right.words for p in pairs]
+        # one tensor for the batch, split into views (a tensor per sentence cost more than the rest of building)
+        ids = torch.tensor([i for words in sentences for i in vocab.encode(words)[0]], dtype=torch.long)
+        ids = list(ids.split([len(words) for words in sentences]))
+        return cls(pairs, ids[: len(pairs)], ids[len(pairs) :], torch.tensor([p.score for p in pairs]))
