@@ -37,7 +37,7 @@ from pydantic import model_validator
 
 from treenets.nn.backend import kernels_for, step_function
 from treenets.nn.dropout import dropconnect, embedding_dropout, locked_dropout
-from treenets.nn.precision import full_precision, product_dtype
+from treenets.nn.precision import full_precision, low_precision_copy
 from treenets.schema import PositiveInt, Probability, Section
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
@@ -83,10 +83,7 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
     compiled kernels where they apply (with their hand-derived backward when a graph is recorded), else
     `recurrent_step` step by step under autograd (fused by `torch.compile` under the `compile` backend).
     """
-    # Mixed precision (a bf16 block, treenets.nn.precision): the recurrent products take w_hh in bfloat16, cast
-    # here once per sequence rather than at every step (autocast caches the casts of leaf weights only).
-    low = product_dtype(w_hh.device.type)
-    w_low = w_hh.to(low) if low is not None and w_hh.dtype == torch.float32 else None
+    w_low = low_precision_copy(w_hh)  # mixed precision: the recurrent products take w_hh in bfloat16
     kernels = kernels_for("onlstm", x_proj, w_hh, h0, c0)
     if kernels is not None:
         if torch.is_grad_enabled():

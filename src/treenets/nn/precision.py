@@ -51,6 +51,14 @@ def product_dtype(device_type: str) -> torch.dtype | None:
     return dtype if enabled else None
 
 
+def low_precision_copy(weight: torch.Tensor) -> torch.Tensor | None:
+    """`weight` in the product dtype of the autocast block around this call, for recurrent products that take
+    it at every step: made once per sequence, as autocast caches only the casts of leaf weights. None outside a
+    block and for weights that are not float32 (float64 products stay float64)."""
+    low = product_dtype(weight.device.type)
+    return weight.to(low) if low is not None and weight.dtype == torch.float32 else None
+
+
 def full_precision():
     """A `with` block without autocast: for code that chooses the dtype of each product itself."""
     return torch.autocast("cpu", enabled=False)

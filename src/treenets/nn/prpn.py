@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.nn.backend import kernels_for, step_function
-from treenets.nn.precision import full_precision, product_dtype
+from treenets.nn.precision import full_precision, low_precision_copy
 from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
 
 
@@ -311,11 +311,8 @@ class ReadingLayer(nn.Module):
         query_masks = _dropout_mask(self.idropout, train, query_x)
         kernels = kernels_for("prpn", x, self.hh.weight, memory_gate, memory.h, memory.c)
         if kernels is not None:
-            # Mixed precision (a bf16 block): the per-step products take the two weights in bfloat16, cast here
-            # once per segment.
-            low = product_dtype(x.device.type)
-            low_weights = ((query_h_weight.detach().to(low), self.hh.weight.detach().to(low))
-                           if low is not None and self.hh.weight.dtype == torch.float32 else (None, None))
+            # mixed precision: the per-step products take the two weights in bfloat16 (the kernels' own copies)
+            low_weights = tuple(low_precision_copy(w.detach()) for w in (query_h_weight, self.hh.weight))
             # (the memory may have any layout: the kernels copy it into their own state tensors)
             args = (gates_x.contiguous(), query_x.contiguous(), memory_gate.contiguous(), memory.h, memory.c,
                     query_h_weight.contiguous(), self.hh.weight, self.hh.bias,
