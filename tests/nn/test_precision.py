@@ -178,6 +178,15 @@ def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights():
              for lows in ((None, None), low_weights)]
     for name, k in (("d gates_x", 0), ("d w_query_h", 5), ("d w_hh", 6)):
         assert 1e-4 < off(grads[1][k], grads[0][k]) < 5e-2, name
+    # One step: no later step sends a gradient back through the per-step products, so the gates' gradients are
+    # the same and d w_hh differs only through the weight gradient's own bfloat16 product.
+    one = [a[:1].contiguous() if k < 3 else a for k, a in enumerate(args)]  # gates_x, query_x, memory_gate
+    saved = module.forward(*one, True, None, None)
+    weights = [one[i] for i in (2, 5, 6, 8, 10, 11, 12)]
+    grads = [module.backward(upstream[: slots + 1], None, *weights, None, None, saved, *lows)
+             for lows in ((None, None), low_weights)]
+    assert torch.equal(grads[1][0], grads[0][0])
+    assert 1e-4 < off(grads[1][6], grads[0][6]) < 5e-2
 
 
 def test_float64_stays_float64_in_a_bf16_block():
