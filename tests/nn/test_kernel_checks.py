@@ -147,20 +147,21 @@ def test_treelstm_levels_check_the_schedule_and_the_weights():
     m, n = 4, batch.num_nodes
     iou_x, f_x = torch.randn(n, 3 * m), torch.randn(n, m)
     w_iouh, b_iouh, w_fh, b_fh = torch.randn(3 * m, m), torch.randn(3 * m), torch.randn(m, m), torch.randn(m)
-    module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, False)
+    parts = (batch.offsets, 1)  # the trees' first nodes, and one part: the whole batch on one thread
+    module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, *parts, False)
     with pytest.raises(RuntimeError, match="childsum_forward: b_iouh must have shape \\[12\\], got \\[11\\]"):
-        module.childsum_forward(iou_x, f_x, w_iouh, b_iouh[:11], w_fh, b_fh, nodes, child, slot, parent, False)
+        module.childsum_forward(iou_x, f_x, w_iouh, b_iouh[:11], w_fh, b_fh, nodes, child, slot, parent, *parts, False)
     with pytest.raises(RuntimeError, match="childsum_forward: child\\[level\\] must be a contiguous 1-D CPU int64"):
         module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, [c.int() for c in child], slot,
-                                parent, False)
+                                parent, *parts, False)
     strided = iou_x.t().contiguous().t()  # the same values, not contiguous
     with pytest.raises(RuntimeError, match="childsum_forward: iou_x must be contiguous"):
-        module.childsum_forward(strided, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, False)
+        module.childsum_forward(strided, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, *parts, False)
     u_w, u_b = torch.randn(5 * m, 2 * m), torch.randn(5 * m)
     x_iou, x_f = torch.randn(n, 3 * m), torch.randn(n, m)
-    h, c, kids, gates = module.nary_forward(x_iou, x_f, u_w, u_b, 2, nodes, child, slot, order, False)
+    h, c, kids, gates = module.nary_forward(x_iou, x_f, u_w, u_b, 2, nodes, child, slot, order, *parts, False)
     assert kids.shape == (0, 2 * m) and gates.shape == (0, 5 * m)  # inference keeps only h and c
     with pytest.raises(RuntimeError, match="nary_forward: u_w must have shape \\[20, 8\\]"):
-        module.nary_forward(x_iou, x_f, u_w.t(), u_b, 2, nodes, child, slot, order, True)
+        module.nary_forward(x_iou, x_f, u_w.t(), u_b, 2, nodes, child, slot, order, *parts, True)
     with pytest.raises(RuntimeError, match="nary_forward: x_iou must be float32 like the other inputs, got float64"):
-        module.nary_forward(x_iou.double(), x_f, u_w, u_b, 2, nodes, child, slot, order, True)
+        module.nary_forward(x_iou.double(), x_f, u_w, u_b, 2, nodes, child, slot, order, *parts, True)

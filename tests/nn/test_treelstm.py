@@ -3,6 +3,7 @@ fixtures."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -10,6 +11,8 @@ import random
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference import random_tree, reference_child_sum, reference_nary
 
 from treenets.cli import main
@@ -191,20 +194,87 @@ def test_compiled_levels_match_pytorch_loops_and_pass_gradcheck(cell_kind):
         plain = run()
     for a, b in zip(compiled[:2] + tuple(compiled[2]), plain[:2] + tuple(plain[2])):
         torch.testing.assert_close(a, b)
+    args = tuple(a.double().requires_grad_() for a in _level_inputs(cell_kind, batch.num_nodes, 4, 3))
+    for parts in (1, 3):  # the whole batch, and cut into runs of trees computed at the same time
+        assert torch.autograd.gradcheck(functools.partial(_levels, module, cell_kind, batch, parts), args)
+
+
+def _level_inputs(cell_kind, num_nodes, m, n_ary):
+    """Random inputs and weights of the compiled level loops (`_levels`), float32."""
     if cell_kind == "childsum":
-        def fn(iou_x, f_x, w1, b1, w2, b2):
-            return treelstm._ChildSumLevels.apply(module, iou_x, f_x, w1, b1, w2, b2, batch)
+        return (torch.randn(num_nodes, 3 * m), torch.randn(num_nodes, m), torch.randn(3 * m, m) * 0.5,
+                torch.randn(3 * m), torch.randn(m, m) * 0.5, torch.randn(m))
+    return (torch.randn(num_nodes, 3 * m), torch.randn(num_nodes, m),
+            torch.randn((3 + n_ary) * m, n_ary * m) * 0.5, torch.randn((3 + n_ary) * m))
 
-        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(12, 4) * 0.5,
-                torch.randn(12), torch.randn(4, 4) * 0.5, torch.randn(4))
-    else:
-        def fn(x_iou, x_f, u_w, u_b):
-            return treelstm._NaryLevels.apply(module, x_iou, x_f, u_w, u_b, 3, batch)
 
-        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(24, 12) * 0.5,
-                torch.randn(24))
-    args = tuple(a.double().requires_grad_() for a in args)
-    assert torch.autograd.gradcheck(fn, args)
+def _levels(module, cell_kind, batch, parts, *args):
+    """(h, c) of every node from the compiled level loops, the batch cut into `parts` runs of trees."""
+    if cell_kind == "childsum":
+        return treelstm._ChildSumLevels.apply(module, *args, batch, parts)
+    return treelstm._NaryLevels.apply(module, *args, 3, batch, parts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=9), parts=st.integers(2, 6),
+       seed=st.integers(0, 2**16), cell_kind=st.sampled_from(["childsum", "nary"]), grad=st.booleans())
+def test_compiled_levels_cut_into_parts_equal_the_whole_batch(sizes, parts, seed, cell_kind, grad):
+    """Cutting a batch into runs of trees that threads compute at the same time changes nothing: the states
+    and every gradient (training) and the states alone (inference, nothing kept) equal those of one part."""
+    module = kernels("treelstm")
+    if module is None:
+        pytest.skip("compiled kernels unavailable")
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    trees = [random_tree(rng, size, max_children=None if cell_kind == "childsum" else 3) for size in sizes]
+    batch = TreeBatch.build(trees)
+    args = _level_inputs(cell_kind, batch.num_nodes, 5, 3)
+    if not grad:
+        run = treelstm._ChildSumLevels.run if cell_kind == "childsum" else treelstm._NaryLevels.run
+        extra = () if cell_kind == "childsum" else (3,)
+        whole, cut = (run(module, *args, *extra, batch, k, keep=False)[:2] for k in (1, parts))
+        for a, b in zip(cut, whole):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+        return
+
+    def states_and_grads(k):
+        inputs = [a.clone().requires_grad_() for a in args]
+        h, c = _levels(module, cell_kind, batch, k, *inputs)
+        loss = (h * torch.linspace(-1, 1, h.numel()).view_as(h)).sum() + c.pow(2).sum()
+        return (h, c, *torch.autograd.grad(loss, inputs))
+
+    for a, b in zip(states_and_grads(parts), states_and_grads(1)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_levels_refuse_tree_starts_that_cut_a_tree():
+    module = kernels("treelstm")
+    if module is None:
+        pytest.skip("compiled kernels unavailable")
+    batch = TreeBatch.build([parse_parents("2 0 2", ["a", "b", "c"], "t"), parse_parents("0 1", ["d", "e"], "u")])
+    nodes, child, slot, _, parent = batch.schedule()
+    args = _level_inputs("childsum", batch.num_nodes, 4, 3)
+    module.childsum_forward(*args, nodes, child, slot, parent, [0, 3], 2, False)
+    with pytest.raises(RuntimeError, match="childsum_forward: level 1: the edge from node 0 leaves its tree"):
+        module.childsum_forward(*args, nodes, child, slot, parent, [0, 1, 3], 3, False)
+    with pytest.raises(RuntimeError, match="childsum_forward: tree_starts must begin with node 0"):
+        module.childsum_forward(*args, nodes, child, slot, parent, [1, 3], 2, False)
+    with pytest.raises(RuntimeError, match="childsum_forward: parts must be at least 1, got 0"):
+        module.childsum_forward(*args, nodes, child, slot, parent, [0, 3], 0, False)
+
+
+def test_parallel_parts_give_each_thread_a_share_of_the_nodes():
+    trees = [parse_parents(" ".join(["0"] + ["1"] * 19), ["w"] * 20, "t")] * 10  # 200 nodes
+    batch = TreeBatch.build(trees)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert treelstm.parallel_parts(batch) == 2
+        assert treelstm.parallel_parts(TreeBatch.build(trees[:1])) == 1  # 20 nodes: not worth a thread
+        torch.set_num_threads(1)
+        assert treelstm.parallel_parts(batch) == 1
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("cell_kind", ["childsum", "nary"])

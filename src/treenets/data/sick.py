@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import torch
@@ -95,6 +96,6 @@ class PairBatch(Batch):
     def build(cls, pairs: list[Pair], vocab: Vocab) -> PairBatch:
         sentences = [p.left.words for p in pairs] + [p.right.words for p in pairs]
         # one tensor for the batch, split into views (a tensor per sentence cost more than the rest of building)
-        ids = torch.tensor([i for words in sentences for i in vocab.encode(words)[0]], dtype=torch.long)
+        ids = torch.tensor(vocab.encode(list(chain.from_iterable(sentences)))[0], dtype=torch.long)
         ids = list(ids.split([len(words) for words in sentences]))
         return cls(pairs, ids[: len(pairs)], ids[len(pairs) :], torch.tensor([p.score for p in pairs]))

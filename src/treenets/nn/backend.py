@@ -84,7 +84,14 @@ def _flags() -> list[str]:
     flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
     if platform.machine() in ("x86_64", "AMD64"):
         flags.append("-march=native")
-    return flags
+    return flags + _openmp_flags()
+
+
+def _openmp_flags() -> list[str]:
+    """`-fopenmp` where torch runs its own loops with OpenMP (Linux): without it `at::parallel_for` in the
+    kernels compiles to a serial loop. The library linked, libgomp.so.1, is then the one torch has already
+    loaded (the loader finds it by that name), so the kernels' threads are torch's intra-op threads."""
+    return ["-fopenmp"] if sys.platform.startswith("linux") and torch.backends.openmp.is_available() else []
 
 
 def _cpu_features() -> str:
@@ -141,6 +148,7 @@ def kernels(name: str):
         folder = Path(cpp_extension._get_build_directory(build, verbose=False))  # torch's folder, created
         with _exclusive_build(folder):
             module = cpp_extension.load(name=build, sources=[str(source)], extra_cflags=_flags(),
+                                        extra_ldflags=_openmp_flags(),
                                         extra_include_paths=[str(_SOURCES)], build_directory=str(folder),
                                         verbose=False)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code

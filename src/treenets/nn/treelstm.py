@@ -21,13 +21,16 @@ with batched matrix products and index sums; the input projections of all nodes 
 the compiled kernels apply (`treenets.nn.backend`: CPU, float32/float64) the level loop runs in C++
 (csrc/treelstm_cpu.cpp): per level the matrix products, and the gathers, activations and sums fused into
 loops over the level's edges and nodes; in training a hand-derived backward forms the weight gradients once
-for all nodes, in inference nothing is kept for it. The PyTorch loops below are the specification and run
+for all nodes, in inference nothing is kept for it. With more than one thread the kernels cut the batch into
+runs of whole trees (`parallel_parts`), one per thread, each running the level loop on its own: a level's
+products are too small to split across threads. The PyTorch loops below are the specification and run
 everywhere else.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import torch
@@ -69,10 +72,12 @@ class TreeBatch:
         sizes = np.array([t.size for t in trees])
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         shift = np.repeat(offsets, sizes)
-        local_parent = np.concatenate([t.parents for t in trees])
+
+        def joined(field):  # a per-node field of every tree, tree after tree (tuples: one pass, no arrays each)
+            return np.fromiter(chain.from_iterable(getattr(t, field) for t in trees), np.int64, int(sizes.sum()))
+
+        local_parent, height, sibling = joined("parents"), joined("height"), joined("sibling")
         parent = np.where(local_parent >= 0, local_parent + shift, -1)
-        height = np.concatenate([t.height for t in trees])
-        sibling = np.concatenate([t.sibling for t in trees])
         # Nodes grouped by height (stable: tree order within a level); each node's position in its level.
         nodes = np.argsort(height, kind="stable")
         starts = np.searchsorted(height[nodes], np.arange(height.max() + 2))
@@ -91,7 +96,8 @@ class TreeBatch:
             edges = child[edge_starts[h] : edge_starts[h + 1]]
             levels.append(Level(tensor(nodes[starts[h] : starts[h + 1]]), tensor(edges),
                                 tensor(position[parent[edges]]), tensor(sibling[edges]), tensor(parent[edges])))
-        words = np.concatenate([offset + np.arange(len(t.words)) for t, offset in zip(trees, offsets)])
+        word_counts = np.array([len(t.words) for t in trees])
+        words = np.arange(word_counts.sum()) + np.repeat(offsets - (np.cumsum(word_counts) - word_counts), word_counts)
         roots = offsets + np.array([t.root for t in trees])
         max_children = int(np.bincount(parent[parent >= 0]).max()) if (parent >= 0).any() else 0
         return cls(int(sizes.sum()), offsets.tolist(), tensor(roots), tensor(words), levels, max_children,
@@ -114,20 +120,31 @@ class TreeBatch:
         return torch.cat([vectors, vectors.new_zeros(1, vectors.size(1))]), rows
 
 
+MIN_PART_NODES = 64  # nodes per thread below which a batch is not cut into parts (see `parallel_parts`)
+
+
+def parallel_parts(batch: TreeBatch) -> int:
+    """Into how many runs of whole trees the compiled kernels cut `batch`, to run them on as many threads: one
+    per intra-op thread, each of at least `MIN_PART_NODES` nodes (fewer when there are fewer trees)."""
+    return max(1, min(torch.get_num_threads(), batch.num_nodes // MIN_PART_NODES))
+
+
 class _ChildSumLevels(torch.autograd.Function):
-    """`ChildSumTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
+    """`ChildSumTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once);
+    the batch cut into `parts` runs of trees that threads compute at the same time."""
 
     @staticmethod
-    def run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, keep: bool):
+    def run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, parts: int, keep: bool):
         """h, c (and with `keep` what the backward needs: act, f, h_sum) of every node."""
         nodes, child, slot, _, parent = batch.schedule()
         return kernels.childsum_forward(iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh, b_fh, nodes,
-                                        child, slot, parent, keep)
+                                        child, slot, parent, batch.offsets, parts, keep)
 
     @staticmethod
-    def forward(ctx, kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch):
-        h, c, act, f_all, h_sum = _ChildSumLevels.run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, True)
-        ctx.kernels, ctx.batch = kernels, batch
+    def forward(ctx, kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, parts):
+        h, c, act, f_all, h_sum = _ChildSumLevels.run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch,
+                                                      parts, True)
+        ctx.kernels, ctx.batch, ctx.parts = kernels, batch, parts
         ctx.save_for_backward(w_iouh, w_fh, h, c, act, f_all, h_sum)
         ctx.set_materialize_grads(False)
         return h, c
@@ -137,24 +154,26 @@ class _ChildSumLevels(torch.autograd.Function):
     def backward(ctx, grad_h, grad_c):
         batch = ctx.batch
         nodes, child, slot, _, _ = batch.schedule()
-        grads = ctx.kernels.childsum_backward(grad_h, grad_c, *ctx.saved_tensors, batch.parent, nodes, child, slot)
-        return (None, *grads, None)
+        grads = ctx.kernels.childsum_backward(grad_h, grad_c, *ctx.saved_tensors, batch.parent, nodes, child, slot,
+                                              batch.offsets, ctx.parts)
+        return (None, *grads, None, None)
 
 
 class _NaryLevels(torch.autograd.Function):
-    """`NaryTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once)."""
+    """`NaryTreeLSTM`'s level loop in C++, with its hand-derived backward (weight gradients at once); the batch
+    cut into `parts` runs of trees that threads compute at the same time."""
 
     @staticmethod
-    def run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, keep: bool):
+    def run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, parts: int, keep: bool):
         """h, c (and with `keep` what the backward needs: the children's h in place, the gates) of every node."""
         nodes, child, slot, order, _ = batch.schedule()
         return kernels.nary_forward(x_iou.contiguous(), x_f.contiguous(), u_w, u_b, n_ary, nodes, child, slot,
-                                    order, keep)
+                                    order, batch.offsets, parts, keep)
 
     @staticmethod
-    def forward(ctx, kernels, x_iou, x_f, u_w, u_b, n_ary, batch):
-        h, c, kids, gates = _NaryLevels.run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, True)
-        ctx.kernels, ctx.batch, ctx.n_ary = kernels, batch, n_ary
+    def forward(ctx, kernels, x_iou, x_f, u_w, u_b, n_ary, batch, parts):
+        h, c, kids, gates = _NaryLevels.run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, parts, True)
+        ctx.kernels, ctx.batch, ctx.n_ary, ctx.parts = kernels, batch, n_ary, parts
         ctx.save_for_backward(u_w, c, kids, gates)
         ctx.set_materialize_grads(False)
         return h, c
@@ -162,10 +181,12 @@ class _NaryLevels(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_h, grad_c):
-        nodes, child, slot, order, _ = ctx.batch.schedule()
+        batch = ctx.batch
+        nodes, child, slot, order, _ = batch.schedule()
         u_w, c, kids, gates = ctx.saved_tensors
-        grads = ctx.kernels.nary_backward(grad_h, grad_c, u_w, ctx.n_ary, c, kids, gates, nodes, child, slot, order)
-        return (None, *grads, None, None)
+        grads = ctx.kernels.nary_backward(grad_h, grad_c, u_w, ctx.n_ary, c, kids, gates, nodes, child, slot, order,
+                                          batch.offsets, ctx.parts)
+        return (None, *grads, None, None, None)
 
 
 def _records_graph(*tensors: torch.Tensor) -> bool:
@@ -192,9 +213,10 @@ class ChildSumTreeLSTM(nn.Module):
         weights = (self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias)
         kernels = kernels_for("treelstm", iou_x, *weights)
         if kernels is not None:
+            parts = parallel_parts(batch)
             if _records_graph(iou_x, f_x, *weights):
-                return _ChildSumLevels.apply(kernels, iou_x, f_x, *weights, batch)
-            return tuple(_ChildSumLevels.run(kernels, iou_x, f_x, *weights, batch, keep=False)[:2])  # inference
+                return _ChildSumLevels.apply(kernels, iou_x, f_x, *weights, batch, parts)
+            return tuple(_ChildSumLevels.run(kernels, iou_x, f_x, *weights, batch, parts, keep=False)[:2])
         h = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         c = inputs.new_zeros(batch.num_nodes, self.mem_dim)
         for level in batch.levels:
@@ -246,9 +268,10 @@ class NaryTreeLSTM(nn.Module):
         weights = (self.children_proj.weight, self.children_proj.bias)
         kernels = kernels_for("treelstm", iou_x, *weights)
         if kernels is not None:
+            parts = parallel_parts(batch)
             if _records_graph(iou_x, f_x, *weights):
-                return _NaryLevels.apply(kernels, iou_x, f_x, *weights, n_ary, batch)
-            return tuple(_NaryLevels.run(kernels, iou_x, f_x, *weights, n_ary, batch, keep=False)[:2])  # inference
+                return _NaryLevels.apply(kernels, iou_x, f_x, *weights, n_ary, batch, parts)
+            return tuple(_NaryLevels.run(kernels, iou_x, f_x, *weights, n_ary, batch, parts, keep=False)[:2])
         h = inputs.new_zeros(batch.num_nodes, mem)
         c = inputs.new_zeros(batch.num_nodes, mem)
         for level in batch.levels:
