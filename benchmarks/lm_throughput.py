@@ -16,7 +16,10 @@ torch.compile; treenets.nn.precision: `bf16` runs the forward's matrix products 
 stays fp32 as the official code). The last columns put the fastest treenets column against the machine: the
 matrix-product FLOPs of one step (counted by torch's FlopCounterMode on the reference, forward and backward:
 the work both sides do) times its steps per second, in GFLOP/s and as a percentage of the rate of a large
-matrix product in that column's precision, measured in the same run.
+matrix product in that column's precision, measured in the same run. For ON-LSTM, `floor ms` is the time of
+the step's per-time-step recurrent products alone in fp32 (`recurrent_floor`: they run one after another
+whatever the implementation), and `bound` the reference's step time over it: the highest ratio an fp32 step
+could reach.
 
     python benchmarks/lm_throughput.py [--configs onlstm-paper onlstm-small prpn-paper prpn-small] [--steps 5]
         [--device cuda] [--backends torch compile] [--precisions fp32 bf16] [--batch-sizes 10 20 64 256]
@@ -132,6 +135,32 @@ def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
     return counter.get_total_flops()
 
 
+def recurrent_floor(model, step, batch, bptt, steps, device) -> float | None:
+    """Seconds per step of an ON-LSTM's per-time-step recurrent products alone, in fp32: in every layer `bptt`
+    products h_{t-1} U^T at this batch, one after another as the recurrence orders them, and in training as
+    many products d_pre U (the gradient towards h_{t-1}). Every implementation that runs them in fp32 spends
+    this time in a step, so the reference's step time divided by it bounds the ratio an fp32 step can reach.
+    None for other models."""
+    weights = [m.hh.weight.detach() for m in model.modules() if isinstance(getattr(m, "hh", None), torch.nn.Linear)]
+    if not isinstance(model, ONLSTMLanguageModel) or not weights:
+        return None
+    times = []
+    for i in range(steps + 1):
+        _synchronize(device)
+        start = time.perf_counter()
+        for w in weights:
+            h, out = torch.randn(batch, w.size(1), device=device), torch.empty(batch, w.size(0), device=device)
+            for _ in range(bptt):
+                torch.mm(h, w.t(), out=out)
+            if step is train_step:
+                for _ in range(bptt):
+                    torch.mm(out, w, out=h)
+        _synchronize(device)
+        if i:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def gemm_peak(device, precision="fp32", size=2048, repeats=5) -> float:
     """GFLOP/s of a size x size x size matrix product in `precision`: the rate the machine reaches on dense
     work."""
@@ -175,7 +204,8 @@ def main():
           + ", ".join(f"{p} {peak:.0f} GFLOP/s" for p, peak in peaks.items()))
     variants = [(b, p) for b in args.backends for p in args.precisions]
     columns = "".join(f" {b + ' ' + p:>12} {'ratio':>6}" for b, p in variants)
-    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns} {'GFLOP/s':>8} {'%peak':>6}")
+    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns} {'GFLOP/s':>8} {'%peak':>6}"
+          f" {'floor ms':>8} {'bound':>6}")
     for name in args.configs:
         torch.manual_seed(0)
         ours, ref, batch, eval_batch, bptt, ar_tar = make_models(name)
@@ -189,7 +219,9 @@ def main():
                 fastest = max(range(len(ts)), key=ts.__getitem__)
                 gflops = step_flops(ref, step, size, bptt, ar_tar, args.device) * ts[fastest] / (size * bptt) / 1e9
                 share = 100 * gflops / peaks[variants[fastest][1]]
-                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}",
+                floor = recurrent_floor(ours, step, size, bptt, args.steps, args.device)
+                bound = "" if floor is None else f" {floor * 1e3:8.1f} {size * bptt / r / floor:6.2f}"
+                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}{bound}",
                       flush=True)
 
 

@@ -143,20 +143,20 @@ def test_prpn_attention_and_layer_norm_check_shapes():
 def test_treelstm_levels_check_the_schedule_and_the_weights():
     module = _kernels("treelstm")
     batch = TreeBatch.build([parse_parents("2 0 2", ["a", "b", "c"], "t")])
-    nodes, child, slot, order, parent = batch.schedule()
+    nodes, child, slot, order = batch.schedule()
     m, n = 4, batch.num_nodes
     iou_x, f_x = torch.randn(n, 3 * m), torch.randn(n, m)
     w_iouh, b_iouh, w_fh, b_fh = torch.randn(3 * m, m), torch.randn(3 * m), torch.randn(m, m), torch.randn(m)
     parts = (batch.offsets, 1)  # the trees' first nodes, and one part: the whole batch on one thread
-    module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, *parts, False)
+    module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, *parts, False)
     with pytest.raises(RuntimeError, match="childsum_forward: b_iouh must have shape \\[12\\], got \\[11\\]"):
-        module.childsum_forward(iou_x, f_x, w_iouh, b_iouh[:11], w_fh, b_fh, nodes, child, slot, parent, *parts, False)
+        module.childsum_forward(iou_x, f_x, w_iouh, b_iouh[:11], w_fh, b_fh, nodes, child, slot, *parts, False)
     with pytest.raises(RuntimeError, match="childsum_forward: child\\[level\\] must be a contiguous 1-D CPU int64"):
         module.childsum_forward(iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, [c.int() for c in child], slot,
-                                parent, *parts, False)
+                                *parts, False)
     strided = iou_x.t().contiguous().t()  # the same values, not contiguous
     with pytest.raises(RuntimeError, match="childsum_forward: iou_x must be contiguous"):
-        module.childsum_forward(strided, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, parent, *parts, False)
+        module.childsum_forward(strided, f_x, w_iouh, b_iouh, w_fh, b_fh, nodes, child, slot, *parts, False)
     u_w, u_b = torch.randn(5 * m, 2 * m), torch.randn(5 * m)
     x_iou, x_f = torch.randn(n, 3 * m), torch.randn(n, m)
     h, c, kids, gates = module.nary_forward(x_iou, x_f, u_w, u_b, 2, nodes, child, slot, order, *parts, False)

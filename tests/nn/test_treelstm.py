@@ -7,11 +7,14 @@ import functools
 import json
 import math
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import random_tree, reference_child_sum, reference_nary
 
@@ -215,10 +218,19 @@ def _levels(module, cell_kind, batch, parts, *args):
     return treelstm._NaryLevels.apply(module, *args, 3, batch, parts)
 
 
-@settings(max_examples=30, deadline=None)
+@pytest.fixture
+def two_threads():
+    """Two intra-op threads, so that the parts of a batch run on threads at the same time (where built so)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=9), parts=st.integers(2, 6),
        seed=st.integers(0, 2**16), cell_kind=st.sampled_from(["childsum", "nary"]), grad=st.booleans())
-def test_compiled_levels_cut_into_parts_equal_the_whole_batch(sizes, parts, seed, cell_kind, grad):
+def test_compiled_levels_cut_into_parts_equal_the_whole_batch(two_threads, sizes, parts, seed, cell_kind, grad):
     """Cutting a batch into runs of trees that threads compute at the same time changes nothing: the states
     and every gradient (training) and the states alone (inference, nothing kept) equal those of one part."""
     module = kernels("treelstm")
@@ -232,7 +244,8 @@ def test_compiled_levels_cut_into_parts_equal_the_whole_batch(sizes, parts, seed
     if not grad:
         run = treelstm._ChildSumLevels.run if cell_kind == "childsum" else treelstm._NaryLevels.run
         extra = () if cell_kind == "childsum" else (3,)
-        whole, cut = (run(module, *args, *extra, batch, k, keep=False)[:2] for k in (1, parts))
+        with torch.inference_mode():
+            whole, cut = (run(module, *args, *extra, batch, k, keep=False)[:2] for k in (1, parts))
         for a, b in zip(cut, whole):
             torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
         return
@@ -247,34 +260,98 @@ def test_compiled_levels_cut_into_parts_equal_the_whole_batch(sizes, parts, seed
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
-def test_compiled_levels_refuse_tree_starts_that_cut_a_tree():
+@pytest.mark.parametrize("cell_kind", ["childsum", "nary"])
+def test_a_batch_cut_into_parts_through_the_module_equals_the_pytorch_loops(two_threads, cell_kind):
+    """A batch large enough to be cut (`parallel_parts` > 1) through the module, trained and in inference."""
+    if kernels("treelstm") is None:
+        pytest.skip("compiled kernels unavailable")
+    rng = random.Random(3)
+    torch.manual_seed(3)
+    cell = ChildSumTreeLSTM(6, 5) if cell_kind == "childsum" else NaryTreeLSTM(6, 5, 3)
+    batch = TreeBatch.build([random_tree(rng, rng.randint(5, 20), max_children=None if cell_kind == "childsum"
+                                         else 3) for _ in range(20)])
+    if kernels("treelstm").parts_on_threads():
+        assert treelstm.parallel_parts(kernels("treelstm"), batch) == 2
+    x = torch.randn(batch.num_nodes, 6, requires_grad=True)
+
+    def run():
+        h, c = cell(batch, x)
+        return h, c, *torch.autograd.grad(h.sum() + c.pow(2).sum(), [x, *cell.parameters()])
+
+    with torch.no_grad():
+        inferred = cell(batch, x)
+    compiled = run()
+    with use_backend("torch"):
+        plain = run()
+    for a, b in zip((*inferred, *compiled), (*plain[:2], *plain)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_levels_refuse_bad_schedules():
     module = kernels("treelstm")
     if module is None:
         pytest.skip("compiled kernels unavailable")
     batch = TreeBatch.build([parse_parents("2 0 2", ["a", "b", "c"], "t"), parse_parents("0 1", ["d", "e"], "u")])
-    nodes, child, slot, _, parent = batch.schedule()
+    nodes, child, slot, order = batch.schedule()
     args = _level_inputs("childsum", batch.num_nodes, 4, 3)
-    module.childsum_forward(*args, nodes, child, slot, parent, [0, 3], 2, False)
+    module.childsum_forward(*args, nodes, child, slot, [0, 3], 2, False)
     with pytest.raises(RuntimeError, match="childsum_forward: level 1: the edge from node 0 leaves its tree"):
-        module.childsum_forward(*args, nodes, child, slot, parent, [0, 1, 3], 3, False)
+        module.childsum_forward(*args, nodes, child, slot, [0, 1, 3], 3, False)
     with pytest.raises(RuntimeError, match="childsum_forward: tree_starts must begin with node 0"):
-        module.childsum_forward(*args, nodes, child, slot, parent, [1, 3], 2, False)
+        module.childsum_forward(*args, nodes, child, slot, [1, 3], 2, False)
+    with pytest.raises(RuntimeError, match="tree_starts must ascend strictly and lie below the number of nodes 5"):
+        module.childsum_forward(*args, nodes, child, slot, [0, 5], 2, False)
     with pytest.raises(RuntimeError, match="childsum_forward: parts must be at least 1, got 0"):
-        module.childsum_forward(*args, nodes, child, slot, parent, [0, 3], 0, False)
+        module.childsum_forward(*args, nodes, child, slot, [0, 3], 0, False)
+    twice = [torch.cat([c, c[:1]]) for c in child]  # a child listed twice would overrun a part's rows
+    with pytest.raises(RuntimeError, match="level 1: nodes and child must ascend strictly"):
+        module.childsum_forward(*args, nodes, twice, [torch.cat([s, s[:1]]) for s in slot], [0, 3], 2, False)
+    beyond = [n + 10 for n in nodes]
+    with pytest.raises(RuntimeError, match="level 0: nodes and child must lie in \\[0, 5\\)"):
+        module.childsum_forward(*args, beyond, child, slot, [0, 3], 1, False)
+    nary = _level_inputs("nary", batch.num_nodes, 4, 2)
+    with pytest.raises(RuntimeError, match="nary_forward: level 1: order of node 2 is 6, expected 0..1"):
+        module.nary_forward(*nary, 2, nodes, child, slot, [o + 5 * (o > 0) for o in order], [0, 3], 1, False)
 
 
-def test_parallel_parts_give_each_thread_a_share_of_the_nodes():
-    trees = [parse_parents(" ".join(["0"] + ["1"] * 19), ["w"] * 20, "t")] * 10  # 200 nodes
-    batch = TreeBatch.build(trees)
-    threads = torch.get_num_threads()
-    try:
+def test_parts_under_a_python_dispatch_mode_do_not_deadlock():
+    """The parts' threads run torch ops that a dispatch mode (here FlopCounterMode) sends to Python: the kernels
+    must not hold the GIL meanwhile. In a child process, so that a deadlock fails the test instead of hanging."""
+    if kernels("treelstm") is None or not kernels("treelstm").parts_on_threads():
+        pytest.skip("compiled kernels with threads unavailable")
+    code = """if True:
+        import random, torch
+        from torch.utils.flop_counter import FlopCounterMode
+        from reference import random_tree
+        from treenets.nn import treelstm
+        from treenets.nn.backend import kernels
         torch.set_num_threads(2)
-        assert treelstm.parallel_parts(batch) == 2
-        assert treelstm.parallel_parts(TreeBatch.build(trees[:1])) == 1  # 20 nodes: not worth a thread
-        torch.set_num_threads(1)
-        assert treelstm.parallel_parts(batch) == 1
-    finally:
-        torch.set_num_threads(threads)
+        rng = random.Random(0)
+        batch = treelstm.TreeBatch.build([random_tree(rng, 20) for _ in range(10)])
+        args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(12, 4),
+                torch.randn(12), torch.randn(4, 4), torch.randn(4))
+        for _ in range(20):  # (a deadlock depends on timing: which thread reaches the end of the region first)
+            with FlopCounterMode(display=False) as counter:
+                treelstm._ChildSumLevels.run(kernels("treelstm"), *args, batch, 2, keep=False)
+        print(counter.get_total_flops())
+    """
+    tests = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=tests, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0  # the products of both parts were seen
+
+
+def test_parallel_parts_give_each_thread_a_share_of_the_nodes(two_threads):
+    module = kernels("treelstm")
+    if module is None or not module.parts_on_threads():
+        pytest.skip("compiled kernels with threads unavailable")
+    tree = parse_parents(" ".join(["0"] + ["1"] * 19), ["w"] * 20, "t")  # 20 nodes
+    assert treelstm.parallel_parts(module, TreeBatch.build([tree] * 10)) == 2
+    assert treelstm.parallel_parts(module, TreeBatch.build([tree])) == 1  # 20 nodes: not worth a thread
+    big = parse_parents(" ".join(["0"] + ["1"] * 199), ["w"] * 200, "t")
+    assert treelstm.parallel_parts(module, TreeBatch.build([big, tree, tree])) == 1  # one tree holds 5/6
+    torch.set_num_threads(1)
+    assert treelstm.parallel_parts(module, TreeBatch.build([tree] * 10)) == 1
 
 
 @pytest.mark.parametrize("cell_kind", ["childsum", "nary"])

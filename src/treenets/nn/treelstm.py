@@ -47,7 +47,6 @@ class Level:
     child: torch.Tensor  # [e] child node of each edge into these nodes
     slot: torch.Tensor  # [e] which of `nodes` the edge goes into (its position in `nodes`)
     order: torch.Tensor  # [e] the child's position among its siblings (0-based, sentence order)
-    parent: torch.Tensor  # [e] the parent node of each edge (= nodes[slot])
 
 
 @dataclass
@@ -62,10 +61,9 @@ class TreeBatch:
     max_children: int
     parent: torch.Tensor  # [num_nodes] parent of every node, -1 for roots
 
-    def schedule(self) -> tuple[list, list, list, list, list]:
-        """The levels' nodes, children, slots, orders and edge parents as lists (for the compiled kernels)."""
-        return tuple([getattr(level, name) for level in self.levels]
-                     for name in ("nodes", "child", "slot", "order", "parent"))
+    def schedule(self) -> tuple[list, list, list, list]:
+        """The levels' nodes, children, slots and orders as lists (for the compiled kernels)."""
+        return tuple([getattr(level, name) for level in self.levels] for name in ("nodes", "child", "slot", "order"))
 
     @classmethod
     def build(cls, trees: list[ParentTree], device=None) -> TreeBatch:
@@ -95,7 +93,7 @@ class TreeBatch:
         for h in range(height.max() + 1):
             edges = child[edge_starts[h] : edge_starts[h + 1]]
             levels.append(Level(tensor(nodes[starts[h] : starts[h + 1]]), tensor(edges),
-                                tensor(position[parent[edges]]), tensor(sibling[edges]), tensor(parent[edges])))
+                                tensor(position[parent[edges]]), tensor(sibling[edges])))
         word_counts = np.array([len(t.words) for t in trees])
         words = np.arange(word_counts.sum()) + np.repeat(offsets - (np.cumsum(word_counts) - word_counts), word_counts)
         roots = offsets + np.array([t.root for t in trees])
@@ -123,10 +121,16 @@ class TreeBatch:
 MIN_PART_NODES = 64  # nodes per thread below which a batch is not cut into parts (see `parallel_parts`)
 
 
-def parallel_parts(batch: TreeBatch) -> int:
-    """Into how many runs of whole trees the compiled kernels cut `batch`, to run them on as many threads: one
-    per intra-op thread, each of at least `MIN_PART_NODES` nodes (fewer when there are fewer trees)."""
-    return max(1, min(torch.get_num_threads(), batch.num_nodes // MIN_PART_NODES))
+def parallel_parts(kernels, batch: TreeBatch) -> int:
+    """Into how many runs of whole trees the compiled `kernels` cut `batch`, to compute them on as many threads
+    at once: one per intra-op thread, with at least `MIN_PART_NODES` nodes per thread on average. One (the whole
+    batch, its products on all threads) when the kernels were built without OpenMP, or when one tree holds
+    more than three quarters of the nodes: cuts fall between trees, so the parts could not be near equal."""
+    parts = min(torch.get_num_threads(), batch.num_nodes // MIN_PART_NODES)
+    if parts < 2 or not kernels.parts_on_threads():
+        return 1
+    largest = max(np.diff(batch.offsets + [batch.num_nodes]))
+    return 1 if 4 * largest > 3 * batch.num_nodes else parts
 
 
 class _ChildSumLevels(torch.autograd.Function):
@@ -136,9 +140,9 @@ class _ChildSumLevels(torch.autograd.Function):
     @staticmethod
     def run(kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, parts: int, keep: bool):
         """h, c (and with `keep` what the backward needs: act, f, h_sum) of every node."""
-        nodes, child, slot, _, parent = batch.schedule()
+        nodes, child, slot, _ = batch.schedule()
         return kernels.childsum_forward(iou_x.contiguous(), f_x.contiguous(), w_iouh, b_iouh, w_fh, b_fh, nodes,
-                                        child, slot, parent, batch.offsets, parts, keep)
+                                        child, slot, batch.offsets, parts, keep)
 
     @staticmethod
     def forward(ctx, kernels, iou_x, f_x, w_iouh, b_iouh, w_fh, b_fh, batch, parts):
@@ -153,7 +157,7 @@ class _ChildSumLevels(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_h, grad_c):
         batch = ctx.batch
-        nodes, child, slot, _, _ = batch.schedule()
+        nodes, child, slot, _ = batch.schedule()
         grads = ctx.kernels.childsum_backward(grad_h, grad_c, *ctx.saved_tensors, batch.parent, nodes, child, slot,
                                               batch.offsets, ctx.parts)
         return (None, *grads, None, None)
@@ -166,7 +170,7 @@ class _NaryLevels(torch.autograd.Function):
     @staticmethod
     def run(kernels, x_iou, x_f, u_w, u_b, n_ary, batch, parts: int, keep: bool):
         """h, c (and with `keep` what the backward needs: the children's h in place, the gates) of every node."""
-        nodes, child, slot, order, _ = batch.schedule()
+        nodes, child, slot, order = batch.schedule()
         return kernels.nary_forward(x_iou.contiguous(), x_f.contiguous(), u_w, u_b, n_ary, nodes, child, slot,
                                     order, batch.offsets, parts, keep)
 
@@ -182,7 +186,7 @@ class _NaryLevels(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_h, grad_c):
         batch = ctx.batch
-        nodes, child, slot, order, _ = batch.schedule()
+        nodes, child, slot, order = batch.schedule()
         u_w, c, kids, gates = ctx.saved_tensors
         grads = ctx.kernels.nary_backward(grad_h, grad_c, u_w, ctx.n_ary, c, kids, gates, nodes, child, slot, order,
                                           batch.offsets, ctx.parts)
@@ -213,7 +217,7 @@ class ChildSumTreeLSTM(nn.Module):
         weights = (self.iouh.weight, self.iouh.bias, self.fh.weight, self.fh.bias)
         kernels = kernels_for("treelstm", iou_x, *weights)
         if kernels is not None:
-            parts = parallel_parts(batch)
+            parts = parallel_parts(kernels, batch)
             if _records_graph(iou_x, f_x, *weights):
                 return _ChildSumLevels.apply(kernels, iou_x, f_x, *weights, batch, parts)
             return tuple(_ChildSumLevels.run(kernels, iou_x, f_x, *weights, batch, parts, keep=False)[:2])
@@ -268,7 +272,7 @@ class NaryTreeLSTM(nn.Module):
         weights = (self.children_proj.weight, self.children_proj.bias)
         kernels = kernels_for("treelstm", iou_x, *weights)
         if kernels is not None:
-            parts = parallel_parts(batch)
+            parts = parallel_parts(kernels, batch)
             if _records_graph(iou_x, f_x, *weights):
                 return _NaryLevels.apply(kernels, iou_x, f_x, *weights, n_ary, batch, parts)
             return tuple(_NaryLevels.run(kernels, iou_x, f_x, *weights, n_ary, batch, parts, keep=False)[:2])

@@ -30,18 +30,18 @@ Tensor zeros_like_rows(const Tensor& like, int64_t rows, int64_t cols) {
   return torch::zeros({rows, cols}, like.options());
 }
 
-// Whether an index tensor's values ascend (the schedule's nodes and children within a level do).
+// Whether an index tensor's values ascend strictly (a level's nodes and children do: each once, in order).
 bool ascending(const Tensor& t) {
   const int64_t* v = t.data_ptr<int64_t>();
   for (int64_t k = 1; k < t.size(0); ++k)
-    if (v[k] < v[k - 1]) return false;
+    if (v[k] <= v[k - 1]) return false;
   return true;
 }
 
 // A schedule: per level the nodes and, for the edges into them, the children and the parents' slots (and
 // the children's positions, N-ary), all int64 index tensors with one entry per level.
 void check_schedule(const TensorList& nodes, const TensorList& child, const TensorList& slot,
-                    const TensorList* order, const char* fn) {
+                    const TensorList* order, int64_t N, const char* fn) {
   TORCH_CHECK(child.size() == nodes.size() && slot.size() == nodes.size() &&
                   (order == nullptr || order->size() == nodes.size()),
               fn, ": the schedule must have the same number of levels in nodes, child, slot (and order), got ",
@@ -52,7 +52,12 @@ void check_schedule(const TensorList& nodes, const TensorList& child, const Tens
     check_index(slot[l], child[l].size(0), fn, "slot[level]");
     if (order != nullptr) check_index((*order)[l], child[l].size(0), fn, "order[level]");
     TORCH_CHECK(ascending(nodes[l]) && ascending(child[l]), fn, ": level ", l,
-                ": nodes and child must be in ascending order (as TreeBatch makes them)");
+                ": nodes and child must ascend strictly (each node once, in order, as TreeBatch makes them)");
+    for (const auto* t : {&nodes[l], &child[l]}) {
+      const int64_t* v = t->data_ptr<int64_t>();
+      TORCH_CHECK(t->size(0) == 0 || (v[0] >= 0 && v[t->size(0) - 1] < N), fn, ": level ", l,
+                  ": nodes and child must lie in [0, ", N, ")");
+    }
   }
 }
 
@@ -104,8 +109,8 @@ void for_each_part(const std::vector<int64_t>& bounds, const F& part) {
 // the leaves skip theirs. With `keep` false (inference) only h and c are kept.
 TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor& w_iouh, const Tensor& b_iouh,
                             const Tensor& w_fh, const Tensor& b_fh, const TensorList& nodes, const TensorList& child,
-                            const TensorList& slot, const TensorList& edge_parent,
-                            const std::vector<int64_t>& tree_starts, int64_t parts, bool keep) {
+                            const TensorList& slot, const std::vector<int64_t>& tree_starts, int64_t parts,
+                            bool keep) {
   const char* fn = "childsum_forward";
   check_float(w_fh, 2, fn, "w_fh");
   check_float(iou_x, 2, fn, "iou_x");
@@ -116,9 +121,7 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
   check_tensor(b_iouh, w_fh, {3 * m}, true, fn, "b_iouh");
   check_tensor(w_fh, w_fh, {m, m}, false, fn, "w_fh");
   check_tensor(b_fh, w_fh, {m}, true, fn, "b_fh");
-  check_schedule(nodes, child, slot, nullptr, fn);
-  TORCH_CHECK(edge_parent.size() == nodes.size(), fn, ": edge_parent must have one entry per level");
-  for (const auto& p : edge_parent) check_index(p, -1, fn, "edge_parent[level]");
+  check_schedule(nodes, child, slot, nullptr, N, fn);
   const auto bounds = part_bounds(tree_starts, parts, N, fn);
   const auto w_iouh_t = w_iouh.detach().t(), w_fh_t = w_fh.detach().t();  // (no graph inside the kernel)
   // Every node belongs to one level, which writes its rows: only f (absent at roots) needs zeros.
@@ -132,8 +135,8 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
       T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *A = act.data_ptr<T>(), *FA = f_all.data_ptr<T>();
       T* HS = h_sum_all.data_ptr<T>();  // (A, FA, HS: empty unless `keep`)
       const T *IX = iou_x.data_ptr<T>(), *FX = f_x.data_ptr<T>(), *BI = b_iouh.data_ptr<T>(), *BF = b_fh.data_ptr<T>();
-      // The levels' working rows, made once for the part (a level has at most as many nodes and edges as the
-      // part has nodes): allocating them level by level cost as much as the small levels' products.
+      // The levels' working rows, made once for the part rather than level by level: a level's nodes and
+      // children in the part are distinct nodes in [lo, hi), so at most hi - lo of each.
       const int64_t rows = hi - lo;
       auto kids_h = torch::empty({rows, m}, iou_x.options()), pre_f = torch::empty({rows, m}, iou_x.options());
       auto h_sum = torch::empty({rows, m}, iou_x.options()), iou = torch::empty({rows, 3 * m}, iou_x.options());
@@ -149,7 +152,6 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
         std::fill_n(fcp, n * m, T(0));
         if (e > 0) {
           const int64_t *ch = child[l].data_ptr<int64_t>() + e0, *sl = slot[l].data_ptr<int64_t>() + e0;
-          const int64_t* pa = edge_parent[l].data_ptr<int64_t>() + e0;
           for (int64_t k = 0; k < e; ++k) std::copy_n(H + ch[k] * m, m, kh + k * m);
           auto pre_f_e = pre_f.narrow(0, 0, e);
           at::mm_out(pre_f_e, kids_h.narrow(0, 0, e), w_fh_t);  // U_f h_k [e, m] (b_f added below)
@@ -157,7 +159,7 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
             const int64_t j = sl[k] - n0;  // the parent's row in this part's level
             TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
                         " leaves its tree (tree_starts do not match the schedule)");
-            const T *hk = kh + k * m, *ck = C + ch[k] * m, *fx = FX + pa[k] * m, *p = pf + k * m;
+            const T *hk = kh + k * m, *ck = C + ch[k] * m, *fx = FX + nd[j] * m, *p = pf + k * m;
             T *f = (keep ? FA + ch[k] * m : f_edges.data() + k * m), *sum = hs + j * m, *acc = fcp + j * m;
             _Pragma("omp simd")
             for (int64_t x = 0; x < m; ++x) {
@@ -214,7 +216,7 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
   check_optional(grad_h, h, {N, m}, fn, "grad_h");
   check_optional(grad_c, h, {N, m}, fn, "grad_c");
   check_index(parent, N, fn, "parent");
-  check_schedule(nodes, child, slot, nullptr, fn);
+  check_schedule(nodes, child, slot, nullptr, N, fn);
   const auto bounds = part_bounds(tree_starts, parts, N, fn);
   const auto w_iouh_d = w_iouh.detach(), w_fh_d = w_fh.detach();
   auto dh = grad_h.has_value() ? grad_h->contiguous().clone() : zeros_like_rows(h, N, m);
@@ -297,7 +299,7 @@ TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_
   check_tensor(x_iou, x_f, {N, 3 * m}, true, fn, "x_iou");
   check_tensor(u_w, x_f, {G, K * m}, false, fn, "u_w");
   check_tensor(u_b, x_f, {G}, false, fn, "u_b");
-  check_schedule(nodes, child, slot, &order, fn);
+  check_schedule(nodes, child, slot, &order, N, fn);
   const auto bounds = part_bounds(tree_starts, parts, N, fn);
   auto h = zeros_like_rows(x_iou, N, m), c = zeros_like_rows(x_iou, N, m);
   auto kids_all = zeros_like_rows(x_iou, keep ? N : 0, K * m), gates_all = zeros_like_rows(x_iou, keep ? N : 0, G);
@@ -321,6 +323,8 @@ TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_
           const int64_t j = sl[k] - n0;
           TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
                       " leaves its tree (tree_starts do not match the schedule)");
+          TORCH_CHECK(0 <= od[k] && od[k] < K, fn, ": level ", l, ": order of node ", ch[k], " is ", od[k],
+                      ", expected 0..", K - 1);
           std::copy_n(H + ch[k] * m, m, kh + (j * K + od[k]) * m);
           std::copy_n(C + ch[k] * m, m, kc + (j * K + od[k]) * m);
         }
@@ -373,7 +377,7 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
   check_tensor(u_w, c, {G, K * m}, false, fn, "u_w");
   check_optional(grad_h, c, {N, m}, fn, "grad_h");
   check_optional(grad_c, c, {N, m}, fn, "grad_c");
-  check_schedule(nodes, child, slot, &order, fn);
+  check_schedule(nodes, child, slot, &order, N, fn);
   const auto bounds = part_bounds(tree_starts, parts, N, fn);
   const auto u_w_d = u_w.detach();
   auto dh = grad_h.has_value() ? grad_h->contiguous().clone() : zeros_like_rows(c, N, m);
@@ -399,6 +403,8 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
           const int64_t j = sl[k] - n0;
           TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
                       " leaves its tree (tree_starts do not match the schedule)");
+          TORCH_CHECK(0 <= od[k] && od[k] < K, fn, ": level ", l, ": order of node ", ch[k], " is ", od[k],
+                      ", expected 0..", K - 1);
           std::copy_n(C + ch[k] * m, m, kc + (j * K + od[k]) * m);
         }
         for (int64_t j = 0; j < n; ++j) {
@@ -443,9 +449,20 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
           d_pre_all.sum(0)};
 }
 
+// The kernels run without the GIL (their arguments are converted before): the threads of the parts run torch
+// ops, which under a Python dispatch mode (e.g. FlopCounterMode) call back into Python; with the caller holding
+// the GIL at the end of the parallel region, they would wait for each other forever.
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
-  module.def("childsum_forward", &childsum_forward, "Child-Sum Tree-LSTM over a batch of trees");
-  module.def("childsum_backward", &childsum_backward, "its backward");
-  module.def("nary_forward", &nary_forward, "N-ary Tree-LSTM over a batch of trees");
-  module.def("nary_backward", &nary_backward, "its backward");
+  const auto without_gil = py::call_guard<py::gil_scoped_release>();
+  module.def("childsum_forward", &childsum_forward, "Child-Sum Tree-LSTM over a batch of trees", without_gil);
+  module.def("childsum_backward", &childsum_backward, "its backward", without_gil);
+  module.def("nary_forward", &nary_forward, "N-ary Tree-LSTM over a batch of trees", without_gil);
+  module.def("nary_backward", &nary_backward, "its backward", without_gil);
+  module.def("parts_on_threads", [] {
+#ifdef _OPENMP
+    return true;
+#else
+    return false;  // built without OpenMP: parts would run one after another
+#endif
+  }, "whether the parts of a batch run on threads at the same time");
 }
