@@ -54,3 +54,15 @@ def config_file(tmp_path, corpus):
         return path
 
     return make
+
+
+@pytest.fixture
+def two_threads():
+    """Two intra-op threads, so that the compiled kernels' parallel loops (a Tree-LSTM batch's parts, the
+    language models' rows) run on threads at the same time, whatever the machine's default."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)

@@ -91,13 +91,14 @@ def test_compiled_step_matches_the_pytorch_step_and_its_gradient(dtype):
     torch.testing.assert_close(got_c, want_c, atol=tol, rtol=tol)
 
 
-def test_both_backends_give_the_same_layer_in_training():
+@pytest.mark.parametrize("hidden,batch", [(12, 4), (600, 32)])
+def test_both_backends_give_the_same_layer_in_training(two_threads, hidden, batch):
     """Compiled recurrence + hand-derived backward against the PyTorch specification under autograd, with
-    DropConnect on: outputs and every gradient."""
+    DropConnect on: outputs and every gradient. At 600 x 32 the kernels' loops split the rows across threads."""
     _compiled()
     torch.manual_seed(0)
-    layer = ONLSTMLayer(5, 12, 3, weight_drop=0.4).double()
-    x = torch.randn(7, 4, 5, dtype=torch.float64)
+    layer = ONLSTMLayer(5, hidden, 3, weight_drop=0.4).double()
+    x = torch.randn(7, batch, 5, dtype=torch.float64)
     results = []
     for backend in ("auto", "torch"):
         layer.zero_grad()

@@ -158,26 +158,27 @@ def test_compiled_reading_loop_matches_pytorch(nslots, hard, dtype):
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("nslots,res", [(1, 0), (4, 1), (15, 0)])
-def test_compiled_training_matches_pytorch(nslots, res):
+@pytest.mark.parametrize("nslots,res,hidden,batch", [(1, 0, 10, 3), (4, 1, 10, 3), (15, 0, 10, 3), (4, 0, 600, 32)])
+def test_compiled_training_matches_pytorch(two_threads, nslots, res, hidden, batch):
     """Training on the CPU (fused reading layers, attention and layer norms with their hand-derived
     backward) against the PyTorch specification: same dropout masks, two segments with the state carried
     and the gradient flowing through it, a loss on the outputs and on the memory left after; every
-    parameter's gradient and the outputs must agree."""
+    parameter's gradient and the outputs must agree. At 600 x 32 the kernels' loops split the rows across
+    threads."""
     from treenets.nn import prpn
     from treenets.nn.backend import kernels, use_backend
 
     if kernels("prpn") is None:
         pytest.skip("compiled kernels unavailable")
     torch.manual_seed(5)
-    model = PRPNLanguageModel(30, 7, 10, 2, nslots=nslots, nlookback=2, dropout=0.3, idropout=0.2, rdropout=0.2,
-                              res=res).double().train()
-    tokens = torch.randint(0, 30, (8, 3))
+    model = PRPNLanguageModel(30, 7, hidden, 2, nslots=nslots, nlookback=2, dropout=0.3, idropout=0.2,
+                              rdropout=0.2, res=res).double().train()
+    tokens = torch.randint(0, 30, (8, batch))
 
     def run():
         torch.manual_seed(11)  # the same dropout masks on both paths
         model.zero_grad()
-        state = model.initial_state(3)
+        state = model.initial_state(batch)
         # random memory, so that no two attention logits tie
         state = state._replace(reader=[prpn.Memory(torch.randn_like(m.h), torch.randn_like(m.c)) for m in state.reader])
         first = model(tokens[:5], state)

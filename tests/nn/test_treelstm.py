@@ -218,15 +218,6 @@ def _levels(module, cell_kind, batch, parts, *args):
     return treelstm._NaryLevels.apply(module, *args, 3, batch, parts)
 
 
-@pytest.fixture
-def two_threads():
-    """Two intra-op threads, so that the parts of a batch run on threads at the same time (where built so)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=9), parts=st.integers(2, 6),
        seed=st.integers(0, 2**16), cell_kind=st.sampled_from(["childsum", "nary"]), grad=st.booleans())
