@@ -85,6 +85,22 @@ std::pair<int64_t, int64_t> range_of(const Tensor& t, int64_t lo, int64_t hi) {
   return {std::lower_bound(v, v + n, lo) - v, std::lower_bound(v, v + n, hi) - v};
 }
 
+// The row of an edge's parent among its part's nodes of the level (`n0`: the part's first entry of the level,
+// `n` its number of nodes there); refuses an edge whose parent lies outside the part: `tree_starts` that cut a
+// tree.
+inline int64_t parent_row(int64_t slot, int64_t n0, int64_t n, int64_t child, int64_t level, const char* fn) {
+  const int64_t j = slot - n0;
+  TORCH_CHECK(0 <= j && j < n, fn, ": level ", level, ": the edge from node ", child,
+              " leaves its tree (tree_starts do not match the schedule)");
+  return j;
+}
+
+// An N-ary child's position among its siblings: 0..K-1.
+inline void check_order(int64_t order, int64_t K, int64_t child, int64_t level, const char* fn) {
+  TORCH_CHECK(0 <= order && order < K, fn, ": level ", level, ": order of node ", child, " is ", order,
+              ", expected 0..", K - 1);
+}
+
 // Runs `part(lo, hi)` for every part [lo, hi) of `bounds`, the parts on the intra-op threads at once (with the
 // caller's thread-local state: grad mode, inference mode); the tensor ops inside run single-threaded.
 template <typename F>
@@ -156,9 +172,7 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
           auto pre_f_e = pre_f.narrow(0, 0, e);
           at::mm_out(pre_f_e, kids_h.narrow(0, 0, e), w_fh_t);  // U_f h_k [e, m] (b_f added below)
           for (int64_t k = 0; k < e; ++k) {
-            const int64_t j = sl[k] - n0;  // the parent's row in this part's level
-            TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
-                        " leaves its tree (tree_starts do not match the schedule)");
+            const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
             const T *hk = kh + k * m, *ck = C + ch[k] * m, *fx = FX + nd[j] * m, *p = pf + k * m;
             T *f = (keep ? FA + ch[k] * m : f_edges.data() + k * m), *sum = hs + j * m, *acc = fcp + j * m;
             _Pragma("omp simd")
@@ -253,9 +267,7 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
         auto d_f_pre = torch::empty({e, m}, h.options());
         T* dfp = d_f_pre.data_ptr<T>();
         for (int64_t k = 0; k < e; ++k) {  // c = ... + sum_k f_k c_k
-          const int64_t j = sl[k] - n0;
-          TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
-                      " leaves its tree (tree_starts do not match the schedule)");
+          const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
           const T *f = FA + ch[k] * m, *ck = C + ch[k] * m, *dcv = dcl + j * m;
           T *df = dfp + k * m, *dfa = DF + ch[k] * m, *dck = DC + ch[k] * m;
           _Pragma("omp simd")
@@ -320,11 +332,8 @@ TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_
         const int64_t *ch = child[l].data_ptr<int64_t>() + e0, *sl = slot[l].data_ptr<int64_t>() + e0;
         const int64_t* od = order[l].data_ptr<int64_t>() + e0;
         for (int64_t k = 0; k < e; ++k) {  // children in their positions; absent ones stay zero
-          const int64_t j = sl[k] - n0;
-          TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
-                      " leaves its tree (tree_starts do not match the schedule)");
-          TORCH_CHECK(0 <= od[k] && od[k] < K, fn, ": level ", l, ": order of node ", ch[k], " is ", od[k],
-                      ", expected 0..", K - 1);
+          const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
+          check_order(od[k], K, ch[k], l, fn);
           std::copy_n(H + ch[k] * m, m, kh + (j * K + od[k]) * m);
           std::copy_n(C + ch[k] * m, m, kc + (j * K + od[k]) * m);
         }
@@ -400,11 +409,8 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
         auto dc_level = torch::empty({n, m}, c.options());
         T *kc = kids_c.data_ptr<T>(), *dp = d_pre.data_ptr<T>(), *dcl = dc_level.data_ptr<T>();
         for (int64_t k = 0; k < e; ++k) {
-          const int64_t j = sl[k] - n0;
-          TORCH_CHECK(0 <= j && j < n, fn, ": level ", l, ": the edge from node ", ch[k],
-                      " leaves its tree (tree_starts do not match the schedule)");
-          TORCH_CHECK(0 <= od[k] && od[k] < K, fn, ": level ", l, ": order of node ", ch[k], " is ", od[k],
-                      ", expected 0..", K - 1);
+          const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
+          check_order(od[k], K, ch[k], l, fn);
           std::copy_n(C + ch[k] * m, m, kc + (j * K + od[k]) * m);
         }
         for (int64_t j = 0; j < n; ++j) {
