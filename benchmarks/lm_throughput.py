@@ -16,13 +16,11 @@ torch.compile; treenets.nn.precision: `bf16` runs the forward's matrix products 
 stays fp32 as the official code). The last columns put the fastest treenets column against the machine: the
 matrix-product FLOPs of one step (counted by torch's FlopCounterMode on the reference, forward and backward:
 the work both sides do) times its steps per second, in GFLOP/s and as a percentage of the rate of a large
-matrix product in that column's precision, measured in the same run. For ON-LSTM, `floor ms` is the time of
-the step's per-time-step recurrent products alone in fp32 (`recurrent_floor`: they run one after another
-whatever the implementation), and `bound` the reference's step time over it: the highest ratio an fp32 step
-could reach.
-
-    python benchmarks/lm_throughput.py [--configs onlstm-paper onlstm-small prpn-paper prpn-small] [--steps 5]
-        [--device cuda] [--backends torch compile] [--precisions fp32 bf16] [--batch-sizes 10 20 64 256]
+matrix product in that column's precision, measured in the same run. The last two say how far fp32 can go
+against the reference: `floor ms` is the time of an ON-LSTM step's per-time-step recurrent products alone in
+fp32 (`recurrent_floor`: they run one after another whatever the implementation; none for PRPN), and `bound`
+the reference's step time over the fastest an fp32 step could be: that floor, plus the step's other
+matrix-product FLOPs at the fp32 peak measured in the same run.
 """
 
 from __future__ import annotations
@@ -135,15 +133,15 @@ def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
     return counter.get_total_flops()
 
 
-def recurrent_floor(model, step, batch, bptt, steps, device) -> float | None:
-    """Seconds per step of an ON-LSTM's per-time-step recurrent products alone, in fp32: in every layer `bptt`
-    products h_{t-1} U^T at this batch, one after another as the recurrence orders them, and in training as
-    many products d_pre U (the gradient towards h_{t-1}). Every implementation that runs them in fp32 spends
-    this time in a step, so the reference's step time divided by it bounds the ratio an fp32 step can reach.
-    None for other models."""
+def recurrent_floor(model, step, batch, bptt, steps, device) -> tuple[float, int]:
+    """Seconds per step of an ON-LSTM's per-time-step recurrent products alone in fp32, and their FLOPs: in every
+    layer `bptt` products h_{t-1} U^T at this batch, one after another as the recurrence orders them, and in
+    training as many products d_pre U (the gradient towards h_{t-1}). Every implementation that runs them in
+    fp32 spends this time in a step. (0, 0) for other models."""
     weights = [m.hh.weight.detach() for m in model.modules() if isinstance(getattr(m, "hh", None), torch.nn.Linear)]
     if not isinstance(model, ONLSTMLanguageModel) or not weights:
-        return None
+        return 0.0, 0
+    products = 2 if step is train_step else 1
     times = []
     for i in range(steps + 1):
         _synchronize(device)
@@ -152,13 +150,12 @@ def recurrent_floor(model, step, batch, bptt, steps, device) -> float | None:
             h, out = torch.randn(batch, w.size(1), device=device), torch.empty(batch, w.size(0), device=device)
             for _ in range(bptt):
                 torch.mm(h, w.t(), out=out)
-            if step is train_step:
-                for _ in range(bptt):
-                    torch.mm(out, w, out=h)
+            for _ in range(bptt * (products - 1)):
+                torch.mm(out, w, out=h)
         _synchronize(device)
         if i:
             times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(times), sum(products * bptt * 2 * batch * w.numel() for w in weights)
 
 
 def gemm_peak(device, precision="fp32", size=2048, repeats=5) -> float:
@@ -217,10 +214,15 @@ def main():
                 r, *ts = measure(models, step, size, bptt, args.steps, ar_tar, args.device)
                 cells = "".join(f" {t:12.0f} {t / r:6.2f}" for t in ts)
                 fastest = max(range(len(ts)), key=ts.__getitem__)
-                gflops = step_flops(ref, step, size, bptt, ar_tar, args.device) * ts[fastest] / (size * bptt) / 1e9
+                flops = step_flops(ref, step, size, bptt, ar_tar, args.device)
+                gflops = flops * ts[fastest] / (size * bptt) / 1e9
                 share = 100 * gflops / peaks[variants[fastest][1]]
-                floor = recurrent_floor(ours, step, size, bptt, args.steps, args.device)
-                bound = "" if floor is None else f" {floor * 1e3:8.1f} {size * bptt / r / floor:6.2f}"
+                bound = ""
+                if "fp32" in peaks:
+                    floor, floor_flops = recurrent_floor(ours, step, size, bptt, args.steps, args.device)
+                    fastest_fp32 = floor + (flops - floor_flops) / (peaks["fp32"] * 1e9)
+                    floor_ms = f"{floor * 1e3:8.1f}" if floor else f"{'-':>8}"
+                    bound = f" {floor_ms} {size * bptt / r / fastest_fp32:6.2f}"
                 print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}{bound}",
                       flush=True)
 
