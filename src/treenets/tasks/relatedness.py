@@ -124,9 +124,9 @@ class RelatednessTask(Task):
         return loss, loss.item() * batch.size
 
     def predict(self, model, pairs: list[Pair], batch_size: int = 100) -> np.ndarray:
-        """Expected scores for the pairs."""
+        """Expected scores for the pairs (an array)."""
         scores = []
-        with evaluating(model) as net:
+        with evaluating(model, inference=True) as net:
             for start in range(0, len(pairs), batch_size):
                 log_probs = pair_log_probs(net, PairBatch.build(pairs[start : start + batch_size], self.vocab))
                 scores.append(expected_score(log_probs).cpu())
