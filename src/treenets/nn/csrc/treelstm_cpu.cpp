@@ -151,29 +151,22 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
       T *H = h.data_ptr<T>(), *C = c.data_ptr<T>(), *A = act.data_ptr<T>(), *FA = f_all.data_ptr<T>();
       T* HS = h_sum_all.data_ptr<T>();  // (A, FA, HS: empty unless `keep`)
       const T *IX = iou_x.data_ptr<T>(), *FX = f_x.data_ptr<T>(), *BI = b_iouh.data_ptr<T>(), *BF = b_fh.data_ptr<T>();
-      // The levels' working rows, made once for the part rather than level by level: a level's nodes and
-      // children in the part are distinct nodes in [lo, hi), so at most hi - lo of each.
-      const int64_t rows = hi - lo;
-      auto kids_h = torch::empty({rows, m}, iou_x.options()), pre_f = torch::empty({rows, m}, iou_x.options());
-      auto h_sum = torch::empty({rows, m}, iou_x.options()), iou = torch::empty({rows, 3 * m}, iou_x.options());
-      std::vector<T> fc(rows * m), f_edges(keep ? 0 : rows * m), no_children(3 * m, T(0));
-      T *kh = kids_h.data_ptr<T>(), *pf = pre_f.data_ptr<T>(), *hs = h_sum.data_ptr<T>(), *fcp = fc.data();
-      const T* pi = iou.data_ptr<T>();
+      std::vector<T> f_edges;  // f of the level's edges when not kept
       for (size_t l = 0; l < nodes.size(); ++l) {
         const auto [n0, n1] = range_of(nodes[l], lo, hi);
         const auto [e0, e1] = range_of(child[l], lo, hi);
         const int64_t n = n1 - n0, e = e1 - e0;
         const int64_t* nd = nodes[l].data_ptr<int64_t>() + n0;
-        std::fill_n(hs, n * m, T(0));
-        std::fill_n(fcp, n * m, T(0));
+        auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
+        T *hs = h_sum.data_ptr<T>(), *fcp = fc.data_ptr<T>();
         if (e > 0) {
+          auto pre_f = torch::mm(h.index_select(0, child[l].slice(0, e0, e1)), w_fh_t);  // U_f h_k [e, m]
+          const T* pf = pre_f.data_ptr<T>();
+          if (!keep) f_edges.resize(e * m);
           const int64_t *ch = child[l].data_ptr<int64_t>() + e0, *sl = slot[l].data_ptr<int64_t>() + e0;
-          for (int64_t k = 0; k < e; ++k) std::copy_n(H + ch[k] * m, m, kh + k * m);
-          auto pre_f_e = pre_f.narrow(0, 0, e);
-          at::mm_out(pre_f_e, kids_h.narrow(0, 0, e), w_fh_t);  // U_f h_k [e, m] (b_f added below)
           for (int64_t k = 0; k < e; ++k) {
             const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
-            const T *hk = kh + k * m, *ck = C + ch[k] * m, *fx = FX + nd[j] * m, *p = pf + k * m;
+            const T *hk = H + ch[k] * m, *ck = C + ch[k] * m, *fx = FX + nd[j] * m, *p = pf + k * m;
             T *f = (keep ? FA + ch[k] * m : f_edges.data() + k * m), *sum = hs + j * m, *acc = fcp + j * m;
             _Pragma("omp simd")
             for (int64_t x = 0; x < m; ++x) {
@@ -182,13 +175,13 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
               sum[x] += hk[x];               // h~_j
             }
           }
-          auto iou_n = iou.narrow(0, 0, n);
-          at::mm_out(iou_n, h_sum.narrow(0, 0, n), w_iouh_t);  // U h~ [n, 3m] (b added below)
         }
-        // The leaves (every node of the first level) have h~ = 0 and skip the product: in a batch of dependency
-        // trees they are about half of the nodes.
+        // U h~ [n, 3m] (b added below); the leaves (every node of the first level) have h~ = 0 and skip the
+        // product: in a batch of dependency trees they are about half of the nodes.
+        auto iou = e > 0 ? torch::mm(h_sum, w_iouh_t) : zeros_like_rows(iou_x, n, 3 * m);
+        const T* pi = iou.data_ptr<T>();
         for (int64_t j = 0; j < n; ++j) {
-          const T *p = e > 0 ? pi + j * 3 * m : no_children.data(), *px = IX + nd[j] * 3 * m;
+          const T *p = pi + j * 3 * m, *px = IX + nd[j] * 3 * m;
           const T *acc = fcp + j * m, *sum = hs + j * m;
           T *cj = C + nd[j] * m, *hj = H + nd[j] * m;
           _Pragma("omp simd")
