@@ -138,9 +138,9 @@ def recurrent_floor(model, step, batch, bptt, steps, device) -> tuple[float, int
     layer `bptt` products h_{t-1} U^T at this batch, one after another as the recurrence orders them, and in
     training as many products d_pre U (the gradient towards h_{t-1}). Every implementation that runs them in
     fp32 spends this time in a step. (0, 0) for other models."""
-    weights = [m.hh.weight.detach() for m in model.modules() if isinstance(getattr(m, "hh", None), torch.nn.Linear)]
-    if not isinstance(model, ONLSTMLanguageModel) or not weights:
+    if not isinstance(model, ONLSTMLanguageModel):
         return 0.0, 0
+    weights = [m.hh.weight.detach() for m in model.modules() if isinstance(getattr(m, "hh", None), torch.nn.Linear)]
     products = 2 if step is train_step else 1
     times = []
     for i in range(steps + 1):
