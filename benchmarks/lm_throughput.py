@@ -18,7 +18,8 @@ matrix-product FLOPs of one step (counted by torch's FlopCounterMode on the refe
 the work both sides do) times its steps per second, in GFLOP/s and as a percentage of the rate of a large
 matrix product in that column's precision, measured in the same run. The last two say how far fp32 can go
 against the reference: `floor ms` is the time of an ON-LSTM step's per-time-step recurrent products alone in
-fp32 (`recurrent_floor`: they run one after another whatever the implementation; none for PRPN), and `bound`
+fp32 as the kernels run them (`recurrent_floor`: they run one after another whatever the implementation; none for
+PRPN), and `bound`
 the reference's step time over the fastest an fp32 step could be: that floor, plus the step's other
 matrix-product FLOPs at the fp32 peak measured in the same run.
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from treenets.nn.backend import use_backend
+from treenets.nn.backend import kernels, use_backend
 from treenets.nn.precision import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -136,18 +137,30 @@ def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
 def recurrent_floor(model, step, batch, bptt, steps, device) -> tuple[float, int]:
     """Seconds per step of an ON-LSTM's per-time-step recurrent products alone in fp32, and their FLOPs: in every
     layer `bptt` products h_{t-1} U^T at this batch, one after another as the recurrence orders them, and in
-    training as many products d_pre U (the gradient towards h_{t-1}). Every implementation that runs them in
-    fp32 spends this time in a step. (0, 0) for other models."""
+    training as many products d_pre U (the gradient towards h_{t-1}). They run as the compiled kernels run
+    them: on a weight packed once per sequence where the kernels pack (`PackedWeight`: AVX-512, small batches;
+    the packing counted), else torch's product. Every fp32 step spends at least this time. (0, 0) for other models."""
     if not isinstance(model, ONLSTMLanguageModel):
         return 0.0, 0
     weights = [m.hh.weight.detach() for m in model.modules() if isinstance(getattr(m, "hh", None), torch.nn.Linear)]
     products = 2 if step is train_step else 1
+    compiled = kernels("onlstm") if torch.device(device).type == "cpu" else None
+    packed = compiled is not None and compiled.packed_products(bptt, batch)
     times = []
     for i in range(steps + 1):
         _synchronize(device)
         start = time.perf_counter()
         for w in weights:
             h, out = torch.randn(batch, w.size(1), device=device), torch.empty(batch, w.size(0), device=device)
+            if packed:
+                forward = compiled.PackedWeight(w, transposed=True)
+                for _ in range(bptt):
+                    out = forward.multiply(h)
+                if products == 2:
+                    backward = compiled.PackedWeight(w, transposed=False)
+                    for _ in range(bptt):
+                        h = backward.multiply(out)
+                continue
             for _ in range(bptt):
                 torch.mm(h, w.t(), out=out)
             for _ in range(bptt * (products - 1)):

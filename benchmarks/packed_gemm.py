@@ -1,9 +1,11 @@
-"""Is MKL's packed GEMM worth it for the recurrent product? The ON-LSTM paper config's per-step product
-(batch x 1150 by 1150 x 4830) as a plain `addmm` and as MKL's packed product on a weight packed once
-(`torch.ops.mkl`, private torch ops, present in CPU builds with MKL), the two in turns, 100 products each,
-and what packing costs (DropConnect redraws the weight every forward, so it would be packed every segment).
+"""The recurrent product of a small batch: torch's fp32 product against the compiled kernels' packed one
+(`PackedWeight`, csrc/skinny_gemm.h: the weight packed once per sequence into 16-column panels, all rows of the
+batch in registers; AVX-512 builds only). For the ON-LSTM paper config's two shapes (batch x 1150 by 1150 x 4830,
+and the last layer's batch x 400 by 400 x 1680) as a forward product (h U^T) and a backward one (d U), the two
+ways in turns, `--steps` products each (a sequence), the packing counted in the packed side's time. The kernels
+pack sequences of 8 products or more of at most 64 rows (`kMaxRowsToPack`): this measures where that pays.
 
-    python benchmarks/packed_gemm.py [--threads 2] [--batch-sizes 20 64]
+    python benchmarks/packed_gemm.py [--threads 2] [--batch-sizes 10 20 64 256] [--steps 70]
 """
 
 from __future__ import annotations
@@ -13,39 +15,59 @@ import time
 
 import torch
 
+from treenets.nn.backend import kernels
+
+SHAPES = [(4830, 1150), (1680, 400)]  # the weight U: [gates, hidden]
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[20, 64])
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[10, 20, 64, 256])
+    parser.add_argument("--steps", type=int, default=70, help="products per sequence (one packing)")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if not hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight"):
-        raise SystemExit("this torch build has no MKL packed GEMM")
-    for batch in args.batch_sizes:
-        plain, packed, packing = measure(batch)
-        print(f"threads {args.threads} batch {batch}: addmm {plain * 1e3:.3f} ms, mkl packed {packed * 1e3:.3f} ms; "
-              f"packing {packing * 1e3:.1f} ms")
+    module = kernels("onlstm")
+    if module is None or not module.packed_products(args.steps, 1):
+        raise SystemExit("the compiled kernels do not pack products here (no AVX-512, or no compiler)")
+    print(f"{args.threads} threads, {args.steps} products per sequence, GFLOP/s (ms per product), best of "
+          f"{args.rounds} rounds in turns")
+    print(f"{'weight':>11} {'batch':>5} {'product':>8} {'torch':>16} {'packed':>16} {'ratio':>6}")
+    for gates, hidden in SHAPES:
+        w = torch.randn(gates, hidden)
+        for batch in args.batch_sizes:
+            for name, a, transposed in (("h U^T", torch.randn(batch, hidden), True),
+                                        ("d U", torch.randn(batch, gates), False)):
+                plain, packed = measure(module, w, a, transposed, args.steps, args.rounds)
+                flops = 2 * batch * gates * hidden
+                torch_cell, packed_cell = (f"{flops / s / 1e9:7.1f} ({s * 1e3:6.3f})" for s in (plain, packed))
+                print(f"{gates:>5}x{hidden:<5} {batch:5d} {name:>8} {torch_cell:>16} {packed_cell:>16} "
+                      f"{plain / packed:6.2f}")
 
 
-def measure(batch: int, hidden: int = 1150, gates: int = 4830) -> tuple[float, float, float]:
-    """Seconds per product, plain and packed (in turns, 100 each), and seconds to pack the weight."""
-    packed_linear, pack = torch.ops.mkl._mkl_linear, torch.ops.mkl._mkl_reorder_linear_weight
-    w, x, b = torch.randn(gates, hidden), torch.randn(batch, hidden), torch.zeros(gates)
-    packed = pack(w, batch)
-    torch.testing.assert_close(packed_linear(x, packed, w, b, batch), torch.addmm(b, x, w.t()))
-    ways = [lambda: torch.addmm(b, x, w.t()), lambda: packed_linear(x, packed, w, b, batch)]
-    seconds = [0.0, 0.0]
-    for _ in range(5):
-        for k, way in enumerate(ways):
+def measure(module, w, a, transposed, steps, rounds) -> tuple[float, float]:
+    """Seconds per product of a sequence of `steps`: torch's, and the packed one with its packing."""
+    b = w.t() if transposed else w
+    torch.testing.assert_close(module.PackedWeight(w, transposed).multiply(a), a @ b, rtol=1e-4, atol=1e-3)
+
+    def plain():
+        for _ in range(steps):
+            torch.mm(a, b)
+
+    def packed():
+        weight = module.PackedWeight(w, transposed)
+        for _ in range(steps):
+            weight.multiply(a)
+
+    best = [float("inf"), float("inf")]
+    for _ in range(rounds):
+        for k, way in enumerate((plain, packed)):
             start = time.perf_counter()
-            for _ in range(20):
-                way()
-            seconds[k] += time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(5):
-        pack(w, batch)
-    return seconds[0] / 100, seconds[1] / 100, (time.perf_counter() - start) / 5
+            way()
+            best[k] = min(best[k], (time.perf_counter() - start) / steps)
+    return best[0], best[1]
+
 
 if __name__ == "__main__":
     main()

@@ -110,7 +110,7 @@ def build_name(name: str) -> str:
     torch it links against: the name is a hash of all of them, so that two environments on one machine never
     rebuild each other's kernels (torch's loader locks a build folder against concurrent builds).
     """
-    text = (_SOURCES / f"{name}_cpu.cpp").read_text() + (_SOURCES / "common.h").read_text()
+    text = "".join(path.read_text() for path in [_SOURCES / f"{name}_cpu.cpp", *sorted(_SOURCES.glob("*.h"))])
     build = [text, " ".join(_flags()), platform.machine(), _cpu_features(), os.environ.get("CXX", "c++"),
              sys.version, torch.__version__]
     return f"treenets_{name}_{hashlib.sha1(chr(0).join(build).encode()).hexdigest()[:10]}"
@@ -135,7 +135,7 @@ def _exclusive_build(folder: Path):
 
 
 def kernels(name: str):
-    """The compiled module `csrc/<name>_cpu.cpp` (with the shared `csrc/common.h`), built on first use; None
+    """The compiled module `csrc/<name>_cpu.cpp` (with the shared headers `csrc/*.h`), built on first use; None
     if it cannot be built (the reason is kept for the `cpp` backend's error; warns once)."""
     if name in _loaded:
         return _loaded[name]

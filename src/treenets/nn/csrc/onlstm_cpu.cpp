@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common.h"
+#include "skinny_gemm.h"
 
 using namespace treenets;
 
@@ -156,6 +157,7 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   }
   cs[0].copy_(c0);
   const auto w_t = w_hh.t();
+  auto w_packed = w_low.has_value() ? std::nullopt : pack_for_steps(w_hh, /*transposed=*/true, T, B);
   torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
   torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of mixed precision
   if (w_low.has_value()) {
@@ -169,6 +171,8 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
       h_low.copy_(h);
       at::mm_out(product, h_low, w_low_t);
       at::add_out(pre, x_proj[t], product);
+    } else if (w_packed) {
+      w_packed->multiply(h, x_proj[t], pre);
     } else {
       at::addmm_out(pre, x_proj[t], h, w_t);
     }
@@ -217,6 +221,7 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   auto dc_prev = torch::empty({B, H}, opts);
   const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
   const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
+  auto w_packed = w_low.has_value() ? std::nullopt : pack_for_steps(w_hh, /*transposed=*/false, T, B);
   torch::Tensor d_low, dh_low;  // bfloat16 operand and product of mixed precision
   if (w_low.has_value()) {
     d_low = torch::empty({B, G}, w_low->options());
@@ -239,6 +244,8 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
       d_low.copy_(d_pre[t]);
       at::mm_out(dh_low, d_low, *w_low);
       dh.copy_(dh_low);
+    } else if (w_packed) {
+      w_packed->multiply(d_pre[t], torch::Tensor(), dh);
     } else {
       at::mm_out(dh, d_pre[t], w_hh);
     }
@@ -301,7 +308,34 @@ void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch
   });
 }
 
+// The packed recurrent product on its own (skinny_gemm.h), for tests and benchmarks: `PackedWeight(w, transposed)`
+// packs b (w^T if transposed, else w; float32 [K, N] as b), `multiply(a, bias)` returns bias + a @ b.
+PackedWeight packed_weight(const torch::Tensor& w, bool transposed) {
+  const char* fn = "PackedWeight";
+  TORCH_CHECK(PackedWeight::usable(), fn, ": this build of the kernels has no AVX-512");
+  check_float(w, 2, fn, "w");
+  TORCH_CHECK(w.scalar_type() == at::kFloat, fn, ": w must be float32, got ", dtype_name(w));
+  return PackedWeight(w, transposed);
+}
+
+torch::Tensor packed_multiply(PackedWeight& packed, const torch::Tensor& a, const c10::optional<torch::Tensor>& bias) {
+  const char* fn = "PackedWeight.multiply";
+  check_float(a, 2, fn, "a");
+  TORCH_CHECK(a.scalar_type() == at::kFloat, fn, ": a must be float32, got ", dtype_name(a));
+  TORCH_CHECK(a.size(1) == packed.rows(), fn, ": a must have ", packed.rows(), " columns, got shape ",
+              shape_text(a.sizes()));
+  if (bias.has_value()) check_tensor(*bias, a, {a.size(0), packed.cols()}, false, fn, "bias");
+  auto out = torch::empty({a.size(0), packed.cols()}, a.options());
+  packed.multiply(a, bias.has_value() ? bias->contiguous() : torch::Tensor(), out);
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("packed_products", &packs, pybind11::arg("steps"), pybind11::arg("rows"),
+        "whether the kernels pack a sequence of `steps` float32 recurrent products of `rows` rows");
+  pybind11::class_<PackedWeight>(m, "PackedWeight")
+      .def(pybind11::init(&packed_weight), pybind11::arg("w"), pybind11::arg("transposed"))
+      .def("multiply", &packed_multiply, pybind11::arg("a"), pybind11::arg("bias") = pybind11::none());
   m.def("forward", &forward, "ON-LSTM recurrence over a sequence");
   m.def("backward", &backward, "backward of the ON-LSTM recurrence over a sequence");
   m.def("forward_step", &forward_step, "one step: element-wise part of the forward");

@@ -1,0 +1,127 @@
+"""The packed recurrent product (csrc/skinny_gemm.h): against the float64 product, and inside the ON-LSTM and
+PRPN kernels (float32, sequences long enough to pack) against the PyTorch specification."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from treenets.nn.backend import kernels, use_backend
+from treenets.nn.onlstm import ONLSTMLayer
+from treenets.nn.prpn import Memory, PRPNLanguageModel
+
+
+def _packing(steps=8, rows=1):
+    """The ON-LSTM kernels module, where it packs a sequence of `steps` products of `rows` rows (else skip)."""
+    module = kernels("onlstm")
+    if module is None:
+        pytest.skip("compiled kernels unavailable")
+    if not module.packed_products(1000, 1):
+        pytest.skip("this CPU has no AVX-512: the kernels use torch's products")
+    assert module.packed_products(steps, rows), f"a sequence of {steps} products of {rows} rows is not packed"
+    return module
+
+
+def test_which_sequences_are_packed():
+    module = _packing()
+    assert module.packed_products(8, 64) and module.packed_products(70, 20)
+    assert not module.packed_products(7, 20)  # packing costs about three products: not for short sequences
+    assert not module.packed_products(70, 65)  # nor for large batches, where torch's product is as fast
+
+
+@settings(deadline=None, max_examples=60)
+@given(rows=st.integers(1, 60), inner=st.integers(1, 40), cols=st.integers(1, 50), transposed=st.booleans(),
+       with_bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_packed_product_equals_the_float64_product(rows, inner, cols, transposed, with_bias, seed):
+    """Any shape: row tiles of 1 to 24 rows (more rows: several tiles), a last panel of 1 to 16 columns."""
+    module = _packing()
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn((cols, inner) if transposed else (inner, cols), generator=g)
+    a = torch.randn(rows, inner, generator=g)
+    bias = torch.randn(rows, cols, generator=g) if with_bias else None
+    got = module.PackedWeight(w, transposed).multiply(a, bias)
+    b = w.t() if transposed else w
+    want = a.double() @ b.double() + (bias.double() if with_bias else 0)
+    assert got.shape == (rows, cols) and got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_packed_weight_is_used_for_many_products_and_takes_strided_rows():
+    module = _packing()
+    w = torch.randn(37, 23)
+    packed = module.PackedWeight(w, transposed=True)
+    steps = torch.randn(5, 4, 3, 23)[:, :, 1]  # [4, 23] with rows 69 values apart
+    for a in steps:
+        torch.testing.assert_close(packed.multiply(a), a @ w.t(), rtol=1e-5, atol=1e-5)
+
+
+def test_packed_weight_refuses_bad_inputs():
+    module = _packing()
+    with pytest.raises(RuntimeError, match="w must be float32, got float64"):
+        module.PackedWeight(torch.zeros(3, 4, dtype=torch.float64), False)
+    with pytest.raises(RuntimeError, match="w must have 2 dimensions"):
+        module.PackedWeight(torch.zeros(3), False)
+    packed = module.PackedWeight(torch.zeros(4, 6), False)
+    with pytest.raises(RuntimeError, match=r"a must have 4 columns, got shape \[2, 5\]"):
+        packed.multiply(torch.zeros(2, 5))
+    with pytest.raises(RuntimeError, match=r"bias must have shape \[2, 6\], got \[2, 5\]"):
+        packed.multiply(torch.zeros(2, 4), torch.zeros(2, 5))
+
+
+@pytest.mark.parametrize("batch", [5, 30])
+def test_onlstm_layer_with_packed_products_matches_pytorch(two_threads, batch):
+    """float32, 12 steps (the kernels pack from 8), DropConnect on, a random initial state (from zeros the last
+    chunk's cell stays zero: its master input gate is 0): outputs, last cell and every gradient. At batch 30 a
+    product runs in two row tiles; the layer's widths (H = 36, 4H + 2 * 9 = 162) end in partial panels."""
+    _packing(steps=12, rows=batch)
+    torch.manual_seed(0)
+    layer = ONLSTMLayer(5, 36, 4, weight_drop=0.3)
+    x, h0, c0 = torch.randn(12, batch, 5), torch.randn(batch, 36), torch.randn(batch, 36)
+    results = []
+    for backend in ("auto", "torch"):
+        layer.zero_grad()
+        torch.manual_seed(1)  # the same DropConnect mask
+        inputs = [t.clone().requires_grad_() for t in (x, h0, c0)]
+        with use_backend(backend):
+            out = layer(inputs[0], (inputs[1], inputs[2]))
+            (out.output.pow(2).sum() + out.state[1].sum() + out.master.sum()).backward()
+        grads = [t.grad for t in inputs] + [p.grad.clone() for p in layer.parameters()]
+        results.append([out.output, out.state[1], *grads])
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_prpn_training_with_packed_products_matches_pytorch(two_threads):
+    """float32 PRPN reading layers over two segments of 10 steps with dropout, the state carried: outputs and
+    every gradient (the query's and the cell's hidden products, forward and backward, are packed; batch 26 in
+    two row tiles, widths 20 and 80 ending in partial panels)."""
+    _packing(steps=10, rows=26)
+    torch.manual_seed(5)
+    model = PRPNLanguageModel(30, 7, 20, 2, nslots=4, nlookback=2, dropout=0.3, idropout=0.2, rdropout=0.2).train()
+    tokens = torch.randint(0, 30, (20, 26))
+
+    def run():
+        torch.manual_seed(11)  # the same dropout masks on both paths
+        model.zero_grad()
+        state = model.initial_state(tokens.size(1))
+        state = state._replace(reader=[Memory(torch.randn_like(m.h), torch.randn_like(m.c)) for m in state.reader])
+        first = model(tokens[:10], state)
+        second = model(tokens[10:], first.state)
+        loss = first.output.pow(2).sum() + second.output.sin().sum() + second.state.reader[0].h.pow(2).sum()
+        loss.backward()
+        return [first.output, second.output], {n: p.grad.clone() for n, p in model.named_parameters()
+                                               if p.grad is not None}
+
+    outputs, grads = run()
+    with use_backend("torch"):
+        expected_outputs, expected_grads = run()
+    assert grads.keys() == expected_grads.keys()
+    for got, want in zip(outputs, expected_outputs):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    # Some gradients are small sums of large terms (the parser's conv bias: at most 0.01, of terms up to 1e3),
+    # whose float32 rounding differs between any two orders of summation: tolerances scale with the largest.
+    scale = max(g.abs().max().item() for g in expected_grads.values())
+    for name in grads:
+        torch.testing.assert_close(grads[name], expected_grads[name], rtol=1e-4, atol=1e-5 * scale, msg=name)
