@@ -1,5 +1,6 @@
-"""The packed recurrent product (csrc/skinny_gemm.h): against the float64 product, and inside the ON-LSTM and
-PRPN kernels (float32, sequences long enough to pack) against the PyTorch specification."""
+"""The packed recurrent product (csrc/skinny_gemm.h): against the float64 product (float32) and torch's bfloat16
+product, and inside the ON-LSTM and PRPN kernels (float32, sequences long enough to pack) against the PyTorch
+specification (bfloat16 inside the kernels: tests/nn/test_precision.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ from treenets.nn.onlstm import ONLSTMLayer
 from treenets.nn.prpn import Memory, PRPNLanguageModel
 
 
-def _packing(steps=8, rows=1):
+def _packing(steps=8, rows=1, bfloat16=False):
     """The ON-LSTM kernels module, where it packs a sequence of `steps` products of `rows` rows (else skip)."""
     module = kernels("onlstm")
     if module is None:
         pytest.skip("compiled kernels unavailable")
-    if not module.packed_products(1000, 1):
-        pytest.skip("this CPU has no AVX-512: the kernels use torch's products")
-    assert module.packed_products(steps, rows), f"a sequence of {steps} products of {rows} rows is not packed"
+    if not module.packed_products(1000, 1, bfloat16):
+        pytest.skip(f"this CPU has no AVX-512{' BF16' if bfloat16 else ''}: the kernels use torch's products")
+    assert module.packed_products(steps, rows, bfloat16), f"{steps} products of {rows} rows are not packed"
     return module
 
 
@@ -37,15 +38,40 @@ def test_which_sequences_are_packed():
 def test_packed_product_equals_the_float64_product(rows, inner, cols, transposed, with_bias, seed):
     """Any shape: row tiles of 1 to 24 rows (more rows: several tiles), a last panel of 1 to 16 columns."""
     module = _packing()
-    g = torch.Generator().manual_seed(seed)
-    w = torch.randn((cols, inner) if transposed else (inner, cols), generator=g)
-    a = torch.randn(rows, inner, generator=g)
-    bias = torch.randn(rows, cols, generator=g) if with_bias else None
+    a, w, bias = _operands(rows, inner, cols, transposed, with_bias, seed)
     got = module.PackedWeight(w, transposed).multiply(a, bias)
     b = w.t() if transposed else w
     want = a.double() @ b.double() + (bias.double() if with_bias else 0)
     assert got.shape == (rows, cols) and got.dtype == torch.float32
     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+@settings(deadline=None, max_examples=60)
+@given(rows=st.integers(1, 60), inner=st.integers(1, 40), cols=st.integers(1, 50), transposed=st.booleans(),
+       with_bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_bfloat16_packed_product_is_torchs_bfloat16_product(rows, inner, cols, transposed, with_bias, seed):
+    """With the weight in bfloat16 (an odd K pads the last pair of k): a rounded to bfloat16, the products summed
+    in float32, the result rounded to bfloat16, then the float32 bias added; as torch's bfloat16 product under
+    autocast (up to one rounding step of the result, where the two sums fall on either side of a tie)."""
+    module = _packing(bfloat16=True)
+    a, w, bias = _operands(rows, inner, cols, transposed, with_bias, seed)
+    w = w.bfloat16()
+    got = module.PackedWeight(w, transposed).multiply(a, bias)
+    b = w.t() if transposed else w
+    product = (a.bfloat16().double() @ b.double()).bfloat16().float()
+    want = product + (bias if with_bias else 0)
+    assert got.dtype == torch.float32
+    step = product.abs() * 2**-8  # one unit in the last place of bfloat16, at most
+    assert ((got - want).abs() <= step + 1e-6).all()
+    assert ((got - want).abs() > 0).float().mean() < 0.02
+
+
+def _operands(rows, inner, cols, transposed, with_bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn((cols, inner) if transposed else (inner, cols), generator=g)
+    a = torch.randn(rows, inner, generator=g)
+    bias = torch.randn(rows, cols, generator=g) if with_bias else None
+    return a, w, bias
 
 
 def test_packed_weight_is_used_for_many_products_and_takes_strided_rows():
@@ -59,15 +85,17 @@ def test_packed_weight_is_used_for_many_products_and_takes_strided_rows():
 
 def test_packed_weight_refuses_bad_inputs():
     module = _packing()
-    with pytest.raises(RuntimeError, match="w must be float32, got float64"):
+    with pytest.raises(RuntimeError, match="w must be float32 or bfloat16, got float64"):
         module.PackedWeight(torch.zeros(3, 4, dtype=torch.float64), False)
-    with pytest.raises(RuntimeError, match="w must have 2 dimensions"):
+    with pytest.raises(RuntimeError, match="w must be a 2-D CPU tensor"):
         module.PackedWeight(torch.zeros(3), False)
     packed = module.PackedWeight(torch.zeros(4, 6), False)
     with pytest.raises(RuntimeError, match=r"a must have 4 columns, got shape \[2, 5\]"):
         packed.multiply(torch.zeros(2, 5))
     with pytest.raises(RuntimeError, match=r"bias must have shape \[2, 6\], got \[2, 5\]"):
         packed.multiply(torch.zeros(2, 4), torch.zeros(2, 5))
+    with pytest.raises(RuntimeError, match="a must be float32, got float64"):
+        packed.multiply(torch.zeros(2, 4, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("batch", [5, 30])

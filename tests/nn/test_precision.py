@@ -63,12 +63,16 @@ def test_settings_and_where_products_run_in_bfloat16():
         autocast("fp16", "cpu")
 
 
-def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code():
+@pytest.mark.parametrize("steps", [7, 12])
+def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code(steps):
     """Under bf16 the kernels' outputs and gradients match the PyTorch step under autocast (the same bfloat16
-    products) far more closely than either matches float32: the products really are bfloat16, and only them."""
-    if kernels("onlstm") is None:
+    products) far more closely than either matches float32: the products really are bfloat16, and only them.
+    Sequences of 7 steps run torch's bfloat16 products, of 12 the kernels' packed ones where the CPU has them."""
+    module = kernels("onlstm")
+    if module is None:
         pytest.skip("compiled kernels unavailable")
-    inputs = _inputs()
+    assert not module.packed_products(7, 3, bfloat16=True)
+    inputs = _inputs(steps=steps)
     exact_out, exact_grads = _run("torch", "fp32", inputs)
     spec_out, spec_grads = _run("torch", "bf16", inputs)
     fused_out, fused_grads = _run("auto", "bf16", inputs)

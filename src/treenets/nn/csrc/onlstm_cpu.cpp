@@ -157,7 +157,7 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   }
   cs[0].copy_(c0);
   const auto w_t = w_hh.t();
-  auto w_packed = w_low.has_value() ? std::nullopt : pack_for_steps(w_hh, /*transposed=*/true, T, B);
+  auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/true, T, B);
   torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
   torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of mixed precision
   if (w_low.has_value()) {
@@ -167,12 +167,12 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   }
   for (int64_t t = 0; t < T; ++t) {
     const int64_t prev = keep ? t : t % 2, cur = keep ? t + 1 : (t + 1) % 2;
-    if (w_low.has_value()) {
+    if (w_packed) {
+      w_packed->multiply(h, x_proj[t], pre);
+    } else if (w_low.has_value()) {
       h_low.copy_(h);
       at::mm_out(product, h_low, w_low_t);
       at::add_out(pre, x_proj[t], product);
-    } else if (w_packed) {
-      w_packed->multiply(h, x_proj[t], pre);
     } else {
       at::addmm_out(pre, x_proj[t], h, w_t);
     }
@@ -221,7 +221,7 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   auto dc_prev = torch::empty({B, H}, opts);
   const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
   const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
-  auto w_packed = w_low.has_value() ? std::nullopt : pack_for_steps(w_hh, /*transposed=*/false, T, B);
+  auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/false, T, B);
   torch::Tensor d_low, dh_low;  // bfloat16 operand and product of mixed precision
   if (w_low.has_value()) {
     d_low = torch::empty({B, G}, w_low->options());
@@ -240,12 +240,12 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
       });
     });
     std::swap(dc, dc_prev);
-    if (w_low.has_value()) {  // the gradient w.r.t. h_{t-1}
+    if (w_packed) {  // the gradient w.r.t. h_{t-1}
+      w_packed->multiply(d_pre[t], torch::Tensor(), dh);
+    } else if (w_low.has_value()) {
       d_low.copy_(d_pre[t]);
       at::mm_out(dh_low, d_low, *w_low);
       dh.copy_(dh_low);
-    } else if (w_packed) {
-      w_packed->multiply(d_pre[t], torch::Tensor(), dh);
     } else {
       at::mm_out(dh, d_pre[t], w_hh);
     }
@@ -309,12 +309,15 @@ void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch
 }
 
 // The packed recurrent product on its own (skinny_gemm.h), for tests and benchmarks: `PackedWeight(w, transposed)`
-// packs b (w^T if transposed, else w; float32 [K, N] as b), `multiply(a, bias)` returns bias + a @ b.
+// packs b (w^T if transposed, else w; float32 or bfloat16, [K, N] as b), `multiply(a, bias)` returns bias + a @ b
+// (a and bias float32; with b in bfloat16, a is rounded to bfloat16 and so is the product).
 PackedWeight packed_weight(const torch::Tensor& w, bool transposed) {
   const char* fn = "PackedWeight";
-  TORCH_CHECK(PackedWeight::usable(), fn, ": this build of the kernels has no AVX-512");
-  check_float(w, 2, fn, "w");
-  TORCH_CHECK(w.scalar_type() == at::kFloat, fn, ": w must be float32, got ", dtype_name(w));
+  TORCH_CHECK(w.defined() && w.device().is_cpu() && w.dim() == 2, fn, ": w must be a 2-D CPU tensor");
+  TORCH_CHECK(w.scalar_type() == at::kFloat || w.scalar_type() == at::kBFloat16, fn,
+              ": w must be float32 or bfloat16, got ", dtype_name(w));
+  TORCH_CHECK(packs(w.scalar_type(), kMinSteps, 1), fn, ": this build of the kernels does not pack ", dtype_name(w),
+              " products (no AVX-512", w.scalar_type() == at::kBFloat16 ? " with BF16)" : ")");
   return PackedWeight(w, transposed);
 }
 
@@ -330,9 +333,14 @@ torch::Tensor packed_multiply(PackedWeight& packed, const torch::Tensor& a, cons
   return out;
 }
 
+bool packed_products(int64_t steps, int64_t rows, bool bfloat16) {
+  return packs(bfloat16 ? at::kBFloat16 : at::kFloat, steps, rows);
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("packed_products", &packs, pybind11::arg("steps"), pybind11::arg("rows"),
-        "whether the kernels pack a sequence of `steps` float32 recurrent products of `rows` rows");
+  m.def("packed_products", &packed_products, pybind11::arg("steps"), pybind11::arg("rows"),
+        pybind11::arg("bfloat16") = false,
+        "whether the kernels pack a sequence of `steps` recurrent products of `rows` rows (float32 or bfloat16)");
   pybind11::class_<PackedWeight>(m, "PackedWeight")
       .def(pybind11::init(&packed_weight), pybind11::arg("w"), pybind11::arg("transposed"))
       .def("multiply", &packed_multiply, pybind11::arg("a"), pybind11::arg("bias") = pybind11::none());

@@ -160,8 +160,8 @@ void check_low_weights(const c10::optional<Tensor>& w_query_low, const Tensor& w
 }
 
 // A step's hidden product x W^T, [B, out] contiguous in x's dtype: with W packed for the sequence where that
-// pays (skinny_gemm.h); else in float32 as W x^T ([out, B]) laid out again, which BLAS runs faster than x W^T at
-// these batch sizes; with `w_low` in bfloat16 (mixed precision).
+// pays (skinny_gemm.h: float32, or bfloat16 with `w_low`); else in float32 as W x^T ([out, B]) laid out again,
+// which BLAS runs faster than x W^T at these batch sizes, or in bfloat16 with `w_low` (mixed precision).
 Tensor hidden_product(const Tensor& w, const c10::optional<Tensor>& w_low, std::optional<PackedWeight>& packed,
                       const Tensor& x) {
   if (packed) {
@@ -234,9 +234,8 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
   auto hh_stats = torch::empty({kept, B, 2}, opts), c_stats = torch::empty({kept, B, 2}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
-  auto query_packed =
-      w_query_low.has_value() ? std::nullopt : pack_for_steps(w_query_h, /*transposed=*/true, steps, B);
-  auto hh_packed = w_hh_low.has_value() ? std::nullopt : pack_for_steps(w_hh, /*transposed=*/true, steps, B);
+  auto query_packed = pack_for_steps(w_query_h, w_query_low, /*transposed=*/true, steps, B);
+  auto hh_packed = pack_for_steps(w_hh, w_hh_low, /*transposed=*/true, steps, B);
   AT_DISPATCH_FLOATING_TYPES(gates_x.scalar_type(), "prpn_reading_forward", [&] {
     using T = scalar_t;
     const T *GX = gates_x.data_ptr<T>(), *QX = query_x.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
@@ -348,9 +347,8 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, H}, opts), d_hq = torch::empty({B, H}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
-  auto query_packed =
-      w_query_low.has_value() ? std::nullopt : pack_for_steps(w_query_h, /*transposed=*/false, steps, B);
-  auto hh_packed = w_hh_low.has_value() ? std::nullopt : pack_for_steps(w_hh, /*transposed=*/false, steps, B);
+  auto query_packed = pack_for_steps(w_query_h, w_query_low, /*transposed=*/false, steps, B);
+  auto hh_packed = pack_for_steps(w_hh, w_hh_low, /*transposed=*/false, steps, B);
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "prpn_reading_backward", [&] {
     using T = scalar_t;
     const T *hg = hh_gamma.data_ptr<T>(), *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>();
