@@ -1,16 +1,19 @@
-"""The recurrent product of a small batch: torch's fp32 product against the compiled kernels' packed one
+"""The recurrent product of a small batch: torch's product against the compiled kernels' packed one
 (`PackedWeight`, csrc/skinny_gemm.h: the weight packed once per sequence into 16-column panels, all rows of the
-batch in registers; AVX-512 builds only). For the ON-LSTM paper config's two shapes (batch x 1150 by 1150 x 4830,
-and the last layer's batch x 400 by 400 x 1680) as a forward product (h U^T) and a backward one (d U), the two
-ways in turns, `--steps` products each (a sequence), the packing counted in the packed side's time. The kernels
-pack sequences of 8 products or more of at most 64 rows (`kMaxRowsToPack`): this measures where that pays.
+batch in registers; AVX-512 builds only), in fp32 and in bf16 (mixed precision: torch's side rounds the batch to
+bfloat16 and multiplies it with the weight's bfloat16 copy, as the kernels did before they packed). For the
+ON-LSTM paper config's two shapes (batch x 1150 by 1150 x 4830, and the last layer's batch x 400 by 400 x 1680)
+as a forward product (h U^T) and a backward one (d U), the two ways in turns, `--steps` products each (a
+sequence), the packing counted in the packed side's time. The kernels pack sequences of 8 products or more of at
+most 64 rows (`kMaxRowsToPack`): this measures where that pays.
 
-    python benchmarks/packed_gemm.py [--threads 2] [--batch-sizes 10 20 64 256] [--steps 70]
+    python benchmarks/packed_gemm.py [--threads 2] [--batch-sizes 10 20 64 256] [--steps 70] [--precisions fp32 bf16]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 
 import torch
@@ -26,34 +29,41 @@ def main():
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[10, 20, 64, 256])
     parser.add_argument("--steps", type=int, default=70, help="products per sequence (one packing)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     module = kernels("onlstm")
-    if module is None or not module.packed_products(args.steps, 1):
-        raise SystemExit("the compiled kernels do not pack products here (no AVX-512, or no compiler)")
+    for precision in args.precisions:
+        if module is None or not module.packed_products(args.steps, 1, precision == "bf16"):
+            raise SystemExit(f"the compiled kernels do not pack {precision} products here (no AVX-512, AVX512-BF16 "
+                             "for bf16, or no compiler)")
     print(f"{args.threads} threads, {args.steps} products per sequence, GFLOP/s (ms per product), best of "
           f"{args.rounds} rounds in turns")
-    print(f"{'weight':>11} {'batch':>5} {'product':>8} {'torch':>16} {'packed':>16} {'ratio':>6}")
+    print(f"{'weight':>11} {'batch':>5} {'product':>8} {'precision':>9} {'torch':>16} {'packed':>16} {'ratio':>6}")
     for gates, hidden in SHAPES:
         w = torch.randn(gates, hidden)
         for batch in args.batch_sizes:
-            for name, a, transposed in (("h U^T", torch.randn(batch, hidden), True),
-                                        ("d U", torch.randn(batch, gates), False)):
-                plain, packed = measure(module, w, a, transposed, args.steps, args.rounds)
+            for (name, a, transposed), precision in itertools.product(
+                    (("h U^T", torch.randn(batch, hidden), True), ("d U", torch.randn(batch, gates), False)),
+                    args.precisions):
+                weight = w.bfloat16() if precision == "bf16" else w
+                plain, packed = measure(module, weight, a, transposed, args.steps, args.rounds)
                 flops = 2 * batch * gates * hidden
                 torch_cell, packed_cell = (f"{flops / s / 1e9:7.1f} ({s * 1e3:6.3f})" for s in (plain, packed))
-                print(f"{gates:>5}x{hidden:<5} {batch:5d} {name:>8} {torch_cell:>16} {packed_cell:>16} "
+                print(f"{gates:>5}x{hidden:<5} {batch:5d} {name:>8} {precision:>9} {torch_cell:>16} {packed_cell:>16} "
                       f"{plain / packed:6.2f}")
 
 
 def measure(module, w, a, transposed, steps, rounds) -> tuple[float, float]:
-    """Seconds per product of a sequence of `steps`: torch's, and the packed one with its packing."""
+    """Seconds per product of a sequence of `steps`: torch's, and the packed one with its packing. `w` float32 or
+    bfloat16; `a` float32 (rounded to bfloat16 at each product for a bfloat16 `w`, on both sides)."""
     b = w.t() if transposed else w
-    torch.testing.assert_close(module.PackedWeight(w, transposed).multiply(a), a @ b, rtol=1e-4, atol=1e-3)
+    want = (a.to(w.dtype) @ b).float()
+    torch.testing.assert_close(module.PackedWeight(w, transposed).multiply(a), want, rtol=1e-2, atol=1e-2)
 
     def plain():
         for _ in range(steps):
-            torch.mm(a, b)
+            (a.to(w.dtype) @ b).float()
 
     def packed():
         weight = module.PackedWeight(w, transposed)
