@@ -28,7 +28,8 @@ Speed: the parsing network (its convolution as one matrix product over windows),
 every reading layer and the whole predict network run over all steps at once; only the reading layers'
 recurrence runs step by step, one layer after another. Where the compiled kernels apply
 (`treenets.nn.backend`: CPU, float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the
-two matrix products and fused loops for the rest) with a hand-derived backward that forms the weight
+two matrix products, on weights packed once per segment on CPUs with AVX-512 (csrc/skinny_gemm.h), and fused
+loops for the rest) with a hand-derived backward that forms the weight
 gradients once per segment; the predict network's attention, PRPN's layer norm and the dropout masks are
 compiled too. `reading_step`, `attend` and `LayerNorm.forward` hold the PyTorch code (the
 specification, run everywhere else; the `compile` backend, for GPUs, fuses each `reading_step` with
