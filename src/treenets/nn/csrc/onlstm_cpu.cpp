@@ -158,6 +158,7 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   cs[0].copy_(c0);
   const auto w_t = w_hh.t();
   auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/true, T, B);
+  const auto x_steps = x_proj.contiguous();  // the packed product reads each step's rows with unit column stride
   torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
   torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of mixed precision
   if (w_low.has_value()) {
@@ -168,7 +169,7 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   for (int64_t t = 0; t < T; ++t) {
     const int64_t prev = keep ? t : t % 2, cur = keep ? t + 1 : (t + 1) % 2;
     if (w_packed) {
-      w_packed->multiply(h, x_proj[t], pre);
+      w_packed->multiply(h, x_steps[t], pre);
     } else if (w_low.has_value()) {
       h_low.copy_(h);
       at::mm_out(product, h_low, w_low_t);

@@ -119,6 +119,7 @@ class Panels {
 
   // b = w if `transposed` is false (w [K, N]), else b = w^T (w [N, K]); w of dtype E, any strides.
   Panels(const torch::Tensor& w, bool transposed) {
+    TORCH_CHECK(usable<E>(), "PackedWeight: this build cannot multiply with a weight of this dtype");
     const auto b = transposed ? w.t() : w;
     K_ = b.size(0), N_ = b.size(1);
     groups_ = (K_ + depth - 1) / depth, panels_ = (N_ + kPanel - 1) / kPanel;
@@ -148,6 +149,9 @@ class Panels {
   void multiply(const torch::Tensor& a, const torch::Tensor& bias, torch::Tensor& out) {
 #if defined(__AVX512F__)
     const int64_t M = a.size(0);
+    TORCH_CHECK(out.size(1) <= 1 || out.stride(1) == 1, "PackedWeight.multiply: out must have unit column stride");
+    TORCH_CHECK(!bias.defined() || bias.size(1) <= 1 || bias.stride(1) == 1,
+                "PackedWeight.multiply: bias must have unit column stride");
     a_t_.assign(static_cast<size_t>(groups_ * M * depth), E(0));  // a transposed: a tile's values side by side
     const auto acc = a.accessor<float, 2>();
     for (int64_t m = 0; m < M; ++m)
@@ -191,8 +195,9 @@ class PackedWeight {
   int64_t rows() const { return std::visit([](const auto& p) { return p.rows(); }, panels_); }
   int64_t cols() const { return std::visit([](const auto& p) { return p.cols(); }, panels_); }
 
-  // out [M, N] = bias + a @ b; a [M, K] float32, bias [M, N] float32 (or undefined: zero), out [M, N] float32
-  // with unit column stride (rows may be strided, as a time step of a [T, B, N] tensor).
+  // out [M, N] = bias + a @ b; a [M, K] float32 (any strides), bias [M, N] float32 (or undefined: zero) and out
+  // [M, N] float32 with unit column stride (their rows may be strided, as a time step of a [T, B, N] tensor).
+  // Not for two threads at once: it keeps its transposed `a` between calls.
   void multiply(const torch::Tensor& a, const torch::Tensor& bias, torch::Tensor& out) {
     std::visit([&](auto& p) { p.multiply(a, bias, out); }, panels_);
   }
