@@ -293,6 +293,7 @@ def _cmd_train(args) -> int:
         if resume:
             print(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
     result = trainer.run()
+    trainer.close()
     if trainer.is_main:
         key = trainer.task.Metric.key
         valid = fmt_metric(result.valid.score) if result.valid else "n/a"
