@@ -66,6 +66,17 @@ def test_bfloat16_packed_product_is_torchs_bfloat16_product(rows, inner, cols, t
     assert ((got - want).abs() > 0).float().mean() < 0.02
 
 
+def test_bfloat16_product_of_odd_depth_forgets_the_last_call():
+    """An odd K pads the last pair of k with zeros on both sides: NaNs an earlier call of more rows left where the
+    padding now lies (in the product's reused buffer) must not reach a later product."""
+    module = _packing(bfloat16=True)
+    w = torch.randn(5, 7).bfloat16()  # K = 5
+    packed = module.PackedWeight(w, transposed=False)
+    assert packed.multiply(torch.full((4, 5), float("nan"))).isnan().all()
+    a = torch.randn(3, 5)
+    torch.testing.assert_close(packed.multiply(a), (a.bfloat16() @ w).float(), rtol=1e-2, atol=1e-2)
+
+
 def _operands(rows, inner, cols, transposed, with_bias, seed):
     g = torch.Generator().manual_seed(seed)
     w = torch.randn((cols, inner) if transposed else (inner, cols), generator=g)

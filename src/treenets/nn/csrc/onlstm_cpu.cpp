@@ -156,12 +156,11 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
     gates = torch::empty({T, B, 4, H}, opts);
   }
   cs[0].copy_(c0);
-  const auto w_t = w_hh.t();
   auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/true, T, B);
   const auto x_steps = x_proj.contiguous();  // the packed product reads each step's rows with unit column stride
   torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
-  torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of mixed precision
-  if (w_low.has_value()) {
+  torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of unpacked mixed precision
+  if (w_low.has_value() && !w_packed) {
     w_low_t = w_low->t();
     h_low = torch::empty({B, H}, w_low->options());
     product = torch::empty({B, x_proj.size(2)}, w_low->options());
@@ -173,9 +172,9 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
     } else if (w_low.has_value()) {
       h_low.copy_(h);
       at::mm_out(product, h_low, w_low_t);
-      at::add_out(pre, x_proj[t], product);
+      at::add_out(pre, x_steps[t], product);
     } else {
-      at::addmm_out(pre, x_proj[t], h, w_t);
+      at::addmm_out(pre, x_steps[t], h, w_hh.t());
     }
     AT_DISPATCH_FLOATING_TYPES(x_proj.scalar_type(), "onlstm_forward", [&] {
       at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
@@ -223,8 +222,8 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
   const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
   auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/false, T, B);
-  torch::Tensor d_low, dh_low;  // bfloat16 operand and product of mixed precision
-  if (w_low.has_value()) {
+  torch::Tensor d_low, dh_low;  // bfloat16 operand and product of unpacked mixed precision
+  if (w_low.has_value() && !w_packed) {
     d_low = torch::empty({B, G}, w_low->options());
     dh_low = torch::empty({B, H}, w_low->options());
   }
@@ -317,7 +316,7 @@ PackedWeight packed_weight(const torch::Tensor& w, bool transposed) {
   TORCH_CHECK(w.defined() && w.device().is_cpu() && w.dim() == 2, fn, ": w must be a 2-D CPU tensor");
   TORCH_CHECK(w.scalar_type() == at::kFloat || w.scalar_type() == at::kBFloat16, fn,
               ": w must be float32 or bfloat16, got ", dtype_name(w));
-  TORCH_CHECK(packs(w.scalar_type(), kMinSteps, 1), fn, ": this build of the kernels does not pack ", dtype_name(w),
+  TORCH_CHECK(packable(w.scalar_type()), fn, ": this build of the kernels does not pack ", dtype_name(w),
               " products (no AVX-512", w.scalar_type() == at::kBFloat16 ? " with BF16)" : ")");
   return PackedWeight(w, transposed);
 }

@@ -152,10 +152,12 @@ class Panels {
     TORCH_CHECK(out.size(1) <= 1 || out.stride(1) == 1, "PackedWeight.multiply: out must have unit column stride");
     TORCH_CHECK(!bias.defined() || bias.size(1) <= 1 || bias.stride(1) == 1,
                 "PackedWeight.multiply: bias must have unit column stride");
-    a_t_.assign(static_cast<size_t>(groups_ * M * depth), E(0));  // a transposed: a tile's values side by side
+    a_t_.resize(static_cast<size_t>(groups_ * M * depth));  // a transposed: a tile's values side by side
     const auto acc = a.accessor<float, 2>();
-    for (int64_t m = 0; m < M; ++m)
+    for (int64_t m = 0; m < M; ++m) {
       for (int64_t k = 0; k < K_; ++k) a_t_[((k / depth) * M + m) * depth + k % depth] = E(acc[m][k]);
+      if (K_ % depth) a_t_[((groups_ - 1) * M + m) * depth + depth - 1] = E(0);  // an odd K's last pair
+    }
     const float* bias_data = bias.defined() ? bias.data_ptr<float>() : nullptr;
     const int64_t bias_stride = bias.defined() ? bias.stride(0) : 0;
     float* out_data = out.data_ptr<float>();
@@ -211,13 +213,17 @@ class PackedWeight {
 // from 1.02 to 3.5 times torch's speed up to 64 rows; at 256 rows from 0.73 to 1.63 times.
 constexpr int64_t kMinSteps = 8, kMaxRowsToPack = 64;
 
-// Whether a sequence of `steps` products of `rows` rows on a weight of `dtype` (float32 or bfloat16) is packed:
-// a build with AVX-512 (and AVX512-BF16 for bfloat16), at least kMinSteps steps of at most kMaxRowsToPack rows.
+// Whether this build multiplies with a packed weight of `dtype`: float32 with AVX-512, bfloat16 with AVX512-BF16.
+inline bool packable(at::ScalarType dtype) {
+  return dtype == at::kFloat ? skinny::usable<float>()
+         : dtype == at::kBFloat16 ? skinny::usable<skinny::BFloat16>()
+                                  : false;
+}
+
+// Whether a sequence of `steps` products of `rows` rows on a weight of `dtype` is packed: `packable`, at least
+// kMinSteps steps of at most kMaxRowsToPack rows.
 inline bool packs(at::ScalarType dtype, int64_t steps, int64_t rows) {
-  const bool usable = dtype == at::kFloat ? skinny::usable<float>()
-                      : dtype == at::kBFloat16 ? skinny::usable<skinny::BFloat16>()
-                                               : false;
-  return usable && steps >= kMinSteps && rows <= kMaxRowsToPack;
+  return packable(dtype) && steps >= kMinSteps && rows <= kMaxRowsToPack;
 }
 
 // The weight of a sequence's products packed when that pays (`packs`): `w_low` (its bfloat16 copy, mixed
