@@ -138,13 +138,14 @@ def recurrent_floor(model, step, batch, bptt, steps, device) -> tuple[float, int
     """Seconds per step of an ON-LSTM's per-time-step recurrent products alone in fp32, and their FLOPs: in every
     layer `bptt` products h_{t-1} U^T at this batch, one after another as the recurrence orders them, and in
     training as many products d_pre U (the gradient towards h_{t-1}). They run as the compiled kernels run
-    them: on a weight packed once per sequence where the kernels pack (`PackedWeight`: AVX-512, small batches;
-    the packing counted), else torch's product. Every fp32 step spends at least this time. (0, 0) for other models."""
+    them: on a weight packed once per sequence where the kernels pack (`PackedWeight`: small batches, long
+    enough sequences; the packing counted), else torch's product. Every fp32 step spends at least this time.
+    (0, 0) for other models."""
     if not isinstance(model, ONLSTMLanguageModel):
         return 0.0, 0
     weights = [m.hh.weight.detach() for m in model.modules() if isinstance(getattr(m, "hh", None), torch.nn.Linear)]
     products = 2 if step is train_step else 1
-    compiled = kernels("onlstm") if torch.device(device).type == "cpu" else None
+    compiled = kernels("packed_gemm") if torch.device(device).type == "cpu" else None
     packed = compiled is not None and compiled.packed_products(bptt, batch)
     times = []
     for i in range(steps + 1):

@@ -1,6 +1,7 @@
 """The recurrent product of a small batch: torch's product against the compiled kernels' packed one
-(`PackedWeight`, csrc/skinny_gemm.h: the weight packed once per sequence into 16-column panels, all rows of the
-batch in registers; AVX-512 builds only), in fp32 and in bf16 (mixed precision: torch's side rounds the batch to
+(`PackedWeight`, csrc/packed_gemm.h, the `packed_gemm` kernels alone: the weight packed once per sequence into
+16-column panels, a tile of the batch's rows in registers; $TREENETS_MARCH=x86-64-v3 times the AVX2 build on an
+AVX-512 CPU), in fp32 and in bf16 (mixed precision: torch's side rounds the batch to
 bfloat16 and multiplies it with the weight's bfloat16 copy, as the kernels did before they packed). For the
 ON-LSTM paper config's two shapes (batch x 1150 by 1150 x 4830, and the last layer's batch x 400 by 400 x 1680)
 as a forward product (h U^T) and a backward one (d U), the two ways in turns, `--steps` products each (a
@@ -32,11 +33,12 @@ def main():
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    module = kernels("onlstm")
+    module = kernels("packed_gemm")
     for precision in args.precisions:
         if module is None or not module.packed_products(args.steps, 1, precision == "bf16"):
-            raise SystemExit(f"the compiled kernels do not pack {precision} products here (no AVX-512, AVX512-BF16 "
-                             "for bf16, or no compiler)")
+            raise SystemExit(f"the compiled kernels do not pack {precision} products here (no AVX512-BF16 for bf16, "
+                             "or no compiler)")
+    print(f"packed products on {module.instructions()}, torch's CPU kernels {torch.backends.cpu.get_cpu_capability()}")
     print(f"{args.threads} threads, {args.steps} products per sequence, GFLOP/s (ms per product), best of "
           f"{args.rounds} rounds in turns")
     print(f"{'weight':>11} {'batch':>5} {'product':>8} {'precision':>9} {'torch':>16} {'packed':>16} {'ratio':>6}")

@@ -1,8 +1,15 @@
-"""The packed recurrent product (csrc/skinny_gemm.h): against the float64 product (float32) and torch's bfloat16
-product, and inside the ON-LSTM and PRPN kernels (float32, sequences long enough to pack) against the PyTorch
-specification (bfloat16 inside the kernels: tests/nn/test_precision.py)."""
+"""The packed recurrent product (csrc/packed_gemm.h, loaded alone as the `packed_gemm` kernels): against the float64
+product (float32, on every CPU: AVX-512, AVX2, NEON or SSE2 code from one micro-kernel) and torch's bfloat16 product
+(builds with AVX512-BF16), and inside the ON-LSTM and PRPN kernels (float32, sequences long enough to pack) against
+the PyTorch specification (bfloat16 inside the kernels: tests/nn/test_precision.py)."""
 
 from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,18 +22,20 @@ from treenets.nn.prpn import Memory, PRPNLanguageModel
 
 
 def _packing(steps=8, rows=1, bfloat16=False):
-    """The ON-LSTM kernels module, where it packs a sequence of `steps` products of `rows` rows (else skip)."""
-    module = kernels("onlstm")
+    """The packed-product kernels, which pack a sequence of `steps` products of `rows` rows (bfloat16: skip on a
+    build without AVX512-BF16)."""
+    module = kernels("packed_gemm")
     if module is None:
         pytest.skip("compiled kernels unavailable")
-    if not module.packed_products(1000, 1, bfloat16):
-        pytest.skip(f"this CPU has no AVX-512{' BF16' if bfloat16 else ''}: the kernels use torch's products")
+    if bfloat16 and not module.packed_products(1000, 1, bfloat16):
+        pytest.skip(f"this build ({module.instructions()}) has no AVX512-BF16: bfloat16 runs torch's products")
     assert module.packed_products(steps, rows, bfloat16), f"{steps} products of {rows} rows are not packed"
     return module
 
 
 def test_which_sequences_are_packed():
     module = _packing()
+    assert module.instructions().split()[0] in ("AVX-512", "AVX2", "NEON", "SSE2")
     assert module.packed_products(8, 64) and module.packed_products(70, 20)
     assert not module.packed_products(7, 20)  # packing costs about three products: not for short sequences
     assert not module.packed_products(70, 65)  # nor for large batches, where torch's product is as fast
@@ -36,7 +45,8 @@ def test_which_sequences_are_packed():
 @given(rows=st.integers(1, 60), inner=st.integers(1, 40), cols=st.integers(1, 50), transposed=st.booleans(),
        with_bias=st.booleans(), seed=st.integers(0, 2**16))
 def test_packed_product_equals_the_float64_product(rows, inner, cols, transposed, with_bias, seed):
-    """Any shape: row tiles of 1 to 24 rows (more rows: several tiles), a last panel of 1 to 16 columns."""
+    """Any shape: every row tile of the build (1 to 24 rows with AVX-512, 1 to 6 with AVX2; more rows: several
+    tiles), a last panel of 1 to 16 columns."""
     module = _packing()
     a, w, bias = _operands(rows, inner, cols, transposed, with_bias, seed)
     got = module.PackedWeight(w, transposed).multiply(a, bias)
@@ -105,7 +115,8 @@ def test_empty_batches_and_empty_products():
 
 def test_onlstm_kernels_read_a_strided_input_projection():
     """x_proj with strided columns (a transposed view) through the packed forward: the same as contiguous."""
-    module = _packing(steps=9, rows=3)
+    _packing(steps=9, rows=3)
+    module = kernels("onlstm")
     g = torch.Generator().manual_seed(0)
     hidden, n_chunks = 8, 2
     width = 2 * n_chunks + 4 * hidden
@@ -130,6 +141,36 @@ def test_packed_weight_refuses_bad_inputs():
         packed.multiply(torch.zeros(2, 4), torch.zeros(2, 5))
     with pytest.raises(RuntimeError, match="a must be float32, got float64"):
         packed.multiply(torch.zeros(2, 4, dtype=torch.float64))
+    if not module.packed_products(1000, 1, bfloat16=True):
+        with pytest.raises(RuntimeError, match=r"this build of the kernels \(.*\) does not pack bfloat16 products"):
+            module.PackedWeight(torch.zeros(4, 6, dtype=torch.bfloat16), False)
+
+
+AVX2_BUILD = """
+import torch
+from treenets.nn.backend import kernels
+module = kernels("packed_gemm")
+assert module.instructions() == "AVX2", module.instructions()
+assert not module.packed_products(1000, 1, bfloat16=True)
+g = torch.Generator().manual_seed(0)
+for rows, inner, cols, transposed in [(1, 5, 3, False), (6, 40, 33, True), (7, 17, 16, False), (20, 64, 50, True)]:
+    w = torch.randn((cols, inner) if transposed else (inner, cols), generator=g)
+    a, bias = torch.randn(rows, inner, generator=g), torch.randn(rows, cols, generator=g)
+    got = module.PackedWeight(w, transposed).multiply(a, bias)
+    want = a.double() @ (w.t() if transposed else w).double() + bias.double()
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not torch.cpu._is_avx512_supported(),
+                    reason="the AVX2 build is played on an AVX-512 CPU (on an AVX2 one the tests above run it)")
+def test_the_avx2_build_multiplies_like_the_float64_product():
+    """What an AVX2-only CPU runs (-march=x86-64-v3: 8-float vectors, tiles of up to 6 rows, two vectors per panel),
+    built and checked here too, so that a machine with AVX-512 tests the code of one without."""
+    environment = dict(os.environ, TREENETS_MARCH="x86-64-v3")
+    done = subprocess.run([sys.executable, "-c", AVX2_BUILD], env=environment, capture_output=True, text=True,
+                          cwd=Path(__file__).parent)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("batch", [5, 30])

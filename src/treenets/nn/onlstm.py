@@ -22,9 +22,10 @@ Speed: the input projections of all steps are one matrix product before the loop
 hidden projection runs. Where the compiled kernels apply (`treenets.nn.backend`: CPU, float32/float64), the
 loop runs in C++ (csrc/onlstm_cpu.cpp) and training uses its hand-derived backward (`_FusedRecurrence`),
 which keeps no autograd graph per step and computes the hidden-to-hidden weight gradient as one large matrix
-product over all steps, instead of T small ones accumulated one by one; on CPUs with AVX-512 the per-step hidden
-products run on the weight packed once per sequence (csrc/skinny_gemm.h), 2 to 3.6 times as fast as torch's
-fp32 product at the paper config's batches of 10 and 20 (benchmarks/packed_gemm.py). Elsewhere `onlstm_step`, the
+product over all steps, instead of T small ones accumulated one by one; the per-step hidden products run on the
+weight packed once per sequence (csrc/packed_gemm.h: AVX-512, AVX2, NEON or SSE2 code from one micro-kernel,
+through csrc/recurrent_product.h), 1.6 to 3.4 times as fast as torch's fp32 product at the paper config's batches
+of 10 and 20 (benchmarks/packed_gemm.py, README Speed). Elsewhere `onlstm_step`, the
 specification, runs step by step under autograd; the `compile` backend (for GPUs) fuses each step's
 element-wise work into one kernel with `torch.compile`.
 """
@@ -83,7 +84,7 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
 
     `x_proj` [T, B, G] holds the input projection plus both biases of every step; `w_hh` [G, H]. In the
     compiled kernels where they apply (with their hand-derived backward when a graph is recorded), else
-    `recurrent_step` step by step under autograd (fused by `torch.compile` under the `compile` backend).
+    `recurrent_step` step by step under autograd (fused by `torch.compile` where `backend.fuses_steps`).
     """
     w_low = low_precision_copy(w_hh)  # mixed precision: the recurrent products take w_hh in bfloat16
     kernels = kernels_for("onlstm", x_proj, w_hh, h0, c0)
@@ -94,7 +95,7 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
             hs, c_last, master, *_ = kernels.forward(x_proj.contiguous(), w_hh.contiguous(), h0.contiguous(),
                                                      c0.contiguous(), n_chunks, False, w_low)
         return hs, c_last, master
-    step = step_function(recurrent_step)
+    step = step_function(recurrent_step, x_proj.device)
     w_t = (w_hh if w_low is None else w_low).t()
     h, c = h0, c0
     hs, masters = [], []

@@ -28,7 +28,7 @@ Speed: the parsing network (its convolution as one matrix product over windows),
 every reading layer and the whole predict network run over all steps at once; only the reading layers'
 recurrence runs step by step, one layer after another. Where the compiled kernels apply
 (`treenets.nn.backend`: CPU, float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the
-two matrix products, on weights packed once per segment on CPUs with AVX-512 (csrc/skinny_gemm.h), and fused
+two matrix products, on weights packed once per segment (csrc/recurrent_product.h, csrc/packed_gemm.h), and fused
 loops for the rest) with a hand-derived backward that forms the weight
 gradients once per segment; the predict network's attention, PRPN's layer norm and the dropout masks are
 compiled too. `reading_step`, `attend` and `LayerNorm.forward` hold the PyTorch code (the
@@ -335,7 +335,7 @@ class ReadingLayer(nn.Module):
         h_masks = no_masks if h_masks is None else h_masks.unbind(0)
         query_masks = no_masks if query_masks is None else query_masks.unbind(0)
         steps_in = zip(query_x.unbind(0), gates_x.unbind(0), memory_gate.unbind(0), h_masks, query_masks)
-        step = step_function(reading_step)
+        step = step_function(reading_step, query_x.device)
         for query_x_t, gates_x_t, gate_t, h_mask, query_mask in steps_in:
             h, c = step(self, query_x_t, gates_x_t, gate_t, h_mask, query_mask, rmask, mem_h, mem_c)
             mem_h, mem_c = [h] + mem_h[:-1], [c] + mem_c[:-1]

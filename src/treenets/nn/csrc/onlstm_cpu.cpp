@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common.h"
-#include "skinny_gemm.h"
+#include "recurrent_product.h"
 
 using namespace treenets;
 
@@ -156,26 +156,12 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
     gates = torch::empty({T, B, 4, H}, opts);
   }
   cs[0].copy_(c0);
-  auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/true, T, B);
+  RecurrentProduct hidden(w_hh, w_low, /*transposed=*/true, T, B);  // h U^T
   const auto x_steps = x_proj.contiguous();  // the packed product reads each step's rows with unit column stride
   torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
-  torch::Tensor w_low_t, h_low, product;  // the bfloat16 operands and product of unpacked mixed precision
-  if (w_low.has_value() && !w_packed) {
-    w_low_t = w_low->t();
-    h_low = torch::empty({B, H}, w_low->options());
-    product = torch::empty({B, x_proj.size(2)}, w_low->options());
-  }
   for (int64_t t = 0; t < T; ++t) {
     const int64_t prev = keep ? t : t % 2, cur = keep ? t + 1 : (t + 1) % 2;
-    if (w_packed) {
-      w_packed->multiply(h, x_steps[t], pre);
-    } else if (w_low.has_value()) {
-      h_low.copy_(h);
-      at::mm_out(product, h_low, w_low_t);
-      at::add_out(pre, x_steps[t], product);
-    } else {
-      at::addmm_out(pre, x_steps[t], h, w_hh.t());
-    }
+    hidden.multiply(h, x_steps[t], pre);
     AT_DISPATCH_FLOATING_TYPES(x_proj.scalar_type(), "onlstm_forward", [&] {
       at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
         forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), cs[prev].data_ptr<scalar_t>(), hs[t].data_ptr<scalar_t>(),
@@ -221,12 +207,7 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   auto dc_prev = torch::empty({B, H}, opts);
   const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
   const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
-  auto w_packed = pack_for_steps(w_hh, w_low, /*transposed=*/false, T, B);
-  torch::Tensor d_low, dh_low;  // bfloat16 operand and product of unpacked mixed precision
-  if (w_low.has_value() && !w_packed) {
-    d_low = torch::empty({B, G}, w_low->options());
-    dh_low = torch::empty({B, H}, w_low->options());
-  }
+  RecurrentProduct gradient(w_hh, w_low, /*transposed=*/false, T, B);  // d U
   for (int64_t t = T - 1; t >= 0; --t) {
     if (d_hs_c.defined()) dh.add_(d_hs_c[t]);
     AT_DISPATCH_FLOATING_TYPES(hs.scalar_type(), "onlstm_backward", [&] {
@@ -240,22 +221,11 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
       });
     });
     std::swap(dc, dc_prev);
-    if (w_packed) {  // the gradient w.r.t. h_{t-1}
-      w_packed->multiply(d_pre[t], torch::Tensor(), dh);
-    } else if (w_low.has_value()) {
-      d_low.copy_(d_pre[t]);
-      at::mm_out(dh_low, d_low, *w_low);
-      dh.copy_(dh_low);
-    } else {
-      at::mm_out(dh, d_pre[t], w_hh);
-    }
+    gradient.multiply(d_pre[t], torch::Tensor(), dh);  // the gradient w.r.t. h_{t-1}
   }
   // One [G, T*B] x [T*B, H] product instead of T small ones accumulated into the weight gradient.
   auto h_prev = torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, T - 1)}).view({T * B, H});
-  const auto d_pre_all = d_pre.view({T * B, G});
-  auto d_w = w_low.has_value()
-                 ? at::mm(d_pre_all.to(at::kBFloat16).t(), h_prev.to(at::kBFloat16)).to(hs.scalar_type())
-                 : at::mm(d_pre_all.t(), h_prev);
+  auto d_w = weight_gradient(d_pre.view({T * B, G}), h_prev, w_low.has_value());
   return {d_pre, d_w, dh, dc};
 }
 
@@ -308,42 +278,7 @@ void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch
   });
 }
 
-// The packed recurrent product on its own (skinny_gemm.h), for tests and benchmarks: `PackedWeight(w, transposed)`
-// packs b (w^T if transposed, else w; float32 or bfloat16, [K, N] as b), `multiply(a, bias)` returns bias + a @ b
-// (a and bias float32; with b in bfloat16, a is rounded to bfloat16 and so is the product).
-PackedWeight packed_weight(const torch::Tensor& w, bool transposed) {
-  const char* fn = "PackedWeight";
-  TORCH_CHECK(w.defined() && w.device().is_cpu() && w.dim() == 2, fn, ": w must be a 2-D CPU tensor");
-  TORCH_CHECK(w.scalar_type() == at::kFloat || w.scalar_type() == at::kBFloat16, fn,
-              ": w must be float32 or bfloat16, got ", dtype_name(w));
-  TORCH_CHECK(packable(w.scalar_type()), fn, ": this build of the kernels does not pack ", dtype_name(w),
-              " products (no AVX-512", w.scalar_type() == at::kBFloat16 ? " with BF16)" : ")");
-  return PackedWeight(w, transposed);
-}
-
-torch::Tensor packed_multiply(PackedWeight& packed, const torch::Tensor& a, const c10::optional<torch::Tensor>& bias) {
-  const char* fn = "PackedWeight.multiply";
-  check_float(a, 2, fn, "a");
-  TORCH_CHECK(a.scalar_type() == at::kFloat, fn, ": a must be float32, got ", dtype_name(a));
-  TORCH_CHECK(a.size(1) == packed.rows(), fn, ": a must have ", packed.rows(), " columns, got shape ",
-              shape_text(a.sizes()));
-  if (bias.has_value()) check_tensor(*bias, a, {a.size(0), packed.cols()}, false, fn, "bias");
-  auto out = torch::empty({a.size(0), packed.cols()}, a.options());
-  packed.multiply(a, bias.has_value() ? bias->contiguous() : torch::Tensor(), out);
-  return out;
-}
-
-bool packed_products(int64_t steps, int64_t rows, bool bfloat16) {
-  return packs(bfloat16 ? at::kBFloat16 : at::kFloat, steps, rows);
-}
-
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("packed_products", &packed_products, pybind11::arg("steps"), pybind11::arg("rows"),
-        pybind11::arg("bfloat16") = false,
-        "whether the kernels pack a sequence of `steps` recurrent products of `rows` rows (float32 or bfloat16)");
-  pybind11::class_<PackedWeight>(m, "PackedWeight")
-      .def(pybind11::init(&packed_weight), pybind11::arg("w"), pybind11::arg("transposed"))
-      .def("multiply", &packed_multiply, pybind11::arg("a"), pybind11::arg("bias") = pybind11::none());
   m.def("forward", &forward, "ON-LSTM recurrence over a sequence");
   m.def("backward", &backward, "backward of the ON-LSTM recurrence over a sequence");
   m.def("forward_step", &forward_step, "one step: element-wise part of the forward");

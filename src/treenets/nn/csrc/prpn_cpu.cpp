@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common.h"
-#include "skinny_gemm.h"
+#include "recurrent_product.h"
 
 using torch::Tensor;
 using Named = std::map<std::string, Tensor>;
@@ -159,35 +159,6 @@ void check_low_weights(const c10::optional<Tensor>& w_query_low, const Tensor& w
   check_low_weight(w_hh_low, w_hh, fn, "w_hh_low", "w_hh");
 }
 
-// A step's hidden product x W^T, [B, out] contiguous in x's dtype: with W packed for the sequence where that
-// pays (skinny_gemm.h: float32, or bfloat16 with `w_low`); else in float32 as W x^T ([out, B]) laid out again,
-// which BLAS runs faster than x W^T at these batch sizes, or in bfloat16 with `w_low` (mixed precision).
-Tensor hidden_product(const Tensor& w, const c10::optional<Tensor>& w_low, std::optional<PackedWeight>& packed,
-                      const Tensor& x) {
-  if (packed) {
-    auto out = torch::empty({x.size(0), packed->cols()}, x.options());
-    packed->multiply(x, Tensor(), out);
-    return out;
-  }
-  if (!w_low.has_value()) return torch::mm(w, x.t()).t().contiguous();
-  return torch::mm(x.to(at::kBFloat16), w_low->t()).to(x.scalar_type());
-}
-
-// A step's gradient through a hidden product: out = d W ([B, in]); with W packed, or in bfloat16 when `w_low` is
-// given.
-void gradient_product(Tensor& out, const Tensor& d, const Tensor& w, const c10::optional<Tensor>& w_low,
-                      std::optional<PackedWeight>& packed) {
-  if (packed) packed->multiply(d, Tensor(), out);
-  else if (w_low.has_value()) out.copy_(torch::mm(d.to(at::kBFloat16), *w_low));
-  else at::mm_out(out, d, w);
-}
-
-// A weight's gradient over all steps, d^T x ([out, in]): one product, in bfloat16 with `low` (as the forward's).
-Tensor weight_gradient(const Tensor& d, const Tensor& x, bool low) {
-  if (!low) return at::mm(d.t(), x);
-  return at::mm(d.to(at::kBFloat16).t(), x.to(at::kBFloat16)).to(x.scalar_type());
-}
-
 }  // namespace
 
 // gates_x [T, B, 4H] (the input projection, already layer-normalised), query_x [T, B, H] (its part of the
@@ -234,8 +205,9 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
   auto hh_stats = torch::empty({kept, B, 2}, opts), c_stats = torch::empty({kept, B, 2}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
-  auto query_packed = pack_for_steps(w_query_h, w_query_low, /*transposed=*/true, steps, B);
-  auto hh_packed = pack_for_steps(w_hh, w_hh_low, /*transposed=*/true, steps, B);
+  RecurrentProduct query_product(w_query_h, w_query_low, /*transposed=*/true, steps, B);  // h W_qh^T
+  RecurrentProduct hidden_product(w_hh, w_hh_low, /*transposed=*/true, steps, B);       // h~ U^T
+  auto query = torch::empty({B, H}, opts), hidden = torch::empty({B, 4 * H}, opts);
   AT_DISPATCH_FLOATING_TYPES(gates_x.scalar_type(), "prpn_reading_forward", [&] {
     using T = scalar_t;
     const T *GX = gates_x.data_ptr<T>(), *QX = query_x.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
@@ -252,7 +224,7 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
         if (HM) at::mul_out(h_in, hs[j - 1], hm[t]);
         else h_in.copy_(hs[j - 1]);
       }
-      const auto query = hidden_product(w_query_h, w_query_low, query_packed, h_in);
+      query_product.multiply(h_in, Tensor(), query);
       const T* QW = query.data_ptr<T>();
       T *Q = q[u].data_ptr<T>(), *EX = ex[u].data_ptr<T>(), *Z = z[u].data_ptr<T>();
       int64_t* AM = amax[u].data_ptr<int64_t>();
@@ -266,7 +238,7 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
           for (int64_t x = 0; x < H; ++x) rh[x] *= RM[x];  // the cell reads h~ * rmask
         }
       });
-      const auto hidden = hidden_product(w_hh, w_hh_low, hh_packed, rhm[u]);  // U h~, [B, 4H]
+      hidden_product.multiply(rhm[u], Tensor(), hidden);  // U h~, [B, 4H]
       const T* PRE = hidden.data_ptr<T>();
       T *XH = hh_xhat[u].data_ptr<T>(), *ACT = act[u].data_ptr<T>(), *XC = c_xhat[u].data_ptr<T>();
       T *HST = hh_stats[u].data_ptr<T>(), *CST = c_stats[u].data_ptr<T>();
@@ -347,8 +319,8 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, H}, opts), d_hq = torch::empty({B, H}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
-  auto query_packed = pack_for_steps(w_query_h, w_query_low, /*transposed=*/false, steps, B);
-  auto hh_packed = pack_for_steps(w_hh, w_hh_low, /*transposed=*/false, steps, B);
+  RecurrentProduct query_gradient(w_query_h, w_query_low, /*transposed=*/false, steps, B);  // d W_qh
+  RecurrentProduct hidden_gradient(w_hh, w_hh_low, /*transposed=*/false, steps, B);       // d U
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "prpn_reading_backward", [&] {
     using T = scalar_t;
     const T *hg = hh_gamma.data_ptr<T>(), *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>();
@@ -390,7 +362,7 @@ SIMD
           normalise_backward(g.data(), XH + b * 4 * H, HST[2 * b], HST[2 * b + 1], 4 * H, DU + b * 4 * H);
         }
       });
-      gradient_product(d_rhm, d_u[t], w_hh, w_hh_low, hh_packed);  // gradient w.r.t. h~ * rmask
+      hidden_gradient.multiply(d_u[t], Tensor(), d_rhm);  // gradient w.r.t. h~ * rmask
       const T *DRHM = d_rhm.data_ptr<T>(), *Q = q[t].data_ptr<T>(), *EX = ex[t].data_ptr<T>();
       const T* Z = z[t].data_ptr<T>();
       const int64_t* AM = amax[t].data_ptr<int64_t>();
@@ -409,7 +381,7 @@ SIMD
         }
       });
       // the query's input: h_{t-1} (masked)
-      gradient_product(d_hq, d_query_x[t], w_query_h, w_query_low, query_packed);
+      query_gradient.multiply(d_query_x[t], Tensor(), d_hq);
       if (hm.defined()) d_hs[j - 1].addcmul_(d_hq, hm[t]);
       else d_hs[j - 1].add_(d_hq);
     }
