@@ -11,7 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
+
+from treenets.nn.precision import cpu_has_bfloat16
+
+# Tests of `precision: bf16` as a user asks for it (train, eval, serve): treenets refuses it on a CPU without native
+# bfloat16 products, which tests/nn/test_precision.py checks on every CPU.
+needs_cpu_bfloat16 = pytest.mark.skipif(not cpu_has_bfloat16(), reason="this CPU has no native bfloat16 products "
+                                        "(AVX512-BF16, AMX or ARM BF16): treenets refuses precision bf16 here")
 
 WORDS = [
     "cat", "dog", "bird", "fish", "tree", "house", "car", "road", "city", "river",

@@ -30,7 +30,7 @@ from treenets import checkpoint, optim
 from treenets.config import to_dict
 from treenets.errors import TreenetsError
 from treenets.nn.backend import set_backend
-from treenets.nn.precision import autocast
+from treenets.nn.precision import autocast, check_precision
 from treenets.runlog import MetricsLog
 from treenets.tasks import task_class
 from treenets.tasks.metrics import Metric
@@ -137,6 +137,7 @@ class Trainer:
         if self._started_group:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         self.device = device
+        check_precision(config.train.precision, device)  # refused before anything is read or written
         if config.train.threads:
             torch.set_num_threads(config.train.threads)
         if config.train.backend is not None:

@@ -50,6 +50,43 @@ def test_cpp_backend_fails_loudly_when_the_kernels_cannot_be_built(monkeypatch):
         kernels_for("onlstm", torch.zeros(2))
 
 
+def test_without_a_compiler_the_models_run_their_pytorch_code_after_one_warning(monkeypatch, tmp_path):
+    """No C++ compiler (or one that fails on the kernels): every build fails, one warning says so, and the models
+    run the PyTorch code."""
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setattr(backend, "_loaded", {})
+    monkeypatch.setattr(backend, "_failures", {})
+    with pytest.warns(UserWarning) as caught:
+        assert kernels("onlstm") is None and kernels("prpn") is None and kernels("packed_gemm") is None
+    assert [str(w.message).split(" (")[0] for w in caught] == ["treenets: compiled CPU kernels unavailable"]
+    assert set(backend._failures) == {"onlstm", "prpn", "packed_gemm"}
+    model = ONLSTMConfig(emb_size=6, hidden_size=8, chunk_size=2, num_layers=1).build(10)
+    assert model(torch.randint(0, 10, (4, 2))).output.shape[:2] == (4, 2)
+
+
+def test_auto_fuses_the_language_models_steps_in_gpu_training(monkeypatch):
+    """`auto` compiles the steps on a CUDA device while autograd records (training), where Triton is installed;
+    never on the CPU (the C++ kernels run there) nor in inference; `compile` always, `torch` and `cpp` never."""
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+
+    def step(x):
+        return x
+
+    monkeypatch.setattr(backend, "_has_triton", lambda: True)
+    assert backend.fuses_steps(cuda) and not backend.fuses_steps(cpu)
+    with torch.no_grad():
+        assert not backend.fuses_steps(cuda)
+    assert backend.step_function(step, cpu) is step
+    for name, fused in (("compile", True), ("torch", False), ("cpp", False)):
+        with use_backend(name):
+            assert backend.fuses_steps(cuda) is fused and backend.fuses_steps(cpu) is (name == "compile")
+    monkeypatch.setattr(backend, "_has_triton", lambda: False)  # e.g. Windows: no Triton, no fused steps
+    assert not backend.fuses_steps(cuda)
+    with use_backend("compile"):
+        fused = backend.step_function(step, cpu)
+        assert fused is not step and backend.step_function(step, cpu) is fused  # compiled once per function
+
+
 def _lm_batches(vocab):
     g = torch.Generator().manual_seed(0)
     return [(torch.randint(0, vocab, (6, 3), generator=g), torch.randint(0, vocab, (6, 3), generator=g))

@@ -1,14 +1,20 @@
 """Mixed precision: bfloat16 products where they are asked for, float32 everything else, and the same numbers
-from the compiled kernels as from the PyTorch code under autocast."""
+from the compiled kernels as from the PyTorch code under autocast. The kernels' numbers are checked on every CPU
+inside torch's own autocast block (`_block`: where bfloat16 is not native its products are emulated, exact all the
+same); `precision: bf16` as a user asks for it runs only where bfloat16 is native, and is refused elsewhere."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 import yaml
-from helpers import tiny_config, write_corpus
+from helpers import needs_cpu_bfloat16, tiny_config, write_corpus
 
 import treenets
 from treenets.cli import main
@@ -29,11 +35,16 @@ def _inputs(steps=7, batch=3, hidden=16, n_chunks=4, seed=0):
     return x_proj, w_hh, h0, c0, n_chunks
 
 
+def _block(precision: str):
+    """What `autocast(precision, "cpu")` opens where bfloat16 is native, on any CPU."""
+    return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
+
+
 def _run(backend: str, precision: str, inputs):
     """Outputs and input gradients of the ON-LSTM recurrence for a fixed random upstream gradient."""
     x_proj, w_hh, h0, c0, n_chunks = inputs
     with use_backend(backend):
-        with autocast(precision, "cpu"):
+        with _block(precision):
             hs, c_last, master = recurrence(x_proj, w_hh, h0, c0, n_chunks)
         g = torch.Generator().manual_seed(1)
         loss = sum((t * torch.randn(t.shape, generator=g)).sum() for t in (hs, c_last, master))
@@ -49,7 +60,7 @@ def test_settings_and_where_products_run_in_bfloat16():
     assert product_dtype("cpu") is None
     with autocast("fp32", "cpu"):
         assert product_dtype("cpu") is None
-    with autocast("bf16", "cpu"):
+    with _block("bf16"):
         assert product_dtype("cpu") is torch.bfloat16
         assert torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3)).dtype is torch.bfloat16
         cpu = torch.zeros(2)
@@ -68,12 +79,12 @@ def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code(steps):
     """Under bf16 the kernels' outputs and gradients match the PyTorch step under autocast (the same bfloat16
     products) far more closely than either matches float32: the products really are bfloat16, and only them.
     Sequences of 7 steps run torch's bfloat16 products, of 12 the kernels' packed ones where the CPU has them."""
-    module = kernels("onlstm")
-    if module is None:
+    packing = kernels("packed_gemm")
+    if packing is None:
         pytest.skip("compiled kernels unavailable")
-    assert not module.packed_products(7, 3, bfloat16=True)
-    if module.packed_products(1000, 1, bfloat16=True):  # a CPU with AVX512-BF16: 12 steps are packed
-        assert module.packed_products(12, 3, bfloat16=True)
+    assert not packing.packed_products(7, 3, bfloat16=True)
+    if packing.packed_products(1000, 1, bfloat16=True):  # a build with AVX512-BF16: 12 steps are packed
+        assert packing.packed_products(12, 3, bfloat16=True)
     inputs = _inputs(steps=steps)
     exact_out, exact_grads = _run("torch", "fp32", inputs)
     spec_out, spec_grads = _run("torch", "bf16", inputs)
@@ -91,7 +102,7 @@ def test_onlstm_kernels_take_bfloat16_products_like_the_pytorch_code(steps):
     assert _max_error([x_grad, h_grad, c_grad], [x_spec, h_spec, c_spec]) < grad_rounding / 10
     assert 1e-4 < _max_error([w_grad], [exact_grads[1]]) < 2 * _max_error([w_spec], [exact_grads[1]])
     # Without grad (evaluation) the kernels give the same values.
-    with torch.no_grad(), autocast("bf16", "cpu"):
+    with torch.no_grad(), _block("bf16"):
         x_proj, w_hh, h0, c0, n_chunks = inputs
         assert _max_error(list(recurrence(x_proj, w_hh, h0, c0, n_chunks)), fused_out) == 0
 
@@ -103,7 +114,7 @@ def _prpn_run(backend: str, precision: str, dtype=torch.float32):
     tokens = torch.randint(0, 40, (9, 4), generator=torch.Generator().manual_seed(2))
     with use_backend(backend):
         torch.manual_seed(1)
-        with autocast(precision, "cpu"):
+        with _block(precision):
             output = model(tokens).output
         weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(3), dtype=dtype)
         # the reading layers' weights, which the kernels' gradients reach (the parser's pass through hard gates,
@@ -205,6 +216,7 @@ def test_float64_stays_float64_in_a_bf16_block():
         assert _max_error(out + grads, exact_out + exact_grads) < 1e-12
 
 
+@needs_cpu_bfloat16
 @pytest.mark.parametrize("model", [
     {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3, "nlookback": 2, "dropout": 0.2,
      "idropout": 0.1, "rdropout": 0.1},
@@ -226,6 +238,7 @@ def test_other_language_models_train_in_bf16_and_resume_in_fp32(tmp_path, model)
                  "--no-progress"]) == 0
 
 
+@needs_cpu_bfloat16
 def test_training_in_bf16_keeps_float32_weights_and_learns_like_fp32(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "corpus")
     runs, weights = {}, {}
@@ -256,3 +269,26 @@ def test_training_in_bf16_keeps_float32_weights_and_learns_like_fp32(tmp_path, c
         mixed = model.score("the cat see a big dog").logprobs
     assert mixed != exact and mixed == pytest.approx(exact, abs=0.05)
     assert any(torch.tensor(v).bfloat16().item() != v for v in mixed)
+
+
+def test_bf16_is_refused_in_one_line_where_bfloat16_is_not_native(tmp_path):
+    """A CPU without native bfloat16 products, played by limiting torch to its portable kernels
+    ($ATEN_CPU_CAPABILITY=default): training in bf16 (asked for by the config) and evaluating in bf16 end in one line
+    saying why, exit 2, the training before its run folder is made."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(write_corpus(tmp_path / "corpus"), train={"precision": "bf16"})))
+    trained = tmp_path / "trained"  # an fp32 model, trained here
+    assert main(["train", str(config), "--out", str(trained), "--precision", "fp32", "--max-steps", "2",
+                 "--no-progress"]) == 0
+    environment = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    script = "import sys; from treenets.nn.precision import cpu_has_bfloat16; sys.exit(cpu_has_bfloat16())"
+    assert subprocess.run([sys.executable, "-c", script], env=environment).returncode == 0  # played: no bfloat16
+    why = ("treenets: error: precision bf16: this CPU has no native bfloat16 products (AVX512-BF16 or AMX on x86, "
+           "BF16 on ARM), so they would be emulated, slower than fp32, and the LSTM's would not run at all; use "
+           "precision fp32")
+    for arguments in (["train", str(config), "--out", str(tmp_path / "run")],
+                      ["eval", str(trained / "best.pt"), "--precision", "bf16"]):
+        done = subprocess.run([sys.executable, "-m", "treenets", *arguments], env=environment, capture_output=True,
+                              text=True)
+        assert (done.returncode, done.stderr.strip()) == (2, why)
+    assert not (tmp_path / "run").exists()

@@ -2,8 +2,11 @@
 
 Backends:
     auto  (default) the compiled C++ kernels exactly where they apply: tensors on the CPU, float32 or
-          float64, and a C++ compiler to build them on first use; the PyTorch code everywhere else (CUDA,
-          other dtypes, no compiler).
+          float64, and a C++ compiler to build them on first use; on a CUDA device in training (autograd
+          recording) the language models' steps fused by `torch.compile`, as under `compile`, where Triton is
+          installed: 1.6-1.9 times the PyTorch step loop's training speed on an H100 (README, Speed), for a
+          compile time paid once per run (printed); the PyTorch code everywhere else (CUDA inference, where a
+          one-off parse would wait for the compiler; other dtypes; no compiler).
     torch the PyTorch code only: the specification the kernels are tested against.
     cpp   like auto, but an error when the kernels cannot be built (instead of falling back silently);
           tensors the kernels do not take (CUDA, other dtypes) still run the PyTorch code.
@@ -28,6 +31,7 @@ import hashlib
 import os
 import platform
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -38,6 +42,7 @@ from treenets.nn.precision import product_dtype
 
 BACKENDS = ("auto", "torch", "cpp", "compile")
 ENV_VAR = "TREENETS_BACKEND"
+MARCH_VAR = "TREENETS_MARCH"  # the x86 CPU the kernels are built for (default native), e.g. x86-64-v3: AVX2
 _SOURCES = Path(__file__).with_name("csrc")
 _loaded: dict = {}
 _failures: dict[str, str] = {}
@@ -81,9 +86,11 @@ def _flags() -> list[str]:
     # -ffast-math lets the compiler call the vectorised exp/tanh of glibc's libmvec; the kernels need no
     # IEEE corner cases (their inputs are finite), and the flag is not passed to the linker, so it does not
     # switch the process to flush-to-zero.
+    # On x86 the kernels are built for this CPU, or the one `$TREENETS_MARCH` names (a GCC -march value such as
+    # x86-64-v3, an AVX2 CPU: how the tests and benchmarks run the AVX2 build on an AVX-512 machine).
     flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
     if platform.machine() in ("x86_64", "AMD64"):
-        flags.append("-march=native")
+        flags.append(f"-march={os.environ.get(MARCH_VAR) or 'native'}")
     return flags + _openmp_flags()
 
 
@@ -136,7 +143,8 @@ def _exclusive_build(folder: Path):
 
 def kernels(name: str):
     """The compiled module `csrc/<name>_cpu.cpp` (with the shared headers `csrc/*.h`), built on first use; None
-    if it cannot be built (the reason is kept for the `cpp` backend's error; warns once)."""
+    if it cannot be built (the reason is kept for the `cpp` backend's error; the first failure of the process
+    warns)."""
     if name in _loaded:
         return _loaded[name]
     source = _SOURCES / f"{name}_cpu.cpp"
@@ -153,8 +161,9 @@ def kernels(name: str):
                                         verbose=False)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
         _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        warnings.warn(f"treenets: compiled CPU kernels for {name} unavailable, using PyTorch code (slower): "
-                      f"{_failures[name]}", stacklevel=2)
+        if len(_failures) == 1:  # one warning per process: no compiler, or an old one, fails every build alike
+            warnings.warn(f"treenets: compiled CPU kernels unavailable ({name}: {_failures[name]}); using the "
+                          "PyTorch code, slower", stacklevel=2)
     _loaded[name] = module
     return module
 
@@ -181,14 +190,32 @@ def kernels_for(name: str, *tensors: torch.Tensor):
     return module
 
 
-def step_function(step):
-    """`step` (one step of a recurrence in PyTorch code) as the current backend runs it: compiled by
-    `torch.compile` into fused kernels under the `compile` backend (once per function), else `step` itself.
+def fuses_steps(device: torch.device) -> bool:
+    """Whether the current backend fuses the language models' steps on `device` with `torch.compile`: always under
+    `compile`; under `auto` on a CUDA device while autograd records (training), where Triton is installed."""
+    if _backend == "compile":
+        return True
+    return _backend == "auto" and device.type == "cuda" and torch.is_grad_enabled() and _has_triton()
+
+
+def _has_triton() -> bool:
+    try:
+        from torch.utils._triton import has_triton
+    except ImportError:  # a torch without it
+        return False
+    return has_triton()
+
+
+def step_function(step, device: torch.device):
+    """`step` (one step of a recurrence in PyTorch code) as the current backend runs it on `device`: compiled by
+    `torch.compile` into fused kernels where `fuses_steps` (once per function; the first compile's time printed
+    once to stderr), else `step` itself.
 
     Args:
         step: a function of tensors (and Python numbers, which the compiled code takes as constants).
+        device: where the step's tensors are.
     """
-    if _backend != "compile":
+    if not fuses_steps(device):
         return step
     if step not in _compiled:
         # Each dtype, device, grad mode, dropout setting and (until torch marks it dynamic) batch shape is a
@@ -197,5 +224,23 @@ def step_function(step):
         dynamo = torch._dynamo.config
         limit = "recompile_limit" if hasattr(dynamo, "recompile_limit") else "cache_size_limit"  # torch < 2.6
         setattr(dynamo, limit, max(getattr(dynamo, limit), RECOMPILE_LIMIT))
-        _compiled[step] = torch.compile(step, fullgraph=True)
+        _compiled[step] = _FirstCallTimed(torch.compile(step, fullgraph=True), step.__name__)
     return _compiled[step]
+
+
+class _FirstCallTimed:
+    """A compiled function that says, at its first call (where torch compiles it), how long that took."""
+
+    def __init__(self, compiled, name: str):
+        self.compiled, self.name, self.called = compiled, name, False
+
+    def __call__(self, *args):
+        if self.called:
+            return self.compiled(*args)
+        start = time.perf_counter()
+        result = self.compiled(*args)
+        self.called = True
+        print(f"treenets: {self.name} compiled by torch.compile in {time.perf_counter() - start:.1f} s (backend "
+              f"{_backend}; paid once per process and batch shape; TREENETS_BACKEND=torch runs the PyTorch step "
+              "instead)", file=sys.stderr)
+        return result

@@ -6,6 +6,9 @@ Precisions:
           accumulate in float32; the weights stay float32 (the optimizer and NT-ASGD's average update them in
           float32), and so do the gates' element-wise work, the cell, the softmax of the loss and every
           reduction. On CPUs with AVX512-BF16 or AMX a bfloat16 product runs at 2-3 times the float32 rate.
+          Refused, in one line saying why, on a CPU without native bfloat16 products (x86 without
+          AVX512-BF16/AMX, ARM without BF16) and on a GPU without bfloat16: there the products would be
+          emulated, slower than fp32, and oneDNN has no bfloat16 LSTM at all on an AVX2 CPU.
 
 `autocast(precision, device)` is the one switch: a `with` block in which `torch.autocast` turns products
 into bfloat16 (on CUDA and on the CPU alike), plus what autocast does not reach: the compiled ON-LSTM and
@@ -18,6 +21,8 @@ Gradients are computed outside the block (`loss.backward()` after it), as torch 
 from __future__ import annotations
 
 import contextlib
+import functools
+import platform
 
 import torch
 
@@ -27,16 +32,44 @@ PRECISIONS = ("fp32", "bf16")
 
 
 def autocast(precision: str, device: torch.device | str):
-    """A `with` block computing in `precision` on `device` (a context manager)."""
+    """A `with` block computing in `precision` on `device` (a context manager); refused as `check_precision` says."""
+    check_precision(precision, device)
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+
+def check_precision(precision: str, device: torch.device | str) -> None:
+    """Raises TreenetsError, in one line saying why, if `device` cannot compute in `precision`: an unknown name, or bf16
+    where bfloat16 products are not native (a GPU without them, `cpu_has_bfloat16`)."""
     if precision not in PRECISIONS:
         raise TreenetsError(f"unknown precision {precision!r} (expected one of: {', '.join(PRECISIONS)})")
     if precision == "fp32":
-        return contextlib.nullcontext()
+        return
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise TreenetsError(f"precision bf16: {torch.cuda.get_device_name(device)} has no bfloat16 support; "
                             "use precision fp32")
-    return torch.autocast(device.type, dtype=torch.bfloat16)
+    if device.type == "cpu" and not cpu_has_bfloat16():
+        raise TreenetsError("precision bf16: this CPU has no native bfloat16 products (AVX512-BF16 or AMX on x86, "
+                            "BF16 on ARM), so they would be emulated, slower than fp32, and the LSTM's would not run "
+                            "at all; use precision fp32")
+
+
+@functools.cache
+def cpu_has_bfloat16() -> bool:
+    """Whether this CPU multiplies in bfloat16 natively, as torch runs it in this process: x86 with AVX512-BF16 or
+    AMX, ARM with BF16 (as oneDNN sees them), and torch's kernels not limited below that (`$ATEN_CPU_CAPABILITY`,
+    `$ONEDNN_MAX_CPU_ISA`, which is how the tests play a CPU without it)."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    try:
+        onednn = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            return (onednn and capability.startswith("AVX512")
+                    and (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()))
+    except (AttributeError, RuntimeError):  # a torch without these checks: no claim of native support
+        return False
+    return onednn and capability != "DEFAULT"
 
 
 def product_dtype(device_type: str) -> torch.dtype | None:
