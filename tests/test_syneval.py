@@ -35,13 +35,14 @@ class StubLM:
         self.vocab = Vocab(["<eos>", "<unk>", *words])
         self.batches = []
 
-    def tokenize(self, sentence):
+    def tokenize(self, sentence, pretokenized=False):
+        assert pretokenized  # syneval's sentences are tokenised already
         return sentence.lower().split()
 
-    def score(self, sentences):
+    def score(self, sentences, pretokenized=False):
         scores = []
         for sentence in sentences:
-            tokens = self.tokenize(sentence)
+            tokens = self.tokenize(sentence, pretokenized)
             unknown = [t for t in tokens if t not in self.vocab]
             scores.append(SentenceScore(tokens, [LOGPROBS[self._reading(tokens)]], unknown))
         self.batches.append([self._reading(s.tokens) for s in scores])
@@ -92,8 +93,8 @@ def test_counts_and_accuracies_by_hand():
 class ReversedLM(StubLM):
     """The stub with every log-probability negated: the opposite answers, the same ties."""
 
-    def score(self, sentences):
-        return [SentenceScore(s.tokens, [-s.total], s.unknown) for s in super().score(sentences)]
+    def score(self, sentences, pretokenized=False):
+        return [SentenceScore(s.tokens, [-s.total], s.unknown) for s in super().score(sentences, pretokenized)]
 
 
 def test_covered_accuracy_is_none_without_covered_pairs_and_the_table_shows_a_dash():

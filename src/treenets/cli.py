@@ -47,6 +47,14 @@ def _add_precision(parser, default="fp32", default_text="fp32"):
                              f"AVX512-BF16/AMX and for GPUs; default: {default_text})")
 
 
+def _add_pretokenized(parser):
+    parser.add_argument("--pretokenized", action="store_true",
+                        help="the text is tokenised already: split it on white space, keeping only the "
+                             "vocabulary's case and numbers (a PTB model: lower case, digits as N) (default: "
+                             "normalise it as the model's training text, e.g. for a PTB model Penn Treebank "
+                             "tokens, lower case, numbers as N, punctuation dropped)")
+
+
 def _add_treebank(parser):
     parser.add_argument("--treebank", required=True, metavar="PATH",
                         help="treebank file or folder of .mrg files (a path, a path under the data root, or "
@@ -98,10 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser(
         "eval", help="evaluate checkpoints (perplexity, Pearson/Spearman/MSE, accuracy)",
-        description="Evaluate checkpoints on a split of their dataset: one JSON line each; with several "
-                    "(e.g. seeds), a last line with the mean and standard deviation of every metric.")
+        description="Evaluate checkpoints on a split of their dataset, or language models on a text file: one JSON "
+                    "line each; with several (e.g. seeds), a last line with the mean and standard deviation of "
+                    "every metric.")
     evaluate.add_argument("checkpoints", nargs="+", metavar="MODEL", help=MODEL_HELP)
-    evaluate.add_argument("--split", choices=["valid", "test"], default="valid", help="which split (default: valid)")
+    evaluate.add_argument("--split", choices=["valid", "test"], help="which split (default: valid)")
+    evaluate.add_argument("--file", metavar="TXT",
+                          help="language models: score a text file instead of a split, one sentence per line (blank "
+                               "lines skipped), each read on its own and normalised as the model's training text")
+    _add_pretokenized(evaluate)
     evaluate.add_argument("--batch-size", type=positive_int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
     evaluate.add_argument("--plot", metavar="PNG",
@@ -133,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     parse = commands.add_parser(
         "parse", help="induce trees for sentences with a trained language model",
-        description="Print the tree a model induces for each sentence, bracketed and drawn as text.")
+        description="Print the tree a model induces for each sentence, bracketed and drawn as text, or with --json "
+                    "one JSON object per sentence and line. A sentence is first normalised into the words of the "
+                    "model's training text (the normaliser its config names; for the PTB models: Penn Treebank "
+                    "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed.")
     parse.add_argument("checkpoint", metavar="MODEL", help="a language model: " + MODEL_HELP)
     parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
     parse.add_argument("--file", metavar="TXT", help="read sentences from a file, one per line")
@@ -144,6 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the largest distance splits a span (default: official)")
     parse.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
     parse.add_argument("--svg", metavar="DIR", help="also write one SVG drawing per sentence to DIR")
+    parse.add_argument("--json", action="store_true",
+                       help="print one JSON object per sentence and line: text (the input), tokens (what the model "
+                            "read), unknown (tokens outside its vocabulary), tree (bracketed), layer; trees (every "
+                            "layer's) with --layer all; distances ([layer][token]) with --distances")
+    _add_pretokenized(parse)
     _add_precision(parse)
     _add_device(parse, default="cpu", default_text="cpu")
 
@@ -212,7 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "(dependency) or .cparents (constituency) files")
     predict.add_argument("--tree", help="sentiment with a Tree-LSTM: a bracketed binary tree, e.g. "
                                         "'(X (X It) (X works))' (labels are ignored)")
-    predict.add_argument("--sentence", help="sentiment with an LSTM, or a language model: a tokenised sentence")
+    predict.add_argument("--sentence", help="sentiment with an LSTM: a tokenised sentence; a language model: a "
+                                            "sentence, normalised as its training text unless --pretokenized")
+    _add_pretokenized(predict)
     _add_precision(predict)
     _add_device(predict, default="cpu", default_text="cpu")
 
@@ -265,7 +288,8 @@ def _cmd_train(args) -> int:
     from treenets import checkpoint
     from treenets.config import load_config, saved_config
     from treenets.files import output_folder
-    from treenets.train import Trainer, fmt_metric, prepare_run_folder
+    from treenets.nn.precision import check_precision
+    from treenets.train import Trainer, fmt_metric, prepare_run_folder, resolve_device
 
     overrides = list(args.overrides)
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
@@ -283,6 +307,7 @@ def _cmd_train(args) -> int:
     else:
         config = saved_config(checkpoint.load(args.resume), args.resume, overrides)
         out = Path(args.out or Path(args.resume).parent)
+    check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
     resume = prepare_run_folder(output_folder(out, "--out"), args.resume, args.overwrite)
     trainer = Trainer(config, out, root=args.data, resume=resume, progress=not args.no_progress)
     if trainer.is_main:
@@ -318,23 +343,33 @@ def _cmd_eval(args) -> int:
     from treenets.runlog import format_breakdown, plot_breakdown
     from treenets.train import make_task, resolve_device
 
+    if args.file and args.split:
+        raise TreenetsError("eval: give --split or --file, not both")
+    if args.pretokenized and not args.file:
+        raise TreenetsError("eval: --pretokenized is for the text of --file")
     device = resolve_device(args.device, "--device")
     if args.plot:
         plot_file(args.plot, "--plot")
     if args.output:
         output_folder(args.output, "--output")
+    split = args.split or "valid"
+    sentences = _file_sentences(args.file) if args.file else None
+    source = {"file": str(args.file), "sentences": len(sentences)} if args.file else {"split": split}
     results, breakdowns = [], {}
     for path in args.checkpoints:
         saved = zoo.read(path)
         predictor = Predictor.from_checkpoint(saved, path, device)
         if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
             print(f"note: {path} is a train state; the averaged weights are in best.pt", file=sys.stderr)
-        task = make_task(predictor.config, predictor.vocab, args.data, device, splits=(args.split,))
-        # disable=None: a progress bar on a terminal only, not in a log file
-        with tqdm(unit=task.units, desc=f"eval {args.split}", leave=False, disable=None) as bar:
-            result = task.evaluate(predictor.net, args.split, batch_size=args.batch_size, progress=bar.update)
+        if sentences is not None:
+            result = _evaluate_text(predictor, path, sentences, args)
+        else:
+            task = make_task(predictor.config, predictor.vocab, args.data, device, splits=(split,))
+            # disable=None: a progress bar on a terminal only, not in a log file
+            with tqdm(unit=task.units, desc=f"eval {split}", leave=False, disable=None) as bar:
+                result = task.evaluate(predictor.net, split, batch_size=args.batch_size, progress=bar.update)
         values = result.values()
-        print(json.dumps({"checkpoint": str(path), "split": args.split, **values}))
+        print(json.dumps({"checkpoint": str(path), **source, **values}))
         results.append(values)
         if result.breakdown() is not None:
             title, breakdowns[f"[{len(results)}]"] = result.breakdown()
@@ -353,14 +388,27 @@ def _cmd_eval(args) -> int:
         keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
         summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
                    for k in keys}
-        print(json.dumps({"checkpoints": len(results), "split": args.split, **summary}))
+        print(json.dumps({"checkpoints": len(results), **source, **summary}))
     if args.output:
         from treenets.report import eval_document, write_report
 
-        document = eval_document(args.split, args.checkpoints, results, result, breakdowns, summary)
+        label = str(args.file) if args.file else split
+        document = eval_document(label, args.checkpoints, results, result, breakdowns, summary)
         (Path(args.output) / "eval.json").write_text(json.dumps(document, indent=1))
-        print(f"report: {write_report(args.output, f'treenets eval ({args.split})', evaluation=document)}")
+        print(f"report: {write_report(args.output, f'treenets eval ({label})', evaluation=document)}")
     return 0
+
+
+def _evaluate_text(predictor, path, sentences: list[tuple[str, str]], args):
+    """`eval --file` of one model: its metric over the file's sentences (a language model only)."""
+    from treenets.predictors import LanguageModel
+
+    if not isinstance(predictor, LanguageModel):
+        raise TreenetsError(f"eval --file: {path} is a {predictor.config.task} model; --file is for language "
+                            "models (the other tasks are evaluated on --split)")
+    for where, text in sentences:  # a line with nothing to read: an error naming it
+        predictor.read(text, args.pretokenized, where)
+    return predictor.evaluate([text for _, text in sentences], args.batch_size or 64, args.pretokenized)
 
 
 def _cmd_check_golden(args) -> int:
@@ -400,51 +448,85 @@ def _load_lm(path, device):
     return LanguageModel.load(path, device=device)
 
 
+def _file_sentences(path) -> list[tuple[str, str]]:
+    """The sentences of a `--file`, one per line, blank lines skipped, each with its `file:line` for messages;
+    an error for a file without one."""
+    from treenets.files import read_text
+    from treenets.limits import check_lines
+
+    lines = check_lines(read_text(path, "--file: a text file of sentences, one per line").splitlines(), path)
+    sentences = [(f"{path}:{number}", line) for number, line in enumerate(lines, start=1) if line.strip()]
+    if not sentences:
+        raise TreenetsError(f"{path}: no sentence in it (expected --file: a text file of sentences, one per line)")
+    return sentences
+
+
+def _parse_record(text: str, parse, layers: list, distances: bool) -> dict:
+    """What `parse --json` prints for a sentence: its text, what the model read, the tree of `parse.layer`,
+    every layer's tree when several are asked, and with `distances` every row of distances."""
+    from treenets.trees.draw import bracketed
+
+    record = {"text": text, "tokens": parse.words, "unknown": parse.unknown, "tree": bracketed(parse.nested),
+              "layer": parse.layer}
+    if len(layers) > 1:
+        record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
+    if distances:
+        record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
+    return record
+
+
 def _cmd_parse(args) -> int:
-    from treenets.files import output_folder, read_text
+    import torch
+
+    from treenets.files import output_folder
     from treenets.limits import MAX_TREE_DEPTH
     from treenets.trees.draw import ascii_art, bracketed, write_svg
     from treenets.trees.walk import depth
 
-    sentences = list(args.sentences)
+    sentences = [(None, text) for text in args.sentences]  # (where, text): arguments are quoted in messages
     if args.file:
-        text = read_text(args.file, "--file: a text file of sentences, one per line")
-        sentences += [line for line in text.splitlines() if line.strip()]
+        sentences += _file_sentences(args.file)
     if not sentences:
         raise TreenetsError("parse: give sentences as arguments or --file")
     if args.svg:
         output_folder(args.svg, "--svg")
     lm = _load_lm(args.checkpoint, args.device)
     layers = lm.layers(args.layer, option="--layer")  # "all": each layer, then their mean
-    tokens = [lm.tokenize(s) for s in sentences]
-    parses = iter(lm.parse([s for s, t in zip(sentences, tokens) if t], layers[0], args.split))
-    for number, words in enumerate(tokens, start=1):
-        if not words:
-            print(f"[{number}] (empty sentence skipped)\n")
-            continue
-        parse = next(parses)
-        print(f"[{number}] {' '.join(words)}")
-        if parse.unknown:
-            print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
+    for where, text in sentences:  # a sentence with nothing to read: an error naming it, before any output
+        lm.read(text, args.pretokenized, where)
+    first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
+    parses = lm.parse([text for _, text in sentences], first, args.split, pretokenized=args.pretokenized)
+    for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
+        words = parse.words
+        if args.json:
+            if not torch.isfinite(parse.distances).all():  # JSON has no NaN
+                raise TreenetsError(f"{where or f'sentence {number}'}: the model's distances are not finite numbers "
+                                    "(a damaged model?)")
+            print(json.dumps(_parse_record(text, parse, layers, args.distances), allow_nan=False), flush=True)
+        else:
+            print(f"[{number}] {' '.join(words)}")
+            if parse.unknown:
+                print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
         for layer in layers:
             tree = parse.at(layer).nested
-            if len(layers) > 1:
-                print(f"layer {layer}:")
-            print(bracketed(tree))
             levels = depth(tree)
-            if levels > MAX_TREE_DEPTH:  # the bracketed tree above is the whole answer; a drawing would not fit
-                print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
-                continue
-            print(ascii_art(tree, words))
-            if args.svg:
+            if not args.json:
+                if len(layers) > 1:
+                    print(f"layer {layer}:")
+                print(bracketed(tree))
+                if levels > MAX_TREE_DEPTH:  # the bracketed tree above is the whole answer; a drawing would not fit
+                    print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
+                    continue
+                print(ascii_art(tree, words))
+            if args.svg and levels <= MAX_TREE_DEPTH:
                 write_svg(tree, Path(args.svg) / (f"{number:04d}.svg" if len(layers) == 1 else
                                                   f"{number:04d}-layer-{layer}.svg"))
-        if args.distances:
+        if args.distances and not args.json:
             for i, row in enumerate(parse.distances):
                 print(f"    layer {i + 1}: " + " ".join(f"{w}={d:.2f}" for w, d in zip(words, row.tolist())))
             print()
     if args.svg:
-        print(f"SVG drawings: {args.svg}")
+        print(f"SVG drawings: {args.svg}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 import treenets
 from treenets.errors import TreenetsError
-from treenets.nn.precision import autocast
+from treenets.nn.precision import autocast, check_precision
 from treenets.predictors.lm import LanguageModel, Parse
 from treenets.report import render_page, tree_json
 
@@ -82,24 +82,24 @@ def check_sentence(sentence) -> str:
     return sentence
 
 
-def analyse(model: ServedModel, sentence: str, precision: str = "fp32") -> dict:
-    """One model's reading of a sentence: tokens, surprisal in bits of each and of the closing boundary token,
-    perplexity, and when the model gives distances, every layer's distances and every layer's tree for each
-    split (trees over token positions, as the page draws them). With `precision` bf16 the model's products run
-    in bfloat16 (a block opened here: autocast holds for the thread that opens it, and requests are answered in
-    worker threads)."""
+def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretokenized: bool = False) -> dict:
+    """One model's reading of a sentence (normalised as its training text, or with `pretokenized` split on
+    white space): tokens, surprisal in bits of each and of the closing boundary token, perplexity, and when the
+    model gives distances, every layer's distances and every layer's tree for each split (trees over token
+    positions, as the page draws them). With `precision` bf16 the model's products run in bfloat16 (a block
+    opened here: autocast holds for the thread that opens it, and requests are answered in worker threads)."""
     lm = model.lm
     with autocast(precision, lm.device):
-        return _analyse(model, lm, sentence)
+        return _analyse(model, lm, sentence, pretokenized)
 
 
-def _analyse(model: ServedModel, lm: LanguageModel, sentence: str) -> dict:
-    score = lm.score(sentence)
+def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
+    score = lm.score(sentence, pretokenized)
     result = {"model": model.id, "tokens": score.tokens, "unknown": score.unknown, "end_token": lm.eos,
               "surprisal": [-value / math.log(2) for value in score.logprobs], "perplexity": score.perplexity,
               "layers": [], "default_layer": None, "distances": None, "trees": None}
     if lm.num_distance_rows:
-        parse = lm.parse(sentence)
+        parse = lm.parse(sentence, pretokenized=pretokenized)
         layers = lm.layers("all")
         trees = {split: {str(layer): Parse(parse.words, parse.distances, layer, split, parse.unknown).nested
                          for layer in layers} for split in SPLITS}
@@ -114,7 +114,8 @@ def describe(model: ServedModel, first_report: int) -> dict:
     """What the page shows of a model; its reports are numbered from `first_report` (`/reports/N`)."""
     lm = model.lm
     rows = lm.num_distance_rows
-    kind = f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary"
+    kind = (f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary, text read as "
+            f"{lm.normalizer.name} ({lm.normalizer.summary})")
     reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
                for k, path in enumerate(model.reports)]
     distances = f", {rows} row{'s' if rows > 1 else ''} of distances" if rows else ", no distances"
@@ -128,7 +129,7 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
     if not models:
         raise TreenetsError("serve: give at least one model")
     for model in models:
-        autocast(precision, model.lm.device)  # an unknown precision, or bf16 on a GPU without it: refused now
+        check_precision(precision, model.lm.device)  # an unknown precision, or bf16 where it is not native: now
     known = {m.id: m for m in models}
     reports, infos = [], []
     for model in models:
@@ -157,6 +158,9 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
             if not isinstance(query, dict):
                 raise Refused(400, 'expected a JSON object: {"sentence": "...", "models": [...]}')
             sentence = check_sentence(query.get("sentence"))
+            pretokenized = query.get("pretokenized", False)
+            if not isinstance(pretokenized, bool):
+                raise Refused(400, '"pretokenized" must be true or false')
             names = query.get("models") or [models[0].id]
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise Refused(400, '"models" must be a list of model names')
@@ -165,7 +169,7 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
                 raise Refused(404, f"unknown model {unknown[0]!r}: this server has {', '.join(known)}")
             # The models run outside the event loop, which goes on answering other requests meanwhile.
             answers = await run_in_threadpool(
-                lambda: [analyse(known[n], sentence, precision) for n in dict.fromkeys(names)])
+                lambda: [analyse(known[n], sentence, precision, pretokenized) for n in dict.fromkeys(names)])
         except Refused as refused:
             return JSONResponse({"error": str(refused)}, status_code=refused.status)
         except TreenetsError as exc:  # e.g. a character-level model and a character it never saw

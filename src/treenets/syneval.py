@@ -76,14 +76,15 @@ def evaluate_syneval(lm: LanguageModel, cases: list[CaseItems], batch_size: int 
                      progress: bool = True) -> SynevalResult:
     """Count the correct items of each case and comparison.
 
-    Sentences are scored as the model reads them (`lm.tokenize`, unknown tokens as `<unk>`): one sentence
-    of each distinct reading, in batches cut from the readings sorted by length, so that two sentences the model
-    cannot tell apart get the very same score and tie (a wrong answer) whatever batch they fall in.
+    Sentences are scored as the model reads them (tokenised and lower-cased already, so read pretokenized;
+    unknown tokens as `<unk>`): one sentence of each distinct reading, in batches cut from the readings sorted by
+    length, so that two sentences the model cannot tell apart get the very same score and tie (a wrong answer)
+    whatever batch they fall in.
     """
     vocab = lm.vocab
     readings, unknown_words, types = {}, {}, set()
     for sentence in dict.fromkeys(s for case in cases for item in case.items for s in item):
-        tokens = lm.tokenize(sentence)
+        tokens = lm.tokenize(sentence, pretokenized=True)
         unknown = [t for t in tokens if t not in vocab]
         readings[sentence] = tuple(vocab.unk if t not in vocab and vocab.unk else t for t in tokens)
         unknown_words[sentence] = unknown
@@ -97,7 +98,8 @@ def evaluate_syneval(lm: LanguageModel, cases: list[CaseItems], batch_size: int 
     with tqdm(total=len(forms), unit="sent", desc="syneval", leave=False, disable=None if progress else True) as bar:
         for first in range(0, len(forms), batch_size):
             chunk = forms[first : first + batch_size]
-            totals.update(zip(chunk, (score.total for score in lm.score([representative[f] for f in chunk]))))
+            scores = lm.score([representative[f] for f in chunk], pretokenized=True)
+            totals.update(zip(chunk, (score.total for score in scores)))
             bar.update(len(chunk))
     seconds = time.perf_counter() - start
     results = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import nltk
 import pytest
@@ -58,6 +59,140 @@ def test_parse_command_prints_trees_distances_and_svg(run, tmp_path, capsys):
     assert "layer 2: " in out  # every layer's distances
     assert len(list(svg.glob("*.svg"))) == 3
     assert (svg / "0001.svg").read_text().startswith("<svg")
+
+
+def _json_lines(out: str) -> list[dict]:
+    """Each line of `out` read as strict JSON (NaN and Infinity refused)."""
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return [json.loads(line, parse_constant=refuse) for line in out.splitlines()]
+
+
+def test_parse_json_prints_one_object_per_sentence(run, tmp_path, capsys):
+    best = str(run / "run" / "best.pt")
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("Fish of Zebra!\n\n")
+    assert main(["parse", best, "The dog, bird of a fish.", "--file", str(sentences), "--json", "--distances"]) == 0
+    first, second = _json_lines(capsys.readouterr().out)
+    assert set(first) == {"text", "tokens", "unknown", "tree", "layer", "distances"}
+    assert first["text"] == "The dog, bird of a fish."
+    assert first["tokens"] == ["the", "dog", "bird", "of", "a", "fish"] and first["unknown"] == []
+    assert nltk.Tree.fromstring(first["tree"]).leaves() == first["tokens"] and first["layer"] == 2
+    assert len(first["distances"]) == 2 and all(len(row) == 6 for row in first["distances"])
+    assert all(0.0 <= value <= 1.0 for row in first["distances"] for value in row)
+    # unknown words as the model read them, not as <unk>
+    assert second["tokens"] == ["fish", "of", "zebra"] and second["unknown"] == ["zebra"]
+    assert main(["parse", best, "a dog of fish", "--json", "--layer", "all"]) == 0
+    (record,) = _json_lines(capsys.readouterr().out)
+    assert "distances" not in record and set(record["trees"]) == {"1", "2", "mean"}
+    assert record["layer"] == 2 and record["tree"] == record["trees"]["2"]  # the default layer's
+    assert main(["parse", best, "a dog of fish", "--json", "--layer", "mean"]) == 0
+    assert _json_lines(capsys.readouterr().out)[0]["layer"] == "mean"
+
+
+def test_parse_json_refuses_distances_that_are_not_numbers(run, capsys, monkeypatch):
+    # JSON has no NaN: a damaged model's distances get one clear line instead of `NaN` in the output.
+    import torch
+
+    from treenets.predictors import LanguageModel, Parse
+
+    def nan_distances(self, sentences, layer=None, split="official", batch_size=64, pretokenized=False):
+        return [Parse(self.tokenize(s, pretokenized), torch.full((2, len(self.tokenize(s, pretokenized))), math.nan),
+                      layer, split, []) for s in sentences]
+
+    monkeypatch.setattr(LanguageModel, "parse", nan_distances)
+    assert main(["parse", str(run / "run" / "best.pt"), "a dog", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ("treenets: error: sentence 1: the model's distances are not finite "
+                                                   "numbers (a damaged model?)\n")
+
+
+def test_parse_reads_text_as_the_training_text_unless_it_is_pretokenized(run, capsys):
+    best = str(run / "run" / "best.pt")
+    assert main(["parse", best, "The Dog, of bird."]) == 0
+    assert capsys.readouterr().out.startswith("[1] the dog of bird\n")
+    assert main(["parse", best, "the Dog of bird .", "--pretokenized", "--json"]) == 0
+    (record,) = _json_lines(capsys.readouterr().out)
+    assert record["tokens"] == ["the", "dog", "of", "bird", "."] and record["unknown"] == ["."]
+
+
+def test_a_5000_word_line_is_parsed(run, tmp_path, capsys):
+    words = ["The", "dog,", "a", "bird", "of", "the", "fish", "saw", "a", "red", "car."] * 455
+    path = tmp_path / "long.txt"
+    path.write_text(" ".join(words) + "\n")
+    assert main(["parse", str(run / "run" / "best.pt"), "--file", str(path), "--json"]) == 0
+    (record,) = _json_lines(capsys.readouterr().out)
+    assert len(record["tokens"]) == len(words) == 5005 and record["tokens"][:3] == ["the", "dog", "a"]
+    assert record["tree"].replace("(X ", "").replace(")", "").split() == record["tokens"]  # (nltk stops at 500 levels)
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    (["   "], "treenets: error: empty sentence '   ': expected at least one word"),
+    (["a dog", "?! ..."], "treenets: error: sentence '?! ...': no word left after the ptb normaliser (Penn Treebank "
+                          "tokens in lower case, numbers as N, punctuation dropped, as in Mikolov's PTB text); "
+                          "expected at least one word"),
+    (["--file", "{lines}"], "treenets: error: {lines}:3: sentence '-- * --': no word left after the ptb normaliser"),
+    (["--file", "{empty}"], "treenets: error: {empty}: no sentence in it (expected --file: a text file of sentences"),
+    (["--file", "{binary}"], "treenets: error: {binary}: binary file (expected --file: a text file of sentences"),
+])
+def test_parse_refuses_text_without_words_in_one_line(run, tmp_path, capsys, given, message):
+    files = {"lines": tmp_path / "lines.txt", "empty": tmp_path / "empty.txt", "binary": tmp_path / "binary.txt"}
+    files["lines"].write_text("a dog\n\n-- * --\n")
+    files["empty"].write_text("\n  \n")
+    files["binary"].write_bytes(b"a dog\n" + bytes(range(256)))
+    names = {name: str(path) for name, path in files.items()}
+    args = [arg.format(**names) for arg in given]
+    for json_output in ([], ["--json"]):
+        assert main(["parse", str(run / "run" / "best.pt"), *args, *json_output]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""  # refused before any sentence is printed
+        assert "Traceback" not in captured.err and len(captured.err.strip().splitlines()) == 1
+        assert captured.err.startswith(message.format(**names))
+
+
+def test_eval_of_a_text_file(run, tmp_path, capsys):
+    best = str(run / "run" / "best.pt")
+    path = tmp_path / "text.txt"
+    path.write_text("The dog, bird of a fish.\n\nA fish!\n")
+    assert main(["eval", best, "--file", str(path)]) == 0
+    (record,) = _json_lines(capsys.readouterr().out)
+    lm = treenets.load(best)
+    scores = lm.score(["The dog, bird of a fish.", "A fish!"])
+    logprobs = [value for score in scores for value in score.logprobs]
+    assert record["file"] == str(path) and record["sentences"] == 2 and record["tokens"] == len(logprobs) == 7 + 3
+    assert record["ppl"] == pytest.approx(math.exp(-sum(logprobs) / len(logprobs)), rel=1e-5)
+    assert main(["eval", best, "--file", str(path), "--pretokenized"]) == 0
+    assert _json_lines(capsys.readouterr().out)[0]["tokens"] == 7 + 3  # `fish.` and `fish!` read as <unk>
+    path.write_text("a fish\n...\n")
+    assert main(["eval", best, "--file", str(path)]) == 2
+    assert f"{path}:2: sentence '...': no word left after the ptb normaliser" in capsys.readouterr().err
+    assert main(["eval", best, "--file", str(path), "--split", "test"]) == 2
+    assert "eval: give --split or --file, not both" in capsys.readouterr().err
+
+
+def test_predict_scores_what_the_language_model_reads(run, capsys):
+    best = str(run / "run" / "best.pt")
+    assert main(["predict", best, "--sentence", "The dog, of bird."]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == ["the", "dog", "of", "bird"]
+    assert main(["predict", best, "--sentence", "the dog .", "--pretokenized"]) == 0
+    assert json.loads(capsys.readouterr().out)["unknown"] == ["."]
+    assert main(["predict", best, "--sentence", "?"]) == 2
+    assert "--sentence: sentence '?': no word left after the ptb normaliser" in capsys.readouterr().err
+
+
+def test_the_shipped_ptb_models_read_raw_text_as_their_training_text(capsys):
+    # Models saved before the normaliser was recorded: PTB language models read as `ptb`, the sentence-level
+    # PRPN (trained on treebank words) as `treebank`.
+    text = "The U.S. economy grew 3.5% in 2019, analysts said."
+    assert main(["parse", "onlstm-ptb-small", text, "--json"]) == 0
+    (record,) = _json_lines(capsys.readouterr().out)
+    assert record["tokens"] == ["the", "u.s.", "economy", "grew", "N", "N", "in", "N", "analysts", "said"]
+    assert record["unknown"] == []
+    assert main(["parse", "prpn-up-small", text, "--json"]) == 0
+    (record,) = _json_lines(capsys.readouterr().out)
+    assert record["tokens"] == ["the", "u.s.", "economy", "grew", "N.N", "%", "in", "N", "analysts", "said"]
 
 
 def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):

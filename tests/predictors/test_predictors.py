@@ -8,7 +8,7 @@ from helpers import tiny_config
 
 import treenets
 from treenets import checkpoint
-from treenets.config import build_config
+from treenets.config import build_config, to_dict
 from treenets.errors import TreenetsError
 from treenets.predictors import LanguageModel, Predictor, RelatednessPredictor, SentenceScore
 from treenets.train import Trainer
@@ -52,16 +52,45 @@ def test_configs_saved_by_earlier_versions_load(best, tmp_path):
     assert lm.score("the dog").logprobs == treenets.load(best).score("the dog").logprobs
 
 
-def test_the_ptb_number_token_does_not_switch_lower_casing_off(best):
-    # Before: PTB's vocabulary holds `N`, an upper-case word, so text was no longer lower-cased and `The`
-    # became <unk> (and an error for a character model).
-    from treenets.vocab import Vocab
-
+def test_the_model_reads_text_with_the_normaliser_its_config_names(best):
+    # Before: text was split on spaces and lower-cased when the vocabulary had no upper-case word, so
+    # `said.`, `2019,` and `3.5%` were unknown words to a model trained on `said`, `N` and no punctuation.
     lm = LanguageModel.load(best)
-    with_numbers = LanguageModel(lm.net, Vocab(lm.vocab.words + ["N"]), lm.config)
-    assert with_numbers.tokenize("The Cat saw 3 dogs") == ["the", "cat", "saw", "N", "dogs"]
-    cased = LanguageModel(lm.net, Vocab(lm.vocab.words + ["N", "Paris"]), lm.config)
-    assert cased.tokenize("The Cat") == ["The", "Cat"]
+    assert lm.config.data.normalizer == "ptb" and lm.normalizer.name == "ptb"  # the default of an lm config
+    assert lm.tokenize("The Cat saw 3 dogs, didn't it?") == ["the", "cat", "saw", "N", "dogs", "did", "n't", "it"]
+    score = lm.score("The dog of bird.")
+    assert score.tokens == ["the", "dog", "of", "bird"] and not score.unknown
+    # pretokenized (split on white space) or a list of words: only the vocabulary's case and numbers, as before
+    assert lm.score("the dog of bird .", pretokenized=True).tokens == ["the", "dog", "of", "bird", "."]
+    assert lm.tokenize(["The", "dog"]) == lm.tokenize("The dog", pretokenized=True) == ["the", "dog"]
+    assert lm.parse("The dog, of bird.").words == ["the", "dog", "of", "bird"]
+    assert lm.distances("The dog.", pretokenized=True).shape == (2, 2)
+    cased = LanguageModel(lm.net, lm.vocab, build_config({**to_dict(lm.config), "data": {
+        **to_dict(lm.config)["data"], "normalizer": "none"}}))
+    assert cased.tokenize("The Cat.") == ["The", "Cat."]
+    with pytest.raises(TreenetsError, match=r"sentence '\?!': no word left after the ptb normaliser"):
+        lm.score(["the dog", "?!"])
+    with pytest.raises(TreenetsError, match="data.normalizer: Input should be 'ptb', 'treebank', 'lower' or 'none'"):
+        build_config({**to_dict(lm.config), "data": {**to_dict(lm.config)["data"], "normalizer": "nltk"}})
+
+
+def test_models_saved_before_the_normaliser_was_recorded_read_as_their_tasks_default(best, tmp_path):
+    saved = checkpoint.load(best)
+    del saved["config"]["data"]["normalizer"]
+    old = checkpoint.save({k: v for k, v in saved.items() if k not in ("format", "version")}, tmp_path / "old.pt")
+    assert treenets.load(old).normalizer.name == "ptb"
+    assert build_config({"task": "sentence-lm"}).data.normalizer == "treebank"  # trained on treebank words
+    assert build_config({"task": "char-lm"}).data.normalizer == "ptb"  # then spelled out
+
+
+def test_a_text_file_is_evaluated_as_its_sentences_read_one_by_one(best):
+    lm = LanguageModel.load(best)
+    sentences = ["The dog of bird.", "A fish, a tree!", "the sun"]
+    metric = lm.evaluate(sentences, batch_size=2)
+    scores = lm.score(sentences)
+    logprobs = [value for score in scores for value in score.logprobs]
+    assert metric.values()["tokens"] == len(logprobs) == (4 + 1) + (4 + 1) + (2 + 1)  # words and end tokens
+    assert metric.values()["loss"] == pytest.approx(-sum(logprobs) / len(logprobs), rel=1e-5)
 
 
 def test_a_sentiment_tree_deeper_than_the_recursion_limit_is_classified():

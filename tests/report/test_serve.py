@@ -14,6 +14,7 @@ pytest.importorskip("uvicorn", reason="treenets serve needs Starlette and uvicor
 pytest.importorskip("httpx2", reason="Starlette's TestClient needs httpx2 (pip install -e '.[dev]')")
 
 import uvicorn  # noqa: E402
+from helpers import needs_cpu_bfloat16  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from treenets.cli import main  # noqa: E402
@@ -63,6 +64,7 @@ def test_parse_gives_every_layer_both_splits_and_surprisal(client, models):
     assert len(one) == 1 and one[0]["trees"]["official"]["2"] == 0
 
 
+@needs_cpu_bfloat16
 def test_parse_in_bf16_answers_from_bfloat16_products(models, app):
     """`serve --precision bf16`: the products run in bfloat16 in the threads that answer, so the same model gives
     the same words and a slightly different perplexity."""
@@ -81,6 +83,8 @@ def test_parse_in_bf16_answers_from_bfloat16_products(models, app):
     ({"sentence": "a" * (MAX_CHARACTERS + 1)}, 400, f"the sentence has 2,001 characters: at most {MAX_CHARACTERS:,}"),
     ({"sentence": "dog " * (MAX_WORDS + 1)}, 400, f"the sentence has 201 words: at most {MAX_WORDS}"),
     ({"sentence": 3}, 400, '"sentence" must be a string'),
+    ({"sentence": "?! ..."}, 400, "sentence '?! ...': no word left after the ptb normaliser"),
+    ({"sentence": "a dog", "pretokenized": "yes"}, 400, '"pretokenized" must be true or false'),
     ({"sentence": "a dog", "models": "best.pt"}, 400, '"models" must be a list of model names'),
     ({"sentence": "a dog", "models": ["nope.pt"]}, 404, "unknown model 'nope.pt': this server has "),
     (["a dog"], 400, "expected a JSON object"),
@@ -89,6 +93,14 @@ def test_parse_in_bf16_answers_from_bfloat16_products(models, app):
 def test_parse_refuses_bad_requests_clearly(client, body, status, message):
     answer = client.post("/api/parse", json=body)
     assert answer.status_code == status and message in answer.json()["error"]
+
+
+def test_parse_reads_the_sentence_as_the_training_text_unless_it_is_pretokenized(client):
+    read = client.post("/api/parse", json={"sentence": "The cat, a dog."}).json()["results"][0]
+    assert read["tokens"] == ["the", "cat", "a", "dog"] and read["unknown"] == []
+    given = client.post("/api/parse", json={"sentence": "the cat .", "pretokenized": True}).json()["results"][0]
+    assert given["tokens"] == ["the", "cat", "."] and given["unknown"] == ["."]
+    assert "text read as ptb" in client.get("/api/models").json()["models"][0]["description"]
 
 
 def test_parse_refuses_what_is_not_json(client):

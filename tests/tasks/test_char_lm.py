@@ -134,7 +134,8 @@ def test_train_and_eval_print_bits_per_character(trained, capsys):
 def test_the_model_reads_and_parses_characters(trained, capsys):
     lm = treenets.load(trained / "run" / "best.pt")
     assert lm.tokenize("the cat") == ["t", "h", "e", "_", "c", "a", "t"]
-    assert lm.tokenize(["Red", "car"]) == list("red_car")  # normalised like the vocabulary, then spelled out
+    assert lm.tokenize("Red car.") == list("red_car")  # normalised as the PTB text, then spelled out
+    assert lm.tokenize(["red", "car"]) == lm.tokenize("red car", pretokenized=True) == list("red_car")
     assert lm.parse("the dog of").tree.leaves() == list("the_dog_of")
     with pytest.raises(treenets.TreenetsError, match="sentence 'a zebra': token 'z' is not in the vocabulary"):
         lm.score("a zebra")  # no z in the training text, and no unknown symbol

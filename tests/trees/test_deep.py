@@ -189,7 +189,7 @@ def test_treenets_parse_prints_a_tree_too_deep_to_draw_bracketed_alone(capsys, m
     drawing, and a short sentence in the same call is still drawn."""
     from treenets.cli import main
 
-    def falling(self, sentences, layer=None, split="official"):
+    def falling(self, sentences, layer=None, split="official", batch_size=64, pretokenized=False):
         return [Parse(s.split(), torch.arange(len(s.split()), 0, -1.0).repeat(3, 1), layer or 2, split, [])
                 for s in sentences]
 

@@ -15,6 +15,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.predictors.base import Predictor
+from treenets.text import get_normalizer
 from treenets.trees import tree_from_distances
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -24,7 +25,7 @@ Layer = int | str  # a 1-based row of distances, or "mean"
 
 @dataclass
 class SentenceScore:
-    tokens: list[str]
+    tokens: list[str]  # what the model read (normalised; characters for a character model)
     logprobs: list[float]  # natural log; one per token, then one for the closing boundary token
     unknown: list[str]  # tokens read as <unk>
 
@@ -71,15 +72,18 @@ class Parse:
 class LanguageModel(Predictor):
     """A trained language model with its vocabulary (from `treenets.load(checkpoint)`).
 
-    Sentences are strings (split on white space) or lists of words. Text is normalised to the vocabulary's
-    conventions when the vocabulary has them: lower-cased if it holds no upper-case word, digit runs
-    replaced by `N` if it holds `N` and no digits (the PTB rules); then the words become the tokens the
-    network reads as its task declares (`Task.split_words`: the words themselves, or for a character-level
-    model their characters with `_` between words), and trees are drawn over those tokens. Tokens outside
-    the vocabulary are read as `<unk>` and reported (an error for a vocabulary without `<unk>`, e.g. the
-    characters of a character-level model). Each sentence is read between the boundary tokens its task
-    trained the model with (`<eos>` on both sides for a stream language model, as the official ON-LSTM
-    parsing code does; `<s>`, `</s>` for a sentence-level one, as PRPN's).
+    A sentence is a string or a list of tokens. A string is normalised into the words of the model's training
+    text by the normaliser its config names (`normalizer`, `treenets.text`: for a PTB model, Penn Treebank
+    tokens, lower case, numbers as `N`, no punctuation). Text already tokenised (a string with
+    `pretokenized=True`, split on white space, or a list of words) keeps only the vocabulary's conventions:
+    lower-cased if it holds no upper-case word, digit runs replaced by `N` if it holds `N` and no digits (the PTB
+    rules). The words then become the tokens the network reads as its task
+    declares (`Task.split_words`: the words themselves, or for a character-level model their characters with
+    `_` between words), and trees are drawn over those tokens. Tokens outside the vocabulary are read as
+    `<unk>` and reported (an error for a vocabulary without `<unk>`, e.g. the characters of a character-level
+    model). Each sentence is read between the boundary tokens its task trained the model with (`<eos>` on both
+    sides for a stream language model, as the official ON-LSTM parsing code does; `<s>`, `</s>` for a
+    sentence-level one, as PRPN's).
     """
 
     def __init__(self, net, vocab, config, device="cpu"):
@@ -90,21 +94,39 @@ class LanguageModel(Predictor):
         self.bos, self.eos = task.boundaries
         self.token_unit = task.token_unit  # "word", or e.g. "character": what the tokens and tree leaves are
         self._split_words = task.split_words
-        unk = vocab.unk
-        words = [w for w in vocab.words if w not in (self.eos, unk)]
+        # How it reads a sentence typed by a person: its data section's `normalizer` (a task without one: `none`).
+        self.normalizer = get_normalizer(getattr(config.data, "normalizer", "none"))
+        words = [w for w in vocab.words if w not in (self.eos, vocab.unk)]
         # PTB's number token `N` is upper-case and says nothing about the case of the text.
         self._lower = not any(w != w.lower() for w in words if w != "N")
         self._digits = "N" in vocab and not any(_DIGITS.search(w) for w in words)
 
     # --- reading sentences -------------------------------------------------------------------------------
-    def tokenize(self, sentence: str | list[str]) -> list[str]:
-        """The tokens the network reads for a sentence: its words normalised, then split as the task declares."""
+    def tokenize(self, sentence: str | list[str], pretokenized: bool = False) -> list[str]:
+        """The tokens the network reads for a sentence: a string normalised (`self.normalizer`); a string with
+        `pretokenized` split on white space, or a list of words, in the vocabulary's case and numbers; then split
+        as the task declares."""
+        if isinstance(sentence, str) and not pretokenized:
+            return self._split_words(self.normalizer(sentence))
         words = sentence.split() if isinstance(sentence, str) else list(sentence)
         if self._lower:
             words = [w.lower() for w in words]
         if self._digits:
             words = [_DIGITS.sub("N", w) for w in words]
         return self._split_words(words)
+
+    def read(self, sentence: str | list[str], pretokenized: bool = False, where: str | None = None) -> list[str]:
+        """`tokenize`, or an error saying why no token is left (its message starts with `where`, e.g. the
+        file and line, when given)."""
+        tokens = self.tokenize(sentence, pretokenized)
+        if tokens:
+            return tokens
+        where = f"{where}: " if where else ""
+        text = sentence if isinstance(sentence, str) else " ".join(sentence)
+        if not text.strip():
+            raise TreenetsError(f"{where}empty sentence {_quoted(text)}: expected at least one word")
+        raise TreenetsError(f"{where}sentence {_quoted(text)}: no word left after the {self.normalizer.name} "
+                            f"normaliser ({self.normalizer.summary}); expected at least one word")
 
     def require_words(self, context: str) -> None:
         """A clear error, prefixed by `context`, unless the model's tokens are words: trees over other units
@@ -114,50 +136,64 @@ class LanguageModel(Predictor):
                                 f"over {self.token_unit}s, a treebank's are over words, so they cannot be scored "
                                 "against each other (`treenets parse` shows its trees)")
 
-    def _encode_batch(self, sentences: list):
-        """Tokens, ids and unknown words of each sentence, and a right-padded `[T, B]` batch of
-        `<bos> w_1 ... w_n <eos>` (padding at the end does not change earlier positions of a left-to-right
-        model)."""
+    def _encode_batch(self, sentences: list, tokens: list[list[str]]):
+        """Ids and unknown words of the tokens of each sentence (from `read`; the sentences for messages), and a
+        right-padded `[T, B]` batch of `<bos> w_1 ... w_n <eos>` (padding at the end does not change earlier
+        positions of a left-to-right model)."""
         rows = []
-        for sentence in sentences:
-            tokens = self.tokenize(sentence)
-            if not tokens:
-                raise TreenetsError(f"empty sentence {sentence!r}: expected at least one word")
+        for sentence, words in zip(sentences, tokens):
             try:
-                ids, unknown = self.vocab.encode([self.bos] + tokens + [self.eos])
+                ids, unknown = self.vocab.encode([self.bos] + words + [self.eos])
             except TreenetsError as exc:
-                raise TreenetsError(f"sentence {sentence!r}: {exc}") from None
-            rows.append((tokens, ids, unknown))
-        width = max(len(ids) for _, ids, _ in rows)
+                raise TreenetsError(f"sentence {_quoted(sentence)}: {exc}") from None
+            rows.append((ids, unknown))
+        width = max(len(ids) for ids, _ in rows)
         batch = torch.full((width, len(rows)), self.vocab.index[self.eos], dtype=torch.long)
-        for j, (_, ids, _) in enumerate(rows):
+        for j, (ids, _) in enumerate(rows):
             batch[: len(ids), j] = torch.tensor(ids)
         return rows, batch.to(self.device)
 
     # --- scores --------------------------------------------------------------------------------------------
     @torch.no_grad()
-    def score(self, sentences: str | list) -> SentenceScore | list[SentenceScore]:
-        """Log-probabilities of each word and of the closing boundary token, each sentence read after the
-        opening one.
+    def score(self, sentences: str | list, pretokenized: bool = False) -> SentenceScore | list[SentenceScore]:
+        """Log-probabilities of each token and of the closing boundary token, each sentence read after the
+        opening one, all in one batch.
 
         Args:
             sentences: one sentence as a string, or a list of sentences (strings or token lists).
+            pretokenized: read strings split on white space, without the model's normaliser.
 
         Returns:
             a `SentenceScore` for a string, else a list of them.
         """
         if isinstance(sentences, str):
-            return self.score([sentences])[0]
-        rows, batch = self._encode_batch(sentences)
+            return self.score([sentences], pretokenized)[0]
+        tokens = [self.read(sentence, pretokenized) for sentence in sentences]
+        rows, batch = self._encode_batch(sentences, tokens)
         out = self.net(batch[:-1])
         logp = torch.log_softmax(self.net.decoder(out.output).float(), dim=-1)  # fp32 under bf16 products too
         token_logp = logp.gather(-1, batch[1:].unsqueeze(-1)).squeeze(-1).cpu()
-        return [SentenceScore(tokens, token_logp[: len(ids) - 1, j].tolist(), unknown)
-                for j, (tokens, ids, unknown) in enumerate(rows)]
+        return [SentenceScore(words, token_logp[: len(ids) - 1, j].tolist(), unknown)
+                for j, (words, (ids, unknown)) in enumerate(zip(tokens, rows))]
 
-    def predict(self, sentences: str | list) -> SentenceScore | list[SentenceScore]:
-        """What a language model predicts: the words' log-probabilities (`score`)."""
-        return self.score(sentences)
+    def evaluate(self, sentences: list, batch_size: int = 64, pretokenized: bool = False):
+        """The task's metric over sentences (strings or token lists), each read on its own as `score` reads it,
+        in batches of `batch_size` sentences of similar length: perplexity (bits per character for a
+        character-level model) of their tokens and closing boundary tokens."""
+        from treenets.tasks import task_class
+
+        metric = task_class(self.config.task).Metric()
+        lengths = [len(self.read(sentence, pretokenized)) for sentence in sentences]
+        order = sorted(range(len(sentences)), key=lengths.__getitem__)
+        for start in range(0, len(order), batch_size):
+            scores = self.score([sentences[i] for i in order[start : start + batch_size]], pretokenized)
+            metric.add(torch.tensor(-sum(score.total for score in scores), dtype=torch.float64),
+                       sum(len(score.logprobs) for score in scores))
+        return metric
+
+    def predict(self, sentences: str | list, pretokenized: bool = False) -> SentenceScore | list[SentenceScore]:
+        """What a language model predicts: the tokens' log-probabilities (`score`)."""
+        return self.score(sentences, pretokenized)
 
     def predict_command(self, args) -> SentenceScore:
         # A bracketed --tree would otherwise be read as words, brackets and all.
@@ -166,9 +202,10 @@ class LanguageModel(Predictor):
         if given:
             raise TreenetsError(f"predict: a language model reads --sentence only, not {' '.join(given)} (those are "
                                 "for relatedness, sentiment and logic models; `treenets parse` draws its trees)")
-        if not args.sentence:
+        if args.sentence is None:
             raise TreenetsError("predict: a language model needs --sentence (or use `treenets parse`)")
-        return self.score(args.sentence)
+        self.read(args.sentence, args.pretokenized, "--sentence")  # nothing to read: an error naming the option
+        return self.score(args.sentence, args.pretokenized)
 
     # --- syntactic distances and trees ----------------------------------------------------------------------
     @property
@@ -203,8 +240,9 @@ class LanguageModel(Predictor):
         raise TreenetsError(f"{option} {spec}: expected a layer number from 1 to {rows}, 'mean' or 'all'")
 
     @torch.no_grad()
-    def distances(self, sentences: str | list, input_gate: bool = False, batch_size: int = 64):
-        """Syntactic distances of every word: `[rows, n_words]` for a string, else a list of them (sentences
+    def distances(self, sentences: str | list, input_gate: bool = False, batch_size: int = 64,
+                  pretokenized: bool = False):
+        """Syntactic distances of every token: `[rows, n_tokens]` for a string, else a list of them (sentences
         as in `score`), computed in batches of similar length; the boundary positions are dropped.
 
         The distances are the ones the model parses with (ON-LSTM: `1 - mean(master forget gate)` per layer;
@@ -212,24 +250,31 @@ class LanguageModel(Predictor):
         gate)` instead.
         """
         if isinstance(sentences, str):
-            return self.distances([sentences], input_gate, batch_size)[0]
+            return self.distances([sentences], input_gate, batch_size, pretokenized)[0]
         self._require_distances()
-        order = sorted(range(len(sentences)), key=lambda i: len(self.tokenize(sentences[i])))
-        result = [None] * len(sentences)
+        tokens = [self.read(sentence, pretokenized) for sentence in sentences]
+        return self._distances(sentences, tokens, input_gate, batch_size)
+
+    @torch.no_grad()
+    def _distances(self, sentences: list, tokens: list[list[str]], input_gate: bool,
+                   batch_size: int) -> list[torch.Tensor]:
+        """`distances` of sentences already read (`read`)."""
+        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+        result = [None] * len(tokens)
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            rows, batch = self._encode_batch([sentences[i] for i in chunk])
+            _, batch = self._encode_batch([sentences[i] for i in chunk], [tokens[i] for i in chunk])
             out = self.net(batch)
             values = getattr(out, "distance_input", None) if input_gate else out.distances
             if values is None:
                 raise TreenetsError(f"{type(self.net).__name__} has no input-gate distances")
             values = values.cpu()
-            for j, (index, (tokens, _, _)) in enumerate(zip(chunk, rows)):
-                result[index] = values[:, 1 : 1 + len(tokens), j]
+            for j, index in enumerate(chunk):
+                result[index] = values[:, 1 : 1 + len(tokens[index]), j]
         return result
 
     def parse(self, sentences: str | list, layer: Layer | None = None, split: str = "official",
-              batch_size: int = 64) -> Parse | list[Parse]:
+              batch_size: int = 64, pretokenized: bool = False) -> Parse | list[Parse]:
         """The trees the model induces (greedy top-down splits at the largest distance, as the official code).
 
         Args:
@@ -237,16 +282,23 @@ class LanguageModel(Predictor):
                 batches of `batch_size`.
             layer: the 1-based row of distances, `"mean"`, or None for `default_layer`.
             split: `"official"` or `"before"` (see `treenets.trees.tree_from_distances`).
+            pretokenized: read strings split on white space, without the model's normaliser.
 
         Returns:
-            a `Parse` for a string (`.tree` an `nltk.Tree`, `.nested` the same as nested lists, `.distances`,
-            `.at(layer)` the tree of another row), else a list of them.
+            a `Parse` for a string (`.words` what the model read, `.tree` an `nltk.Tree`, `.nested` the same as
+            nested lists, `.distances`, `.at(layer)` the tree of another row), else a list of them.
         """
         if isinstance(sentences, str):
-            return self.parse([sentences], layer, split, batch_size)[0]
+            return self.parse([sentences], layer, split, batch_size, pretokenized)[0]
         if split not in ("official", "before"):
             raise TreenetsError(f"split {split!r}: expected 'official' or 'before'")
-        chosen = self.layers("default" if layer is None else layer)[0]
-        tokens = [self.tokenize(s) for s in sentences]
+        chosen = self.layers("default" if layer is None else layer)[0]  # (checks that it gives distances)
+        tokens = [self.read(sentence, pretokenized) for sentence in sentences]
         return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab])
-                for words, distances in zip(tokens, self.distances(sentences, batch_size=batch_size))]
+                for words, distances in zip(tokens, self._distances(sentences, tokens, False, batch_size))]
+
+
+def _quoted(text: str | list[str], limit: int = 60) -> str:
+    """`text` (a list joined by spaces) quoted for a message, cut after `limit` characters."""
+    text = text if isinstance(text, str) else " ".join(text)
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -25,6 +25,7 @@ from treenets.schema import NonNegativeFloat, PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Perplexity
+from treenets.text import NormalizerName
 from treenets.vocab import Vocab
 
 # The language models: each config's `build(vocab_size)` makes its network.
@@ -44,6 +45,8 @@ class PTBDataConfig(Section):
     bptt: Annotated[int, Field(ge=2)] = 70
     variable_bptt: bool = True  # AWD-LSTM: N(bptt, 5) lengths, bptt/2 with probability 0.05
     random_offset: bool = False  # PRPN: every epoch cuts the stream into columns from a random offset
+    # how the model reads text typed by a person: raw sentences into the words of this corpus (treenets.text)
+    normalizer: NormalizerName = "ptb"
 
 
 class LMLossConfig(Section):

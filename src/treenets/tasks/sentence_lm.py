@@ -25,6 +25,7 @@ from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.lm import LanguageModelConfig, LMLossConfig
 from treenets.tasks.metrics import Perplexity
+from treenets.text import NormalizerName
 from treenets.vocab import Vocab
 
 
@@ -41,6 +42,8 @@ class SentenceDataConfig(Section):
     batch_size: PositiveInt = 64
     eval_batch_size: PositiveInt = 64
     shuffle: bool = True  # a new order of the training sentences every epoch
+    # how the model reads text typed by a person: raw sentences into treebank words (treenets.text)
+    normalizer: NormalizerName = "treebank"
 
 
 class SentenceLMConfig(Section):

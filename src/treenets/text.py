@@ -1,0 +1,147 @@
+"""Text normalisers: a sentence as a person types it, turned into the words of a model's training text.
+
+A language model knows only the conventions of the text it was trained on: Mikolov's Penn Treebank text
+(`ptb_lm/ptb.*.txt`) is lower-cased, has `N` for every number, no punctuation, and `'s` and `n't` split off.
+A model records the name of its normaliser in its config (`data.normalizer`; a model saved before the name
+was recorded gets its task's default: `ptb` for the PTB language models, `treebank` for the sentence-level
+one), and every command and method that takes sentences applies it (`treenets parse`, `eval --file`,
+`predict`, `serve`; `score`, `distances` and `parse` of `treenets.load(...)`), unless told that the text is
+pretokenized: then it is split on white space and read as given.
+
+- `ptb`: Mikolov's PTB language-model text. Penn Treebank tokenisation (`treebank_tokens`: `don't` -> `do n't`,
+  `company's` -> `company 's`, `3.5%` -> `3.5 %`, `$5` -> `$ 5`; hyphenated words, `U.S.`, `S&P` and `US$`
+  whole), then Mikolov's preprocessing: lower case; every number (`3.5`, `1,000`, `1987`, `1:30`, `1/2`,
+  `1985-86`) and `%` become `N`, while words of digits and letters stay (`30-year`, `1980s`); punctuation is
+  dropped, but not the symbols the text keeps as words (`$ # & '`, the last the possessive of a plural:
+  `investors '`); `/` is written `\\/` as the treebank escapes it (`mgm\\/ua`).
+- `treebank`: the words of a treebank tree as the parsing evaluation keeps them (`treenets.trees.tree_words`:
+  word tags only, lower-cased, digit runs -> `N`), on which the sentence-level language model trains: the
+  same tokenisation; punctuation, `$` and `#` dropped, `%` kept, `3.5` -> `N.N`.
+- `lower`: lower case, split on white space.
+- `none`: split on white space, as typed.
+
+A character-level model reads the words of its normaliser spelled out (its task's `split_words`:
+`t h e _ c a t`), as Mikolov's character-level files spell the word-level ones. A text is one sentence: the
+tokeniser splits a period off its end only.
+
+`benchmarks/normalizer_agreement.py` measures both PTB normalisers on the NLTK WSJ sample.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from nltk.tokenize import NLTKWordTokenizer, TreebankWordTokenizer
+
+from treenets.errors import TreenetsError
+from treenets.trees.ptb import normalize_word
+
+# Typographic quotes, dashes and the ellipsis as the ASCII the Treebank tokeniser reads (it would leave `don’t`
+# whole and glue `“` to the next word).
+_TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+                              "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2033": '"',
+                              "\u2013": "-", "\u2014": " -- ", "\u2015": " -- ", "\u2026": "..."})
+
+
+def _punctuation_rules() -> list:
+    """nltk's Treebank punctuation rules, its rule that splits each of `;@#$%&` off replaced by two that leave
+    `&` inside a word (`S&P`, `AT&T`) and `$` after letters (`US$`, `C$`) whole, as the treebank writes them."""
+    rules = list(TreebankWordTokenizer.PUNCTUATION)
+    found = [i for i, (regexp, _) in enumerate(rules) if regexp.pattern == r"[;@#$%&]"]
+    if not found:
+        raise ImportError("treenets.text: this nltk's TreebankWordTokenizer has no rule `[;@#$%&]` to adapt; "
+                          "treenets needs nltk>=3.8 as its pyproject.toml says")
+    rules[found[0] : found[0] + 1] = [(re.compile(r"[;@#%]|(?<!\w)&|&(?!\w)|(?<![A-Za-z])\$"), r" \g<0> "),
+                                      (re.compile(r"(?<=[A-Za-z])\$"), r"\g<0> ")]
+    return rules
+
+
+class _TreebankTokenizer(TreebankWordTokenizer):
+    """nltk's Treebank tokeniser with `_punctuation_rules` and the opening-quote rules of nltk's newer
+    `NLTKWordTokenizer` (a backtick, or a single quote opening a word as in `'soft landing'`, split off)."""
+
+    STARTING_QUOTES = NLTKWordTokenizer.STARTING_QUOTES
+    PUNCTUATION = _punctuation_rules()
+
+
+_TOKENIZER = _TreebankTokenizer()
+_ABBREVIATION = re.compile(r"[A-Za-z]+(?:\.[A-Za-z]+)+")  # U.S, N.J, a.m: letters with periods between them
+_NUMBER = re.compile(r"[-+]?[.,]?[0-9][0-9.,:\\/-]*")  # 3.5 1,000 1987 1:30 1\/2 1985-86 .5 -3 (and a list's 1.)
+_CURRENCY = re.compile(r"[A-Za-z]*\$")  # $ US$ C$
+PTB_SYMBOLS = frozenset("$#&'")  # the tokens without a letter or digit that Mikolov's PTB text keeps
+TREEBANK_SYMBOLS = frozenset("%&'")  # those the parsing evaluation keeps (tagged NN, CC, POS)
+
+
+def treebank_tokens(text: str) -> list[str]:
+    """The Penn Treebank tokens of a sentence, written as the treebank writes them: `/` escaped as `\\/`, a
+    single quotation mark as `` ` `` (opening) or `''` (closing) but the possessive of a plural as `'` (a quote
+    after a word ending in s while no quotation is open: `investors '`), and the period of an abbreviation
+    that ends the sentence both kept and repeated (`the U.S.` -> `the U.S. .`)."""
+    tokens = [token.replace("/", "\\/") for token in _TOKENIZER.tokenize(text.translate(_TYPOGRAPHIC))]
+    quoted = False  # a single quotation is open
+    for i, token in enumerate(tokens):
+        if token == "`":
+            quoted = True
+        elif token == "'" and (quoted or i == 0 or tokens[i - 1][-1:] not in ("s", "S")):
+            tokens[i], quoted = ("''", False) if quoted else ("`", True)
+    if len(tokens) > 1 and tokens[-1] == "." and _ABBREVIATION.fullmatch(tokens[-2]):
+        tokens[-2] += "."  # the tokeniser splits a sentence's last period off `U.S.` too
+    return tokens
+
+
+def _is_symbol(token: str) -> bool:
+    """Punctuation or another symbol: a token without a letter or a digit."""
+    return not any(char.isalnum() for char in token)
+
+
+def ptb_words(text: str) -> list[str]:
+    """A sentence as Mikolov's Penn Treebank text has it (see the module's docstring)."""
+    words = []
+    for token in treebank_tokens(text):
+        word = token.lower()
+        if word == "%" or _NUMBER.fullmatch(word):
+            words.append("N")
+        elif not _is_symbol(word) or word in PTB_SYMBOLS:
+            words.append(word)
+    return words
+
+
+def treebank_words(text: str) -> list[str]:
+    """A sentence as the parsing evaluation keeps a treebank tree's words (see the module's docstring)."""
+    return [normalize_word(token) for token in treebank_tokens(text)
+            if (not _is_symbol(token) or token in TREEBANK_SYMBOLS) and not _CURRENCY.fullmatch(token)]
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """A named way of turning a sentence into the words of a model's training text."""
+
+    name: str
+    summary: str  # what it does, in a few words
+    words: Callable[[str], list[str]]
+
+    def __call__(self, text: str) -> list[str]:
+        return self.words(text)
+
+
+NORMALIZERS = {normalizer.name: normalizer for normalizer in (
+    Normalizer("ptb", "Penn Treebank tokens in lower case, numbers as N, punctuation dropped, as in Mikolov's PTB "
+                      "text", ptb_words),
+    Normalizer("treebank", "Penn Treebank tokens in lower case, digits as N, punctuation dropped, as the parsing "
+                           "evaluation keeps a treebank's words", treebank_words),
+    Normalizer("lower", "lower case, split on white space", lambda text: text.lower().split()),
+    Normalizer("none", "split on white space, as typed", str.split),
+)}
+
+NormalizerName = Literal[tuple(NORMALIZERS)]  # what a config's `data.normalizer` may be
+
+
+def get_normalizer(name: str) -> Normalizer:
+    """The normaliser called `name`; an error naming the known ones otherwise."""
+    try:
+        return NORMALIZERS[name]
+    except KeyError:
+        raise TreenetsError(f"normalizer {name!r}: expected one of {', '.join(NORMALIZERS)}") from None

@@ -1,0 +1,95 @@
+"""Text normalisers: raw sentences into the words of Mikolov's PTB text and of treebank trees, by hand-computed
+cases checked against the conventions of `ptb_lm/ptb.train.txt`, and measured on the NLTK WSJ sample."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from treenets.errors import TreenetsError
+from treenets.text import NORMALIZERS, get_normalizer, ptb_words, treebank_tokens, treebank_words
+
+# The examples' forms as ptb.train.txt writes them (counts in the file): `u.s.` (1,701 lines), `rose N N` for
+# `rose 3.5 %`, `do n't` and `ca n't` (186), `'s` split off (8,579), `$ N`, `us$ N` (61), `# N` (110),
+# `s&p`, `at&t`, `investors '` (19), `mgm\/ua` (20), `30-year`, `1980s`, `p.m.`; no punctuation at all.
+PTB_CASES = [
+    ("The U.S. economy grew 3.5% in 2019, analysts said.",
+     ["the", "u.s.", "economy", "grew", "N", "N", "in", "N", "analysts", "said"]),
+    ("I don't think the company's shares rose.",
+     ["i", "do", "n't", "think", "the", "company", "'s", "shares", "rose"]),
+    ("It can't be 1987; they're sure, we'll see, I'm told.",
+     ["it", "ca", "n't", "be", "N", "they", "'re", "sure", "we", "'ll", "see", "i", "'m", "told"]),
+    ("IBM and General Motors", ["ibm", "and", "general", "motors"]),
+    ("1,000 shares at $5.25, 1/2 point, 1:30 p.m., a 30-year bond in the 1980s",
+     ["N", "shares", "at", "$", "N", "N", "point", "N", "p.m.", "a", "30-year", "bond", "in", "the", "1980s"]),
+    ('"Yes," he said -- (really) ... ; ok?!', ["yes", "he", "said", "really", "ok"]),
+    ("S&P and AT&T paid US$5 to investors' funds, #3.",
+     ["s&p", "and", "at&t", "paid", "us$", "N", "to", "investors", "'", "funds", "#", "N"]),
+    ("the 'soft landing' scenario", ["the", "soft", "landing", "scenario"]),
+    ("the `soft landing' scenario", ["the", "soft", "landing", "scenario"]),  # the WSJ's own quotes
+    ("Dell’s “new” plan—cheaper…", ["dell", "'s", "new", "plan", "cheaper"]),  # typographic quotes and dashes
+    ("He moved to the U.S.", ["he", "moved", "to", "the", "u.s."]),  # the abbreviation keeps its period
+    ("MGM/UA rose.", ["mgm\\/ua", "rose"]),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), PTB_CASES)
+def test_ptb_reads_text_as_mikolovs_ptb_text_has_it(text, words):
+    assert ptb_words(text) == words
+    assert NORMALIZERS["ptb"](text) == words
+
+
+def test_treebank_reads_text_as_the_parsing_evaluation_keeps_a_trees_words():
+    # `tree_words`: word tags only (`$`, `#`, punctuation dropped; `%` is NN), lower case, digit runs -> N
+    assert treebank_words("The U.S. economy grew 3.5% in 2019, analysts said.") == [
+        "the", "u.s.", "economy", "grew", "N.N", "%", "in", "N", "analysts", "said"]
+    assert treebank_words("It paid US$5 and $1,000 for a 30-year bond, #3.") == [
+        "it", "paid", "N", "and", "N,N", "for", "a", "N-year", "bond", "N"]
+
+
+def test_the_treebank_tokens_keep_what_the_treebank_keeps_whole_and_tell_quotes_from_possessives():
+    assert treebank_tokens("AT&T's S&P deal, US$5 or C$6 & more.") == [
+        "AT&T", "'s", "S&P", "deal", ",", "US$", "5", "or", "C$", "6", "&", "more", "."]
+    # a quotation mark opens or closes a quotation; after a word ending in s, outside one, it is a possessive
+    assert treebank_tokens("the 'bonds' yields and the bonds' yields") == [
+        "the", "`", "bonds", "''", "yields", "and", "the", "bonds", "'", "yields"]
+    assert treebank_tokens("He left the U.S.") == ["He", "left", "the", "U.S.", "."]
+    assert treebank_tokens("He left at 5.") == ["He", "left", "at", "5", "."]  # a number is no abbreviation
+
+
+@pytest.mark.parametrize("text", ["", "   ", "?!", "-- ... --", "(“”)"])
+def test_text_without_words_normalises_to_nothing(text):
+    assert ptb_words(text) == [] and treebank_words(text) == []
+
+
+def test_the_whitespace_normalisers_and_the_registry():
+    assert NORMALIZERS["lower"]("The Cat sat.") == ["the", "cat", "sat."]
+    assert NORMALIZERS["none"]("The Cat  sat.") == ["The", "Cat", "sat."]
+    assert list(NORMALIZERS) == ["ptb", "treebank", "lower", "none"]
+    assert get_normalizer("ptb").words is ptb_words
+    with pytest.raises(TreenetsError, match="normalizer 'nope': expected one of ptb, treebank, lower, none"):
+        get_normalizer("nope")
+
+
+def test_a_5000_word_line_is_normalised_quickly():
+    text = " ".join(["The", "company's", "3.5%", "stake,", "analysts", "said."] * 834)
+    start = time.perf_counter()
+    words = ptb_words(text)
+    assert time.perf_counter() - start < 2.0
+    # one sentence: only its last period is split off
+    assert words[:8] == ["the", "company", "'s", "N", "N", "stake", "analysts", "said."]
+    assert len(words) == 834 * 8 and words[-1] == "said"
+
+
+@pytest.mark.slow
+def test_the_ptb_normaliser_agrees_with_the_training_text_on_the_wsj_sample(data_root, monkeypatch):
+    # The README's figure: benchmarks/normalizer_agreement.py over the 3,914 sentences of WSJ 00-01.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from normalizer_agreement import measure
+
+    result = measure(data_root)
+    assert result.sentences == 3914 and result.matched >= 3900
+    assert result.ptb_exact / result.matched >= 0.98
+    assert result.treebank_exact / result.sentences >= 0.98
