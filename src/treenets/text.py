@@ -6,7 +6,8 @@ A model records the name of its normaliser in its config (`data.normalizer`; a m
 was recorded gets its task's default: `ptb` for the PTB language models, `treebank` for the sentence-level
 one), and every command and method that takes sentences applies it (`treenets parse`, `eval --file`,
 `predict`, `serve`; `score`, `distances` and `parse` of `treenets.load(...)`), unless told that the text is
-pretokenized: then it is split on white space and read as given.
+pretokenized: then it is split on white space and only the vocabulary's case and numbers are kept
+(`LanguageModel.tokenize`).
 
 - `ptb`: Mikolov's PTB language-model text. Penn Treebank tokenisation (`treebank_tokens`: `don't` -> `do n't`,
   `company's` -> `company 's`, `3.5%` -> `3.5 %`, `$5` -> `$ 5`; hyphenated words, `U.S.`, `S&P` and `US$`
