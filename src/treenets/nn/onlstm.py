@@ -24,8 +24,8 @@ loop runs in C++ (csrc/onlstm_cpu.cpp) and training uses its hand-derived backwa
 which keeps no autograd graph per step and computes the hidden-to-hidden weight gradient as one large matrix
 product over all steps, instead of T small ones accumulated one by one; the per-step hidden products run on the
 weight packed once per sequence (csrc/packed_gemm.h: AVX-512, AVX2, NEON or SSE2 code from one micro-kernel,
-through csrc/recurrent_product.h), 1.6 to 3.4 times as fast as torch's fp32 product at the paper config's batches
-of 10 and 20 (benchmarks/packed_gemm.py, README Speed). Elsewhere `onlstm_step`, the
+through csrc/recurrent_product.h), 1.5 to 3.6 times as fast as torch's fp32 product at the paper config's batches
+of 10 and 20 (benchmarks/packed_gemm.py, AVX-512 and AVX2 builds: README Speed). Elsewhere `onlstm_step`, the
 specification, runs step by step under autograd; the `compile` backend (for GPUs) fuses each step's
 element-wise work into one kernel with `torch.compile`.
 """
