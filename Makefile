@@ -35,8 +35,8 @@ demo: $(STAMP)
 	$(BIN)/treenets eval onlstm-ptb-small --split test
 	$(BIN)/treenets predict treelstm-sick $(DEMO_SICK)
 	$(BIN)/treenets predict treelstm-sick $(DEMO_SICK2)
-	$(BIN)/treenets predict treelstm-sst --tree "(X (X (X A) (X (X dull) (X movie))) (X .))"
-	$(BIN)/treenets predict treelstm-sst --tree "(X (X (X A) (X (X moving) (X film))) (X .))"
+	$(BIN)/treenets predict treelstm-sst --sentence "A dull, lifeless movie."
+	$(BIN)/treenets predict treelstm-sst --sentence "It is a moving film."
 	$(BIN)/treenets train configs/onlstm-ptb-small.yaml --out runs/demo --overwrite --no-progress \
 		--max-minutes $(DEMO_FIRST_MINUTES)
 	$(BIN)/treenets train --resume runs/demo/last.pt --no-progress --max-minutes $(DEMO_RESUMED_MINUTES)

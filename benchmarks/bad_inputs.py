@@ -17,7 +17,7 @@ model it trains once (one epoch of a 40-word corpus, seconds), and prints a mark
 The message column is the line of stderr that says what happened: the error line, a traceback's last line
 (the exception), else the first line.
 
-    python benchmarks/bad_inputs.py [--treenets .venv/bin/treenets] [--data DIR] [--only WORD] > table.md
+    python benchmarks/bad_inputs.py [--treenets .venv/bin/treenets] [--data DIR] [--only WORD,...] > table.md
 
 `--treenets` may be an older checkout's executable (its own virtual environment): the cases only use the
 command line, so the same table shows what changed. Run it with a Python that has torch (it writes a few
@@ -27,6 +27,7 @@ torch files by hand).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -51,8 +52,13 @@ WORDS = ["the", "a", "of", "cat", "dog", "bird", "fish", "tree", "house", "car",
 class Case:
     family: str
     name: str
-    args: list[str]  # after `treenets`; `{T}` is the temporary folder
+    args: list[str]  # after `treenets` (or `python`, for `api` cases); `{T}` is the temporary folder
     files: dict = field(default_factory=dict)  # path under {T} -> text, bytes, None (a folder) or FIFO
+    setup: list = field(default_factory=list)  # `treenets` commands run first (their outcome is not the case's),
+    # or Python callables given the folder
+    check: object = None  # check(folder, stdout) -> what is wrong with a run that exited 0, or None (correct)
+    api: bool = False  # args are `python` arguments: the Python API, whose errors are exceptions
+    twice: bool = False  # the command runs twice at the same time (one must refuse)
 
 
 FIFO = object()  # a named pipe: reading it blocks until someone writes
@@ -261,6 +267,170 @@ def cases() -> list[Case]:
         Case("names", "--set nosuch.key=1", ["train", tiny, "--set", "nosuch.key=1", *out]),
         Case("names", "predict --tree to a language model", ["predict", best, "--tree", "(X (X a) (X cat))"]),
         Case("names", "predict --pair to a language model", ["predict", best, "--pair", "a cat", "a dog"]),
+        *second_round_cases(),
+    ]
+
+
+def _exists(*names):
+    def check(root: Path, _stdout: str):
+        gone = [name for name in names if not (root / name).exists()]
+        return f"deleted the user's {', '.join(gone)}" if gone else None
+    return check
+
+
+def _says(text, wrong):
+    """A run that exits 0 is right only if its stdout holds `text`; else `wrong`."""
+    return lambda _root, stdout: None if text in stdout else wrong
+
+
+def _edit_folder(folder: str, edit):
+    """Setup: change the model folder `{T}/folder` written by an earlier setup command."""
+    def run(root: Path):
+        edit(root / folder)
+    return run
+
+
+def _weights(edit):
+    def run(folder: Path):
+        from safetensors import safe_open
+        from safetensors.torch import load_file, save_file
+
+        metadata = safe_open(folder / "model.safetensors", "pt").metadata()
+        state = load_file(folder / "model.safetensors")
+        edit(state, metadata)
+        save_file(state, folder / "model.safetensors", metadata=metadata)
+    return run
+
+
+def _config(edit):
+    def run(folder: Path):
+        path = folder / "config.json"
+        path.write_text(edit(path.read_text()))
+    return run
+
+
+def _first_nan(state, _metadata):
+    next(iter(state.values())).view(-1)[0] = float("nan")
+
+
+def _first_int(state, _metadata):
+    key = next(iter(state))
+    state[key] = state[key].long()
+
+
+def _tied_list(_state, metadata):
+    metadata["tied"] = "[1, 2]"
+
+
+def _huge(text):
+    raw = json.loads(text)
+    raw["model"]["hidden_size"] = 10**9
+    return json.dumps(raw)
+
+
+def _remove(*names):
+    def run(root: Path):
+        for name in names:
+            (root / name).unlink()
+    return run
+
+
+def _append(name, text):
+    def run(root: Path):
+        with open(root / name, "a") as fh:
+            fh.write(text)
+    return run
+
+
+TREENETS = ["treenets"]  # the executable under test (set by `main`)
+API = "import treenets, sys; lm = treenets.load(sys.argv[1]); lm.parse({})"
+
+
+def second_round_cases() -> list[Case]:
+    """The families of the second reliability round (issue 27) and of raw text for the Tree-LSTMs (issue 26)."""
+    best = "{T}/run/best.pt"
+    export = ["export", best, "{T}/model"]
+    more = ["--set", "train.epochs=2", "--no-progress"]
+    return [
+        # nothing a user owns is deleted
+        Case("data loss", "export into a model folder holding the user's notes and report",
+             ["export", best, "{T}/mine"],
+             {"mine/model.safetensors": "x", "mine/notes.txt": "mine", "mine/report": None},
+             check=_exists("mine/notes.txt", "mine/report")),
+        Case("data loss", "export a model folder (not a checkpoint)", ["export", "{T}/model", "{T}/copy"],
+             setup=[export], check=_exists("model/README.md")),
+        Case("data loss", "export a model folder onto itself", ["export", "{T}/model", "{T}/model"], setup=[export],
+             check=_exists("model/README.md", "model/metrics.json")),
+        Case("data loss", "export a run without metrics.jsonl", ["export", best, "{T}/out"],
+             setup=[_remove("run/metrics.jsonl")]),
+        # no figure over nothing, strict JSON, no silent wrong answer
+        Case("wrong result", "parse-eval --output: no sentence with a phrase",
+             ["parse-eval", best, "--treebank", "{T}/z.mrg", "--output", "{T}/pe"],
+             {"z.mrg": "( (S (NN cat)) )\n( (S (. .)) )\n"},
+             check=lambda root, _: "printed F1 100.0 over nothing" + (
+                 "; summary.json holds NaN (not JSON)" if "NaN" in (root / "pe/summary.json").read_text() else "")),
+        Case("wrong result", "baselines: no sentence with a phrase", ["baselines", "--treebank", "{T}/z.mrg"],
+             {"z.mrg": "( (S (NN cat)) )\n"}, check=lambda *_: "printed F1 100.0 over nothing"),
+        Case("wrong result", "a model folder with NaN weights", ["parse", "{T}/model", "a cat"],
+             setup=[export, _edit_folder("model", _weights(_first_nan))],
+             check=lambda *_: "parsed with NaN weights"),
+        Case("wrong result", "a model folder with int64 weights", ["parse", "{T}/model", "a cat"],
+             setup=[export, _edit_folder("model", _weights(_first_int))],
+             check=lambda *_: "loaded integer weights"),
+        Case("wrong result", "--resume on a corpus of other words", ["train", "{T}/c.yaml", "--resume",
+                                                                     "{T}/run/last.pt", "--out", "{T}/run", *more],
+             {"other/ptb.train.txt": "zebra yak quokka\n" * 50, "other/ptb.valid.txt": "zebra yak\n",
+              "other/ptb.test.txt": "yak quokka\n", "c.yaml": dump(config(data={"path": "{T}/other"}))},
+             check=lambda *_: "resumed, every word read as <unk>"),
+        Case("wrong result", "--resume after best.pt was deleted",
+             ["train", "--resume", "{T}/run/last.pt", "--max-steps", "60", "--no-progress"],
+             setup=[_remove("run/best.pt")],
+             check=lambda root, out: None if "best.pt" not in out or (root / "run/best.pt").exists() or
+             "none yet" in out else "named a best.pt that does not exist"),
+        Case("wrong result", "--resume after a kill cut the last line of metrics.jsonl",
+             ["train", "--resume", "{T}/run/last.pt", "--max-steps", "60", "--no-progress"],
+             setup=[_append("run/metrics.jsonl", '{"event": "tr')],
+             check=lambda root, _: None if subprocess.run(
+                 [TREENETS[0], "metrics", str(root / "run")],
+                 capture_output=True).returncode == 0 else "`treenets metrics` fails on the log afterwards"),
+        Case("wrong result", "two trains into the same --out at once", ["train", "{T}/tiny.yaml", "--out", "{T}/twin",
+                                                                        "--no-progress"],
+             twice=True, check=lambda *_: "both ran, writing the same files"),
+        Case("wrong result", "parse --pretokenized: a year (1987) is N",
+             ["parse", "onlstm-ptb-small", "in 1987 the cat sat", "--pretokenized", "--json"],
+             check=_says('"unknown": []', "read 1987 as <unk>")),
+        # internal errors from what a model folder holds
+        Case("model folder", "config.json: hidden_size 10^9", ["parse", "{T}/model", "a cat"],
+             setup=[export, _edit_folder("model", _config(_huge))]),
+        Case("model folder", "config.json: 100,000 arrays deep", ["parse", "{T}/model", "a cat"],
+             setup=[export, _edit_folder("model", _config(lambda _: "[" * 100_000 + "]" * 100_000))]),
+        Case("model folder", "safetensors metadata of the wrong JSON type", ["parse", "{T}/model", "a cat"],
+             setup=[export, _edit_folder("model", _weights(_tied_list))]),
+        Case("model folder", "vocab.txt longer than the embedding", ["parse", "{T}/model", "a cat"],
+             setup=[export, _edit_folder("model", lambda folder: (folder / "vocab.txt").write_text(
+                 (folder / "vocab.txt").read_text() + "extra\nmore\nwords\n"))],
+             check=None),
+        Case("model folder", "export a run folder instead of its best.pt", ["export", "{T}/run", "{T}/out"]),
+        # the command line's numbers
+        Case("numbers", "serve --port 70000", ["serve", best, "--port", "70000"]),
+        Case("numbers", "serve --port -1", ["serve", best, "--port", "-1"]),
+        # the Python API: an exception naming the argument, not a raw one
+        Case("api", "lm.parse([['the', 5]])", ["-c", API.format("[['the', 5]]"), best], api=True),
+        Case("api", "lm.parse(..., batch_size=0)", ["-c", API.format("['a cat'], batch_size=0"), best], api=True),
+        Case("api", "lm.parse(..., batch_size=-1)", ["-c", API.format("['a cat'], batch_size=-1"), best], api=True),
+        Case("api", "lm.parse(b'a cat')", ["-c", API.format("b'a cat'"), best], api=True),
+        # raw text for the Tree-LSTMs
+        Case("raw text", "sentiment: empty sentence", ["predict", "treelstm-sst", "--sentence", ""]),
+        Case("raw text", "sentiment: only punctuation", ["predict", "treelstm-sst", "--sentence", "?! ..."]),
+        Case("raw text", "sentiment: binary bytes", ["predict", "treelstm-sst", "--sentence",
+                                                      "a \udcff\udcfe film"]),
+        Case("raw text", "sentiment: a 5,000-word line", ["predict", "treelstm-sst", "--sentence",
+                                                          " ".join(["good"] * 5000)]),
+        Case("raw text", "sentiment: a sentence as typed", ["predict", "treelstm-sst", "--sentence",
+                                                            "It's a dull, lifeless film."],
+             check=lambda _root, out: None if json.loads(out)["label"] <= 1 else "not negative"),
+        Case("raw text", "relatedness: a pair as typed, dependency model", ["predict", "treelstm-sick", "--pair",
+                                                                            "A man plays.", "A person plays."]),
     ]
 
 
@@ -317,19 +487,59 @@ def run_case(case: Case, root: Path, exe: str, env: dict, timeout: float) -> tup
             path.write_bytes(content)
         else:
             path.write_text(content.replace("{T}", str(root)))
+    for step in case.setup:
+        if callable(step):
+            step(root)
+        else:
+            subprocess.run([exe, *[a.replace("{T}", str(root)) for a in step]], cwd=root, env=env,
+                           capture_output=True)
     args = [a.replace("{T}", str(root)) for a in case.args]
+    command = [str(Path(exe).with_name("python")), *args] if case.api else [exe, *args]
     start = time.perf_counter()
-    with subprocess.Popen([exe, *args], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, errors="replace") as proc:
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, stderr = proc.communicate()
-            code = None
-    kind, message = outcome(code, stderr, args[0])
-    return kind, code, message, time.perf_counter() - start
+    procs = [subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, errors="replace") for _ in range(2 if case.twice else 1)]
+    runs = []
+    for proc in procs:
+        with proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout)
+                code = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+                code = None
+        runs.append((code, stdout, stderr))
+    seconds = time.perf_counter() - start
+    if case.twice:  # one of the two must refuse, clearly
+        refused = [run for run in runs if run[0] not in (0, None)]
+        code, stdout, stderr = refused[0] if refused else runs[0]
+    else:
+        code, stdout, stderr = runs[0]
+    kind, message = (api_outcome if case.api else outcome)(code, stderr, args[0])
+    if kind == "ok" and case.check is not None:
+        wrong = case.check(root, stdout)
+        if wrong:
+            kind, message = "wrong result", wrong
+    return kind, code, message, seconds
+
+
+# Exceptions of the API that name nothing: Python's own words for a wrong type deep inside.
+RAW = re.compile(r"object has no attribute|object is not (iterable|subscriptable)|range\(\) arg|can't multiply|"
+                 r"unsupported operand|cannot be interpreted as an integer")
+
+
+def api_outcome(returncode: int | None, stderr: str, _command: str) -> tuple[str, str]:
+    """The outcome of a Python API call: an exception of treenets' (or a TypeError / ValueError that names the
+    argument) is a clear error; Python's own messages about a wrong type deep inside are a raw exception."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if returncode is None:
+        return "hang/timeout", lines[0] if lines else ""
+    if returncode == 0:
+        return "ok", ""
+    last = lines[-1] if lines else ""
+    if re.match(r"(treenets\.errors\.)?(TreenetsError|TypeError|ValueError): ", last) and not RAW.search(last):
+        return "clear error", last
+    return "raw exception", last
 
 
 def cell(text: str, width: int = 150) -> str:
@@ -343,13 +553,16 @@ def main() -> int:
                         help="the executable to test (default: treenets beside this Python)")
     parser.add_argument("--data", help="data root for the cases that read staged data (default: treenets' own)")
     parser.add_argument("--timeout", type=float, default=90, help="seconds before a case counts as a hang")
-    parser.add_argument("--only", metavar="WORD", help="only cases whose family or name contains WORD")
+    parser.add_argument("--only", metavar="WORDS", help="only cases whose family or name contains one of these "
+                        "comma-separated words")
     args = parser.parse_args()
     exe = str(Path(args.treenets).resolve())
+    TREENETS[0] = exe
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TREENETS_DATA": args.data or os.environ.get("TREENETS_DATA")
            or str(Path(__file__).resolve().parents[2] / "shared" / "data")}
     env.pop("TREENETS_DEBUG", None)
-    selected = [c for c in cases() if not args.only or args.only in c.family or args.only in c.name]
+    words = args.only.split(",") if args.only else []
+    selected = [c for c in cases() if not words or any(w in c.family or w in c.name for w in words)]
     with tempfile.TemporaryDirectory(prefix="bad-inputs-") as tmp:
         template = Path(tmp) / "template"
         template.mkdir()
@@ -365,7 +578,8 @@ def main() -> int:
             kind, code, message, seconds = run_case(case, root, exe, env, args.timeout)
             counts[kind] = counts.get(kind, 0) + 1
             shown = [a if len(a) < 60 else a[:40] + "..." for a in case.args]
-            command = " ".join(a if re.fullmatch(r"[\w{}/.:=-]+", a) else shlex.quote(a) for a in ["treenets", *shown])
+            program = "python" if case.api else "treenets"
+            command = " ".join(a if re.fullmatch(r"[\w{}/.:=-]+", a) else shlex.quote(a) for a in [program, *shown])
             command = command.replace("{T}", "$T")
             print(f"| {number} | {case.family} | {cell(case.name)} | `{cell(command, 110)}` | {kind} | "
                   f"{'-' if code is None else code} | {cell(message.replace(str(root), '$T'))} |", flush=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from treenets.errors import TreenetsError
-from treenets.text import NORMALIZERS, get_normalizer, ptb_words, treebank_tokens, treebank_words
+from treenets.text import NORMALIZERS, get_normalizer, ptb_word, ptb_words, treebank_tokens, treebank_words
 
 # The examples' forms as ptb.train.txt writes them (counts in the file): `u.s.` (1,701 lines), `rose N N` for
 # `rose 3.5 %`, `do n't` and `ca n't` (186), `'s` split off (8,579), `$ N`, `us$ N` (61), `# N` (110),
@@ -67,9 +67,9 @@ def test_text_without_words_normalises_to_nothing(text):
 def test_the_whitespace_normalisers_and_the_registry():
     assert NORMALIZERS["lower"]("The Cat sat.") == ["the", "cat", "sat."]
     assert NORMALIZERS["none"]("The Cat  sat.") == ["The", "Cat", "sat."]
-    assert list(NORMALIZERS) == ["ptb", "treebank", "lower", "none"]
-    assert get_normalizer("ptb").words is ptb_words
-    with pytest.raises(TreenetsError, match="normalizer 'nope': expected one of ptb, treebank, lower, none"):
+    assert list(NORMALIZERS) == ["ptb", "treebank", "tokens", "lower", "none"]
+    assert get_normalizer("ptb").word is ptb_word
+    with pytest.raises(TreenetsError, match="normalizer 'nope': expected one of ptb, treebank, tokens, lower, none"):
         get_normalizer("nope")
 
 

@@ -15,6 +15,7 @@ from helpers import tiny_config
 
 from treenets import checkpoint, optim
 from treenets.config import build_config
+from treenets.errors import TreenetsError
 from treenets.optim import make_optimizer, nt_asgd_triggered
 from treenets.train import Trainer
 
@@ -287,3 +288,92 @@ def test_the_metrics_log_is_strict_json(tmp_path):
     text = (tmp_path / "metrics.jsonl").read_text()
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text)["loss"] is None
+
+
+def _finished_run(tmp_path, corpus):
+    """A tiny run of one epoch through the command line, and its config file."""
+    import yaml
+
+    from treenets.cli import main
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1})))
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    return config
+
+
+def test_resume_refuses_training_data_of_other_words(tmp_path, corpus, capsys):
+    # Before: every word was read as <unk> (validation perplexity 1.52), without a word.
+    from helpers import write_corpus
+
+    from treenets.cli import main
+
+    _finished_run(tmp_path, corpus)
+    other = write_corpus(tmp_path / "other")
+    for name in other.iterdir():
+        name.write_text(name.read_text().replace("cat", "zebra").replace("dog", "yak"))
+    capsys.readouterr()
+    assert main(["train", "--resume", str(tmp_path / "run" / "last.pt"), "--set", f"data.path={other}",
+                 "--set", "train.epochs=2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "has 2 word(s) that the checkpoint's vocabulary of 45 lacks ('zebra', 'yak')" in err
+
+
+def test_resume_writes_a_missing_best_pt_again_or_says_it_is_lost(tmp_path, corpus, capsys):
+    from treenets.cli import main
+
+    _finished_run(tmp_path, corpus)
+    run = tmp_path / "run"
+    (run / "best.pt").unlink()  # last.pt's weights are the best: the run ended on its best validation
+    state = checkpoint.load(run / "last.pt")["trainer"]
+    assert state["best_step"] == state["step"]
+    assert main(["train", "--resume", str(run / "last.pt"), "--set", "train.epochs=2", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "best.pt was missing; written again from" in out and (run / "best.pt").is_file()
+
+
+def test_resume_cuts_a_torn_last_line_of_the_metrics_log(tmp_path, corpus, capsys):
+    # Before: the resumed run appended after the torn line, and `treenets metrics` failed on the file.
+    from treenets.cli import main
+
+    _finished_run(tmp_path, corpus)
+    log = tmp_path / "run" / "metrics.jsonl"
+    with open(log, "a") as fh:
+        fh.write('{"event": "train", "st')  # killed while writing
+    assert main(["train", "--resume", str(tmp_path / "run" / "last.pt"), "--set", "train.epochs=2",
+                 "--no-progress"]) == 0
+    assert "its last line was cut short" in capsys.readouterr().out
+    assert main(["metrics", str(tmp_path / "run")]) == 0
+    assert all(json.loads(line) for line in log.read_text().splitlines())
+
+
+def test_one_run_per_folder(tmp_path, corpus):
+    """A second `treenets train` into a folder being written gets a clear error (before: both ran, interleaving
+    their records); the lock goes when its process ends."""
+    from treenets.train import run_folder_lock
+
+    code = ("import sys, time; from pathlib import Path; from treenets.train import run_folder_lock\n"
+            "with run_folder_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(TreenetsError, match=f"another treenets train is writing into this run folder "
+                                                f"\\(process {holder.pid}\\)"), run_folder_lock(tmp_path / "run"):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with run_folder_lock(tmp_path / "run"):  # free again once the holder is gone (killed: no clean-up ran)
+        pass
+
+
+def test_a_run_folder_deleted_while_training_is_made_again(tmp_path, corpus):
+    from treenets.runlog import MetricsLog
+
+    log = MetricsLog(tmp_path / "run" / "metrics.jsonl", enabled=True)
+    log.write({"event": "train", "step": 1, "epoch": 1, "loss": 1.0})
+    import shutil
+
+    shutil.rmtree(tmp_path / "run")
+    log.write({"event": "train", "step": 2, "epoch": 1, "loss": 1.0})  # before: FileNotFoundError, the run lost
+    assert json.loads((tmp_path / "run" / "metrics.jsonl").read_text())["step"] == 2

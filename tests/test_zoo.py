@@ -4,6 +4,7 @@ shipped models' card figures, and clear errors for broken or foreign folders."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,8 @@ def test_an_exported_folder_predicts_as_its_checkpoint(tiny_run, tmp_path, capsy
     for a, b in zip(before.score(SENTENCES), after.score(SENTENCES)):
         assert a.logprobs == b.logprobs  # float32 storage: the same numbers
     card = (folder / "README.md").read_text()
-    assert "# tiny-lm" in card and "a tiny LM" in card and 'treenets.load("tiny-lm")' in card
+    assert "# tiny-lm" in card and "a tiny LM" in card and 'treenets.load("path/to/tiny-lm")' in card
+    assert "weights stored as float32" in card  # without --half
     metrics = json.loads((folder / "metrics.json").read_text())
     valid = [r for r in map(json.loads, (tiny_run / "metrics.jsonl").read_text().splitlines())
              if r["event"] == "eval"]
@@ -146,8 +148,120 @@ def test_export_refuses_to_replace_what_is_not_a_model_folder(tiny_run, tmp_path
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "keep.txt").write_text("mine")
     assert main(["export", str(tiny_run / "best.pt"), str(tmp_path / "notes")]) == 2
-    assert "exists and is not a model folder" in capsys.readouterr().err
+    assert "not empty and not a model folder (it holds keep.txt)" in capsys.readouterr().err
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+
+
+def test_export_replaces_only_its_own_files_and_only_when_asked(tiny_run, tmp_path, capsys):
+    # Before: a folder holding model.safetensors beside the user's notes and report was deleted whole, exit 0.
+    mine = tmp_path / "mine"
+    (mine / "report").mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine")
+    (mine / "model.safetensors").write_text("an older export")
+    assert main(["export", str(tiny_run / "best.pt"), str(mine)]) == 2
+    assert "holds a model folder; --overwrite replaces its model files" in capsys.readouterr().err
+    assert (mine / "model.safetensors").read_text() == "an older export"
+    assert main(["export", str(tiny_run / "best.pt"), str(mine), "--overwrite"]) == 0
+    assert (mine / "notes.txt").read_text() == "mine" and (mine / "report").is_dir()
+    assert sorted(p.name for p in mine.iterdir()) == sorted([*zoo.FILES, "notes.txt", "report"])
+    assert treenets.load(mine).parse("the cat").words == ["the", "cat"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export", str(tiny_run / "best.pt"), str(empty)]) == 0  # an empty folder is fine
+
+
+def test_export_takes_a_model_folder_but_never_writes_onto_it(tiny_run, tmp_path, capsys):
+    # Before: a folder as the source ended in `internal error: StopIteration`; onto itself it lost files.
+    source = tmp_path / "source"
+    assert main(["export", str(tiny_run / "best.pt"), str(source)]) == 0
+    card = (source / "README.md").read_text()
+    assert main(["export", str(source), str(tmp_path / "copy")]) == 0
+    copied = (tmp_path / "copy" / "README.md").read_text()
+    # The same card (its figures and training carry over), under the new name.
+    assert copied.split("## Config")[0] == card.split("## Config")[0].replace("# source", "# copy").replace(
+        "path/to/source", "path/to/copy")
+    assert main(["export", str(source), str(source), "--overwrite"]) == 2
+    assert "is where the model being exported is" in capsys.readouterr().err
+    assert sorted(p.name for p in source.iterdir()) == sorted(zoo.FILES)
+
+
+def test_export_of_a_run_without_its_metrics_log_writes_a_card_without_figures(tiny_run, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    (run / "metrics.jsonl").unlink()
+    assert main(["export", str(run / "best.pt"), str(tmp_path / "out")]) == 0
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "None were measured: `treenets export MODEL DIR --measure`" in card
+    assert 'treenets.load("path/to/out")' in card  # a folder loads by its path, not by a name
+    assert main(["export", str(tiny_run), str(tmp_path / "x")]) == 2  # the run folder itself
+    assert f"it is a training run's folder: give its checkpoint, {tiny_run / 'best.pt'}" in capsys.readouterr().err
+
+
+def _edited_folder(tiny_run, folder: Path, weights=None, config=None) -> Path:
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    zoo.write_folder(treenets.load(tiny_run / "best.pt"), folder)
+    if weights is not None:
+        metadata = safe_open(folder / "model.safetensors", "pt").metadata()
+        state = load_file(folder / "model.safetensors")
+        weights(state, metadata)
+        save_file(state, folder / "model.safetensors", metadata=metadata)
+    if config is not None:
+        (folder / "config.json").write_text(config((folder / "config.json").read_text()))
+    return folder
+
+
+def _nan(state, _):
+    state["decoder.bias"][3] = float("nan")
+
+
+def _ints(state, _):
+    state["decoder.bias"] = state["decoder.bias"].long()
+
+
+def _tied_list(_, metadata):
+    metadata["tied"] = "[1, 2]"
+
+
+def _huge(text):
+    raw = json.loads(text)
+    raw["model"]["hidden_size"] = 10**6
+    return json.dumps(raw)
+
+
+@pytest.mark.parametrize("weights,config,message", [
+    (_nan, None, "model.safetensors: decoder.bias holds 1 NaN or infinite value(s)"),
+    (_ints, None, "model.safetensors: decoder.bias holds int64 values; expected floating-point weights"),
+    (_tied_list, None, "model.safetensors: the metadata 'tied' is list; expected a JSON object"),
+    (None, _huge, "config.json: the model has 4,500,"),
+    (None, lambda _: "[" * 100_000 + "]" * 100_000, "config.json: nests too deep to be a treenets config"),
+])
+def test_what_a_model_folder_holds_is_checked_before_use(tiny_run, tmp_path, capsys, weights, config, message):
+    # Before: NaN weights parsed into right-branching trees, integer weights loaded silently, the others ended in
+    # internal errors (AttributeError, an allocation error, RecursionError).
+    folder = _edited_folder(tiny_run, tmp_path / "m", weights, config)
+    with pytest.raises(TreenetsError, match=re.escape(message)):
+        treenets.load(folder)
+    assert main(["parse", str(folder), "the cat"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_vocabulary_of_another_size_is_named(tiny_run, tmp_path):
+    # Before: "decoder.bias has shape (45,), the model expects (48,)", naming neither vocab.txt nor the cause.
+    folder = _edited_folder(tiny_run, tmp_path / "m")
+    (folder / "vocab.txt").write_text((folder / "vocab.txt").read_text() + "one\ntwo\nthree\n")
+    with pytest.raises(TreenetsError, match=r"vocab.txt: 48 words, but the weights were trained with a vocabulary of "
+                                            r"45 \(decoder.bias has shape \(45,\)\)"):
+        treenets.load(folder)
+
+
+@pytest.mark.parametrize("ref", [5, None, b"onlstm-ptb-small", ""])
+def test_load_names_an_argument_of_the_wrong_type(ref):
+    with pytest.raises(TypeError, match="ref: expected a model name, a model folder or a checkpoint path"):
+        treenets.load(ref)
 
 
 # --- the shipped models ---------------------------------------------------------------------------------

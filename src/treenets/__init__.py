@@ -16,8 +16,8 @@ def load(name_or_path, device="cpu"):
 
     Returns:
         the predictor of the checkpoint's task (`treenets.predictors`): a `LanguageModel` (`score`,
-        `distances`, `parse`), a `RelatednessPredictor` (`predict(a, b, a_parents, b_parents)`) or a
-        `SentimentClassifier` (`predict(tree_or_sentence)`), each with its vocabulary and config.
+        `distances`, `parse`), a `RelatednessPredictor` (`predict(a, b)`: two sentences as typed) or a
+        `SentimentClassifier` (`predict(sentence)`, or `predict(tree=...)`), each with its vocabulary and config.
     """
     from treenets.predictors import Predictor
 

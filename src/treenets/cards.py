@@ -17,6 +17,7 @@ import torch
 import yaml
 
 from treenets.config import to_dict
+from treenets.errors import TreenetsError
 
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
 CHECK_SENTENCES = 200  # sentences of the NLTK sample in the parsing check
@@ -56,7 +57,8 @@ def check_figures(predictor, root=None) -> dict:
     return figures
 
 
-def measure(predictor, name: str, summary: str = "", root=None, training: dict | None = None, log=print) -> dict:
+def measure_figures(predictor, name: str, summary: str = "", root=None, training: dict | None = None,
+                    log=print) -> dict:
     """Everything a card reports, measured with `predictor` (load it from the files that ship)."""
     from treenets.data.treebanks import load_gold, resolve_treebank
     from treenets.tasks import task_class
@@ -109,6 +111,62 @@ def training_info(checkpoint_path: Path, saved: dict) -> dict:
     return info
 
 
+def export_model(ref: str | Path, out: str | Path, name: str | None = None, summary: str = "", notes: str = "",
+                 half: bool = False, measure: bool = False, device="cpu", root=None, overwrite: bool = False,
+                 log=print) -> dict:
+    """`treenets export`: write a trained model (a checkpoint, a model folder or a zoo name) as a model folder
+    with its card, and return the card's figures (`metrics.json`).
+
+    With `measure`, the figures are measured on the written files (`measure`); else they are the training
+    run's last validation (`metrics.jsonl` beside a checkpoint), or a model folder's own card figures, or none.
+    The target is checked before anything is read or written (`treenets.zoo.check_target`): a new or empty
+    folder, or with `overwrite` a model folder, whose model files only are replaced.
+    """
+    from treenets import zoo
+    from treenets.predictors import Predictor
+    from treenets.runlog import read_metrics
+
+    out, source = zoo.check_target(out, ref, overwrite), Path(ref)
+    saved = zoo.read(ref)
+    predictor = Predictor.from_checkpoint(saved, ref, "cpu")
+    name = name or out.name
+    before = {}  # a model folder's own card figures: its summary and training carry over
+    if source.is_dir() and (source / "metrics.json").is_file():
+        import json
+
+        try:
+            before = json.loads((source / "metrics.json").read_text())
+        except ValueError as exc:
+            raise TreenetsError(f"{source / 'metrics.json'}: not JSON ({exc})") from None
+        if not isinstance(before, dict) or not isinstance(before.get("splits", {}), dict):
+            raise TreenetsError(f"{source / 'metrics.json'}: expected the figures `treenets export` writes")
+    summary = summary or before.get("summary", "")
+    training = training_info(source, saved) if source.is_file() else before.get("training", {})
+    if measure:
+        zoo.write_folder(predictor, out, half=half, overwrite=overwrite)
+        stored = Predictor.load(out, device=device)  # the card's figures are those of the written files
+        metrics = measure_figures(stored, name, summary, root, training, log=log)
+        overwrite = True  # the folder written just now
+    elif before.keys() >= {"task", "model", "parameters", "splits", "parsing", "headline", "check", "measured_on"}:
+        metrics = {**before, "name": name, "summary": summary}
+    else:
+        log_file = source.parent / "metrics.jsonl"
+        runs = [r for r in read_metrics(log_file) if r["event"] == "eval" and r.get("split") == "valid"] \
+            if source.is_file() and log_file.is_file() else []
+        best = [r for r in runs if r["step"] == training.get("best_step")] or runs[-1:]
+        valid = {k: v for k, v in best[0].items() if isinstance(v, float)} if best else {}
+        metrics = {"name": name, "summary": summary, "task": predictor.config.task,
+                   "model": predictor.config.model.name,
+                   "parameters": sum(p.numel() for p in predictor.net.parameters()),
+                   "splits": {"valid (training run)": valid} if valid else {}, "parsing": {},
+                   "headline": {f"valid {k}": v for k, v in valid.items()}, "check": {}, "training": training,
+                   "measured_on": "the training run's validation"}
+    metrics["storage"] = "float16" if half else "float32"
+    zoo.write_folder(predictor, out, half=half, metrics=metrics, card=write_card(metrics, predictor.config, notes),
+                     overwrite=overwrite)
+    return metrics
+
+
 def format_figure(value) -> str:
     """A figure as cards and `treenets models` print it: 4 decimals below 10 (F1 as a fraction, Pearson,
     accuracy), else 2 (perplexity, F1 in percent); counts as they are."""
@@ -119,25 +177,33 @@ def format_figure(value) -> str:
 
 def write_card(metrics: dict, config, recipe: str = "") -> str:
     """The `README.md` of a model folder, from its `metrics.json` and config."""
+    from treenets import zoo
+
     name = metrics["name"]
+    ref = name if name in zoo.registry() else f"path/to/{name}"  # a folder loads by its path, a zoo model by name
     lines = [f"# {name}", "", metrics["summary"], "",
              f"Task `{metrics['task']}`, model `{metrics['model']}`, {metrics['parameters']:,} parameters "
-             f"(weights stored as float16, computed in float32).", "",
-             "```python", "import treenets", f'model = treenets.load("{name}")', "```", ""]
+             f"(weights stored as {metrics.get('storage', 'float16')}, computed in float32).", "",
+             "```python", "import treenets", f'model = treenets.load("{ref}")', "```", ""]
     if recipe:
         lines += ["## Training", "", recipe, ""]
     info = metrics.get("training") or {}
     if info:
         lines += ["| " + " | ".join(info) + " |", "|" + " --- |" * len(info),
                   "| " + " | ".join(str(v) for v in info.values()) + " |", ""]
-    lines += ["## Figures", "", f"Measured with the files of this folder ({metrics['measured_on']}), by "
-              f"`treenets export --measure`.", "", "| split | " + " | ".join(
-                  k for k in next(iter(metrics["splits"].values())) if k != "key") + " |"]
-    first = next(iter(metrics["splits"].values()))
-    lines.append("|" + " --- |" * len(first))
-    for split, values in metrics["splits"].items():
-        lines.append(f"| {split} | " + " | ".join(format_figure(v) for k, v in values.items() if k != "key") + " |")
-    lines.append("")
+    lines += ["## Figures", ""]
+    if not metrics["splits"]:
+        lines += ["None were measured: `treenets export MODEL DIR --measure` measures them on the written files.", ""]
+    else:
+        lines += [f"Measured with the files of this folder ({metrics['measured_on']}), by "
+                  f"`treenets export --measure`.", "", "| split | " + " | ".join(
+                      k for k in next(iter(metrics["splits"].values())) if k != "key") + " |"]
+        first = next(iter(metrics["splits"].values()))
+        lines.append("|" + " --- |" * len(first))
+        for split, values in metrics["splits"].items():
+            lines.append(f"| {split} | " + " | ".join(format_figure(v) for k, v in values.items() if k != "key")
+                         + " |")
+        lines.append("")
     if metrics["parsing"]:
         lines += ["### Unsupervised parsing", "",
                   "Sentence-level F1 (`sent-F1`, the papers' figure), corpus-level F1 and evalb-style F1 of the "
@@ -152,7 +218,9 @@ def write_card(metrics: dict, config, recipe: str = "") -> str:
                 lines.append(f"| {row} | {100 * s['sentence_f1']:.1f} | {100 * s['corpus_f1']:.1f} | "
                              f"{100 * s['evalb_f1']:.1f} | {s['depth']:.2f} |")
             lines.append("")
-    lines += ["### Check", "", "The test suite recomputes these from the shipped files:", ""]
-    lines += [f"- {k}: {v:.6f}" for k, v in metrics["check"].items()]
+    if metrics["check"]:
+        lines += ["### Check", "", "Cheap to recompute from these files (`treenets export --measure` measured them; "
+                  "for the models that ship with treenets, the test suite recomputes them):", ""]
+        lines += [f"- {k}: {v:.6f}" for k, v in metrics["check"].items()]
     lines += ["", "## Config", "", "```yaml", yaml.safe_dump(to_dict(config), sort_keys=False).rstrip(), "```", ""]
     return "\n".join(lines)

@@ -150,15 +150,34 @@ def load(path: str | Path, task: str | None = None) -> dict:
     return payload
 
 
-def load_weights(model: torch.nn.Module, state_dict: dict, path: str | Path) -> None:
-    """`model.load_state_dict`, with a clear error when the weights belong to another model or size."""
+def load_weights(model: torch.nn.Module, state_dict: dict, path: str | Path,
+                 vocab: tuple[str, int] | None = None) -> None:
+    """`model.load_state_dict`, with a clear error naming the tensor when the weights belong to another model
+    or size (naming the vocabulary file of `vocab`, `(file, words)`, when the size that differs is the number of
+    words the model was built with), are not floating-point numbers where the model has them, or hold NaN or
+    infinities (a diverged run)."""
     ours = model.state_dict()
     missing = sorted(set(ours) - set(state_dict))
     unexpected = sorted(set(state_dict) - set(ours))
     if missing or unexpected:
         raise TreenetsError(f"{path}: weights of another model: missing {missing[:3]}, unexpected {unexpected[:3]}")
     for name, tensor in state_dict.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise TreenetsError(f"{path}: {name} is a {type(tensor).__name__}, not a tensor")
         if tensor.shape != ours[name].shape:
+            differ = [(mine, theirs) for mine, theirs in zip(ours[name].shape, tensor.shape) if mine != theirs]
+            if vocab is not None and len(tensor.shape) == len(ours[name].shape) and len(differ) == 1 \
+                    and differ[0][0] == vocab[1]:
+                raise TreenetsError(f"{vocab[0]}: {vocab[1]:,} words, but the weights were trained with a vocabulary "
+                                    f"of {differ[0][1]:,} ({name} has shape {tuple(tensor.shape)}); expected the "
+                                    "vocabulary the model was trained with")
             raise TreenetsError(f"{path}: {name} has shape {tuple(tensor.shape)}, the model expects "
                                 f"{tuple(ours[name].shape)}")
+        if ours[name].is_floating_point() and not tensor.is_floating_point():
+            raise TreenetsError(f"{path}: {name} holds {str(tensor.dtype).removeprefix('torch.')} values; expected "
+                                "floating-point weights")
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise TreenetsError(f"{path}: {name} holds {bad:,} NaN or infinite value(s); these weights come from a "
+                                "run that diverged and give no meaningful result")
     model.load_state_dict(state_dict)

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from treenets.errors import TreenetsError
+from treenets.files import json_text
 
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
@@ -28,6 +29,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: expected a positive number")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (a free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value}: expected a port from 0 (a free one) to 65535")
     return value
 
 
@@ -226,15 +238,20 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("checkpoint", metavar="MODEL", help="a relatedness, sentiment, logic or language model: "
                          + MODEL_HELP)
     predict.add_argument("--pair", nargs=2, metavar=("A", "B"),
-                         help="relatedness: two tokenised sentences; logic: two bracketed formulas (premise, "
+                         help="relatedness: two sentences as typed; logic: two bracketed formulas (premise, "
                               "hypothesis)")
     predict.add_argument("--parents", nargs=2, metavar=("PA", "PB"),
                          help="relatedness with a Tree-LSTM: each sentence's parents as in SICK's .parents "
-                              "(dependency) or .cparents (constituency) files")
-    predict.add_argument("--tree", help="sentiment with a Tree-LSTM: a bracketed binary tree, e.g. "
-                                        "'(X (X It) (X works))' (labels are ignored)")
-    predict.add_argument("--sentence", help="sentiment with an LSTM: a tokenised sentence; a language model: a "
-                                            "sentence, normalised as its training text unless --pretokenized")
+                              "(dependency) or .cparents (constituency) files, over its tokens split on white "
+                              "space (default for a constituency model: the trees --parser induces)")
+    predict.add_argument("--sentence", help="sentiment: a sentence as typed (a Tree-LSTM reads it over the tree "
+                                            "--parser induces); a language model: a sentence to score")
+    predict.add_argument("--tree", help="sentiment with a Tree-LSTM, instead of --sentence: a bracketed binary "
+                                        "tree of tokens, e.g. '(X (X It) (X works))' (labels are ignored)")
+    predict.add_argument("--parser", metavar="LM",
+                         help="Tree-LSTMs: the language model that induces the tree of a sentence (a zoo name, "
+                              "model folder or checkpoint that gives syntactic distances; default: the model's "
+                              "data.parser, onlstm-ptb-small)")
     _add_pretokenized(predict)
     _add_precision(predict)
     _add_device(predict, default="cpu", default_text="cpu")
@@ -253,7 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "a language model that parses, every layer on the NLTK sample, WSJ 22 and WSJ 24 and their "
                     "WSJ10 subsets beside the baselines).")
     export.add_argument("checkpoint", metavar="MODEL", help="a checkpoint (best.pt) or model folder")
-    export.add_argument("out", metavar="DIR", help="the folder to write (replaced if it is a model folder)")
+    export.add_argument("out", metavar="DIR", help="the folder to write: a new or empty folder (or, with --overwrite, "
+                                                   "a model folder)")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace the model files of an existing model folder (config.json, model.safetensors, "
+                             "vocab.txt, metrics.json, README.md); other files in it are kept")
     export.add_argument("--name", help="the model's name in its card (default: the folder's name)")
     export.add_argument("--summary", default="", help="one line for the card: what the model is")
     export.add_argument("--notes", metavar="MD", help="a markdown file for the card's Training section (recipe, "
@@ -278,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("checkpoints", nargs="+", metavar="MODEL", help="language models: " + MODEL_HELP)
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default: 127.0.0.1, this machine only)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0: a free one)")
+    serve.add_argument("--port", type=port_number, default=8000,
+                       help="port to listen on (default: 8000; 0: a free one)")
     _add_device(serve, default="cpu", default_text="cpu")
     _add_precision(serve)
     return parser
@@ -289,7 +311,7 @@ def _cmd_train(args) -> int:
     from treenets.config import load_config, saved_config
     from treenets.files import output_folder
     from treenets.nn.precision import check_precision
-    from treenets.train import Trainer, fmt_metric, prepare_run_folder, resolve_device
+    from treenets.train import resolve_device, run_folder_lock
 
     overrides = list(args.overrides)
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
@@ -308,7 +330,14 @@ def _cmd_train(args) -> int:
         config = saved_config(checkpoint.load(args.resume), args.resume, overrides)
         out = Path(args.out or Path(args.resume).parent)
     check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
-    resume = prepare_run_folder(output_folder(out, "--out"), args.resume, args.overwrite)
+    with run_folder_lock(output_folder(out, "--out")):
+        return _train_in(out, config, args)
+
+
+def _train_in(out: Path, config, args) -> int:
+    from treenets.train import Trainer, fmt_metric, prepare_run_folder
+
+    resume = prepare_run_folder(out, args.resume, args.overwrite)
     trainer = Trainer(config, out, root=args.data, resume=resume, progress=not args.no_progress)
     if trainer.is_main:
         words = len(trainer.task.vocab)
@@ -325,7 +354,13 @@ def _cmd_train(args) -> int:
         print(f"stopped ({result.reason}) at step {result.state.step}, epoch {result.state.epoch}: "
               f"validation {key} {valid}")
         print(f"checkpoint (resume): {out / 'last.pt'}")
-        print(f"best weights:        {out / 'best.pt'} (validation {key} {fmt_metric(result.state.best)})")
+        if (out / "best.pt").is_file():
+            print(f"best weights:        {out / 'best.pt'} (validation {key} {fmt_metric(result.state.best)})")
+        elif result.state.best_step is None:
+            print(f"best weights:        none yet ({out / 'best.pt'} is written at the first validation)")
+        else:
+            print(f"best weights:        {out / 'best.pt'} is missing (deleted during the run?); the next "
+                  "validation that improves on the best writes it")
         print(f"metrics:             {out / 'metrics.jsonl'}")
         if result.reason in ("SIGINT", "SIGTERM"):
             print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
@@ -369,7 +404,7 @@ def _cmd_eval(args) -> int:
             with tqdm(unit=task.units, desc=f"eval {split}", leave=False, disable=None) as bar:
                 result = task.evaluate(predictor.net, split, batch_size=args.batch_size, progress=bar.update)
         values = result.values()
-        print(json.dumps({"checkpoint": str(path), **source, **values}))
+        print(json_text({"checkpoint": str(path), **source, **values}))
         results.append(values)
         if result.breakdown() is not None:
             title, breakdowns[f"[{len(results)}]"] = result.breakdown()
@@ -388,13 +423,13 @@ def _cmd_eval(args) -> int:
         keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
         summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
                    for k in keys}
-        print(json.dumps({"checkpoints": len(results), **source, **summary}))
+        print(json_text({"checkpoints": len(results), **source, **summary}))
     if args.output:
         from treenets.report import eval_document, write_report
 
         label = str(args.file) if args.file else split
         document = eval_document(label, args.checkpoints, results, result, breakdowns, summary)
-        (Path(args.output) / "eval.json").write_text(json.dumps(document, indent=1))
+        (Path(args.output) / "eval.json").write_text(json_text(document, indent=1))
         print(f"report: {write_report(args.output, f'treenets eval ({label})', evaluation=document)}")
     return 0
 
@@ -534,6 +569,7 @@ def _cmd_parse_eval(args) -> int:
     from treenets.data.treebanks import load_gold, resolve_treebank
     from treenets.files import output_folder
     from treenets.trees.evaluation import (
+        check_scorable,
         evaluate_baselines,
         evaluate_model,
         format_table,
@@ -545,6 +581,7 @@ def _cmd_parse_eval(args) -> int:
         output_folder(args.output, "--output")
     path = resolve_treebank(args.treebank, args.data)
     sentences = load_gold(path, wsj10=args.wsj10)
+    check_scorable(sentences, f"{path}{' (WSJ10)' if args.wsj10 else ''}")
     rows, results, distances, notes, figure_layer = [], [], {}, [], None
     for checkpoint in args.checkpoints:
         lm = _load_lm(checkpoint, args.device)
@@ -567,7 +604,7 @@ def _cmd_parse_eval(args) -> int:
     if args.output:
         write_outputs(Path(args.output), sentences, results, distances, figure_layer)
         summary = [{"model": name, "layer": layer, **values} for name, layer, values in rows]
-        (Path(args.output) / "summary.json").write_text(json.dumps(summary, indent=1))
+        (Path(args.output) / "summary.json").write_text(json_text(summary, indent=1))
         from treenets.report import parsing_section, write_report
 
         section = parsing_section(str(path), args.split, args.wsj10, sentences, results, distances, rows, figure_layer)
@@ -578,10 +615,11 @@ def _cmd_parse_eval(args) -> int:
 
 def _cmd_baselines(args) -> int:
     from treenets.data.treebanks import load_gold, resolve_treebank
-    from treenets.trees.evaluation import evaluate_baselines, format_table
+    from treenets.trees.evaluation import check_scorable, evaluate_baselines, format_table
 
     path = resolve_treebank(args.treebank, args.data)
     sentences = load_gold(path, wsj10=args.wsj10)
+    check_scorable(sentences, f"{path}{' (WSJ10)' if args.wsj10 else ''}")
     rows = [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
     print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {rows[0][2]['n']} sentences scored, "
           f"{rows[0][2]['empty']} empty after filtering")
@@ -615,7 +653,7 @@ def _cmd_syneval(args) -> int:
         document = {"data": str(templates_folder(args.data)), "limit": args.limit,
                     "checkpoints": [{"checkpoint": str(path), **result.to_dict()}
                                     for path, result in zip(args.checkpoints, results)]}
-        Path(args.output).write_text(json.dumps(document, indent=1))
+        Path(args.output).write_text(json_text(document, indent=1))
         print(f"output: {args.output}")
         from treenets.report import report_beside, write_report
 
@@ -628,7 +666,7 @@ def _cmd_predict(args) -> int:
     from treenets.predictors import Predictor
 
     result = Predictor.load(args.checkpoint, device=args.device).predict_command(args)
-    print(json.dumps({k: v for k, v in asdict(result).items() if v is not None}))
+    print(json_text({k: v for k, v in asdict(result).items() if v is not None}))
     return 0
 
 
@@ -655,36 +693,13 @@ def _cmd_metrics(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from treenets import cards, zoo
+    from treenets import cards
     from treenets.files import read_text
-    from treenets.predictors import Predictor
-    from treenets.runlog import read_metrics
 
-    saved = zoo.read(args.checkpoint)
-    predictor = Predictor.from_checkpoint(saved, args.checkpoint, "cpu")
-    out, name = Path(args.out), args.name or Path(args.out).name
-    source = Path(args.checkpoint)
-    training = cards.training_info(source, saved) if source.is_file() else {}
     notes = read_text(args.notes, "a markdown file of notes") if args.notes else ""
-    zoo.write_folder(predictor, out, half=args.half)
-    if args.measure:
-        stored = Predictor.load(out, device=args.device)  # the card's figures are those of the written files
-        metrics = cards.measure(stored, name, args.summary, args.data, training,
-                                log=lambda m: print(m, file=sys.stderr))
-    else:
-        runs = [r for r in read_metrics(source.parent) if r["event"] == "eval" and r.get("split") == "valid"] \
-            if (source.parent / "metrics.jsonl").is_file() else []
-        best = [r for r in runs if r["step"] == training.get("best_step")] or runs[-1:]
-        valid = {k: v for k, v in best[0].items() if isinstance(v, float)} if best else {}
-        metrics = {"name": name, "summary": args.summary, "task": predictor.config.task,
-                   "model": predictor.config.model.name,
-                   "parameters": sum(p.numel() for p in predictor.net.parameters()),
-                   "splits": {"valid (training run)": valid} if valid else {}, "parsing": {},
-                   "headline": {f"valid {k}": v for k, v in valid.items()}, "check": {}, "training": training,
-                   "measured_on": "the training run's validation"}
-    card = cards.write_card(metrics, predictor.config, notes)
-    zoo.write_folder(predictor, out, half=args.half, metrics=metrics, card=card)
-    print(f"model folder: {out}")
+    metrics = cards.export_model(args.checkpoint, args.out, args.name, args.summary, notes, args.half, args.measure,
+                                 args.device, args.data, args.overwrite, log=lambda m: print(m, file=sys.stderr))
+    print(f"model folder: {args.out}")
     for key, value in metrics["headline"].items():
         print(f"  {key}: {cards.format_figure(value)}")
     return 0

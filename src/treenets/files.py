@@ -7,6 +7,8 @@ prints one line instead of an `OSError` or `UnicodeDecodeError` traceback.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from pathlib import Path
 
@@ -97,3 +99,19 @@ def plot_file(path: str | os.PathLike, option: str) -> Path:
 
     formats = tuple(f".{name}" for name in FigureCanvasBase.get_supported_filetypes())
     return output_file(path, option, formats)
+
+
+def finite(value):
+    """`value` (nested dicts, lists, tuples) with NaN and infinities as None: what strict JSON can hold."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value, **options) -> str:
+    """`value` as strict JSON (a non-finite number as null: `NaN` is not JSON, and many readers refuse it)."""
+    return json.dumps(finite(value), allow_nan=False, **options)

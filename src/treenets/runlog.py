@@ -24,11 +24,29 @@ class MetricsLog:
             else:
                 self.writer = SummaryWriter(str(path.parent / "tensorboard"))
 
+    def repair(self) -> str | None:
+        """Cut a last line that a killed run left unfinished (it is not JSON), so that appending goes on after
+        whole records; what was done, or None."""
+        if not self.enabled or not self.path.is_file():
+            return None
+        raw = self.path.read_bytes()
+        if not raw or raw.endswith(b"\n"):
+            return None
+        last_start = raw.rfind(b"\n") + 1
+        try:
+            json.loads(raw[last_start:])
+        except ValueError:
+            self.path.write_bytes(raw[:last_start])
+            return f"{self.path}: its last line was cut short (the run was killed while writing it): removed"
+        self.path.write_bytes(raw + b"\n")
+        return None
+
     def write(self, record: dict) -> None:
         if not self.enabled:
             return
         # Strict JSON: a non-finite number (a diverged loss) is written as null, not as a bare NaN.
         record = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # the run folder was deleted: make it again
         with open(self.path, "a") as fh:
             fh.write(json.dumps(record, allow_nan=False) + "\n")
         if self.writer is not None:

@@ -1,7 +1,8 @@
-"""`treenets serve`: a local web page where you type a sentence and see what language models make of it, side
-by side: the tree of every layer (split official or before), the syntactic distances under the words and each
-word's surprisal. A Starlette app run by uvicorn; the page (`report/serve.html`, drawing with the report's
-`trees.js`) asks `POST /api/parse`.
+"""`treenets serve`: a local web page where you type a sentence and see what models make of it, side by side:
+for a language model the tree of every layer (split official or before), the syntactic distances under the
+words and each word's surprisal; for a sentiment model (SST) the class of the sentence and, for a Tree-LSTM,
+of every phrase of the tree it read (induced by its parser). A Starlette app run by uvicorn; the page
+(`report/serve.html`, drawing with the report's `trees.js`) asks `POST /api/parse`.
 
 The page reads nothing from the file system: the models are loaded when the server starts, and the only files
 it serves are the reports (`index.html`) found then in the models' run folders.
@@ -15,28 +16,37 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import h11
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 import treenets
+from treenets.data.sst import NUM_CLASSES
 from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
 from treenets.predictors.lm import LanguageModel, Parse
+from treenets.predictors.sentiment import SentimentClassifier
 from treenets.report import render_page, tree_json
+from treenets.text import checked_text
+from treenets.trees.parents import node_spans, parse_bracketed, to_nested
 
 MAX_CHARACTERS = 2000
 MAX_WORDS = 200
 MAX_BODY = 64_000  # bytes of a request: a sentence at the limit, JSON-escaped, fits with room to spare
+REQUEST_SECONDS = 20.0  # for a client to send a whole request (`RequestDeadline`)
 SPLITS = ("official", "before")
+CLASS_NAMES = {5: ["very negative", "negative", "neutral", "positive", "very positive"],
+               2: ["negative", "positive"]}  # SST's classes, by number of classes
 
 
 @dataclass
 class ServedModel:
     id: str  # the model as given on the command line: the page and the API name it so
-    lm: LanguageModel
+    lm: LanguageModel | SentimentClassifier  # the predictor
     reports: list[Path] = field(default_factory=list)
 
 
@@ -51,12 +61,14 @@ def find_reports(spec: str) -> list[Path]:
 
 
 def load_models(specs: list[str], device: str = "cpu") -> list[ServedModel]:
-    """Each model given (once) through `treenets.load`; a model that is not a language model is refused."""
+    """Each model given (once) through `treenets.load`; a model that reads no single sentence (relatedness,
+    logic) is refused."""
     models = []
     for spec in dict.fromkeys(specs):
         lm = treenets.load(spec, device=device)
-        if not isinstance(lm, LanguageModel):
-            raise TreenetsError(f"serve: {spec} is a {lm.config.task} model: serve shows language models")
+        if not isinstance(lm, LanguageModel | SentimentClassifier):
+            raise TreenetsError(f"serve: {spec} is a {lm.config.task} model: serve shows language models and "
+                                "sentiment models, which read one sentence")
         models.append(ServedModel(spec, lm, find_reports(spec)))
     return models
 
@@ -72,6 +84,10 @@ class Refused(Exception):
 def check_sentence(sentence) -> str:
     if not isinstance(sentence, str):
         raise Refused(400, 'expected {"sentence": "...", "models": [...]}: "sentence" must be a string')
+    try:
+        sentence = checked_text(sentence, "the sentence")  # invisible characters dropped: zero-width only is empty
+    except TreenetsError as exc:
+        raise Refused(400, str(exc)) from None
     if not sentence.strip():
         raise Refused(400, "the sentence is empty: type at least one word")
     if len(sentence) > MAX_CHARACTERS:
@@ -82,6 +98,54 @@ def check_sentence(sentence) -> str:
     return sentence
 
 
+async def read_body(request: Request) -> bytes:
+    """The request's body, read only up to `MAX_BODY` bytes: a larger one is refused (413) as soon as its
+    declared length or the bytes received pass the limit, so that a huge or endless (chunked) body is never
+    held in memory."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+        raise Refused(413, f"the request declares {declared[:20]} bytes: at most {MAX_BODY:,}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise Refused(413, f"the request has more than {MAX_BODY:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class RequestDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol (h11) with a deadline: a connection that has not sent a whole request, headers
+    and body, within `REQUEST_SECONDS` of opening (or of its last answer) is closed. uvicorn's own timeout covers
+    only the idle time between requests, restarted by every byte, so a client sending headers slowly, or never
+    finishing them, would hold its connection open for ever."""
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def _arm(self) -> None:
+        self._deadline = self.loop.call_later(REQUEST_SECONDS, self._expire)
+
+    def _expire(self) -> None:
+        if self.conn.their_state not in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED) and not self.transport.is_closing():
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+            self._deadline.cancel()  # the whole request is in: answering it may take as long as it takes
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._deadline.cancel()
+        self._arm()  # the next request on this connection (keep-alive) gets its own deadline
+
+    def connection_lost(self, exc) -> None:
+        self._deadline.cancel()
+        super().connection_lost(exc)
+
+
 def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretokenized: bool = False) -> dict:
     """One model's reading of a sentence (normalised as its training text, or with `pretokenized` split on
     white space): tokens, surprisal in bits of each and of the closing boundary token, perplexity, and when the
@@ -90,7 +154,27 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
     opened here: autocast holds for the thread that opens it, and requests are answered in worker threads)."""
     lm = model.lm
     with autocast(precision, lm.device):
+        if isinstance(lm, SentimentClassifier):
+            return _sentiment(model, lm, sentence, pretokenized)
         return _analyse(model, lm, sentence, pretokenized)
+
+
+def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: str, pretokenized: bool) -> dict:
+    """The class of the sentence, and for a Tree-LSTM the tree it read (over token positions, as the page draws
+    it) with the class of every node: `labels` maps a phrase's span `"start-end"` to its class, `word_labels`
+    gives each word's."""
+    result = classifier.predict(sentence, pretokenized=pretokenized)
+    answer = {"model": model.id, "kind": "sentiment", "tokens": result.tokens, "unknown": result.unknown,
+              "label": result.label, "probabilities": result.probabilities, "parser": result.parser,
+              "tree": None, "labels": None, "word_labels": None}
+    if result.tree is not None:
+        tree = parse_bracketed(result.tree, "tree")
+        spans = node_spans(tree)
+        answer.update(tree=json.loads(tree_json(to_nested(tree))),
+                      labels={f"{start}-{end}": tree.labels[node] for node, (start, end) in spans.items()
+                              if end - start > 1},
+                      word_labels=list(tree.labels[: len(tree.words)]))
+    return answer
 
 
 def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
@@ -113,13 +197,23 @@ def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized:
 def describe(model: ServedModel, first_report: int) -> dict:
     """What the page shows of a model; its reports are numbered from `first_report` (`/reports/N`)."""
     lm = model.lm
+    if isinstance(lm, SentimentClassifier):
+        classes = NUM_CLASSES[lm.config.data.classes]
+        trees = "" if lm.net.sequential else (
+            f", over {lm.config.data.trees} trees in training and typed sentences over trees induced by "
+            f"{lm.config.data.parser}" if lm.config.data.trees in ("gold", "induced") else
+            f", over {lm.config.data.trees} trees")
+        return {"id": model.id, "kind": "sentiment", "classes": CLASS_NAMES[classes], "unit": "token",
+                "description": f"{lm.config.model.name} (sentiment, {classes} classes){trees}; text read as "
+                               f"{lm.config.data.normalizer}",
+                "reports": []}
     rows = lm.num_distance_rows
     kind = (f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary, text read as "
             f"{lm.normalizer.name} ({lm.normalizer.summary})")
     reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
                for k, path in enumerate(model.reports)]
     distances = f", {rows} row{'s' if rows > 1 else ''} of distances" if rows else ", no distances"
-    return {"id": model.id, "description": kind + distances,
+    return {"id": model.id, "kind": "lm", "description": kind + distances,
             "unit": lm.token_unit, "reports": reports}
 
 
@@ -146,14 +240,10 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
 
     async def parse(request: Request) -> Response:
         try:
-            if int(request.headers.get("content-length") or 0) > MAX_BODY:  # refused before it is read
-                raise Refused(413, f"the request has {request.headers['content-length']} bytes: at most {MAX_BODY:,}")
-            body = await request.body()
-            if len(body) > MAX_BODY:
-                raise Refused(413, f"the request has {len(body):,} bytes: at most {MAX_BODY:,}")
+            body = await read_body(request)
             try:
                 query = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than any request should be
                 raise Refused(400, 'the request is not JSON: expected {"sentence": "...", "models": [...]}') from None
             if not isinstance(query, dict):
                 raise Refused(400, 'expected a JSON object: {"sentence": "...", "models": [...]}')
@@ -215,5 +305,5 @@ def serve(specs: list[str], host: str = "127.0.0.1", port: int = 8000, device: s
     print(f"treenets serve: {len(specs)} model(s) at http://{address}:{sock.getsockname()[1]}/ (Ctrl-C to stop)")
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {host}, so other machines that reach it can use the page too")
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", http=RequestDeadline)).run(sockets=[sock])
     return 0

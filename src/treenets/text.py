@@ -18,6 +18,8 @@ pretokenized: then it is split on white space and only the vocabulary's case and
 - `treebank`: the words of a treebank tree as the parsing evaluation keeps them (`treenets.trees.tree_words`:
   word tags only, lower-cased, digit runs -> `N`), on which the sentence-level language model trains: the
   same tokenisation; punctuation, `$` and `#` dropped, `%` kept, `3.5` -> `N.N`.
+- `tokens`: the Penn Treebank tokens as typed (case, numbers and punctuation kept; brackets written `-LRB-`),
+  as SST's trees and SICK's `.toks` files write their sentences: what the Tree-LSTMs read.
 - `lower`: lower case, split on white space.
 - `none`: split on white space, as typed.
 
@@ -31,8 +33,10 @@ tokeniser splits a period off its end only.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from nltk.tokenize import NLTKWordTokenizer, TreebankWordTokenizer
@@ -76,12 +80,14 @@ PTB_SYMBOLS = frozenset("$#&'")  # the tokens without a letter or digit that Mik
 TREEBANK_SYMBOLS = frozenset("%&'")  # those the parsing evaluation keeps (tagged NN, CC, POS)
 
 
-def treebank_tokens(text: str) -> list[str]:
+def treebank_tokens(text: str, brackets: bool = False) -> list[str]:
     """The Penn Treebank tokens of a sentence, written as the treebank writes them: `/` escaped as `\\/`, a
     single quotation mark as `` ` `` (opening) or `''` (closing) but the possessive of a plural as `'` (a quote
     after a word ending in s while no quotation is open: `investors '`), and the period of an abbreviation
-    that ends the sentence both kept and repeated (`the U.S.` -> `the U.S. .`)."""
-    tokens = [token.replace("/", "\\/") for token in _TOKENIZER.tokenize(text.translate(_TYPOGRAPHIC))]
+    that ends the sentence both kept and repeated (`the U.S.` -> `the U.S. .`). With `brackets`, `( ) [ ] { }`
+    are written `-LRB- -RRB- -LSB- -RSB- -LCB- -RCB-` as in the treebank's trees (and SST's)."""
+    tokens = [token.replace("/", "\\/")
+              for token in _TOKENIZER.tokenize(text.translate(_TYPOGRAPHIC), convert_parentheses=brackets)]
     quoted = False  # a single quotation is open
     for i, token in enumerate(tokens):
         if token == "`":
@@ -93,51 +99,95 @@ def treebank_tokens(text: str) -> list[str]:
     return tokens
 
 
+BRACKETS = frozenset({"-LRB-", "-RRB-", "-LSB-", "-RSB-", "-LCB-", "-RCB-"})  # the treebank's brackets
+
+
 def _is_symbol(token: str) -> bool:
-    """Punctuation or another symbol: a token without a letter or a digit."""
-    return not any(char.isalnum() for char in token)
+    """Punctuation or another symbol: a token without a letter or a digit, or a bracket written `-LRB-`."""
+    return not any(char.isalnum() for char in token) or token in BRACKETS
 
 
-def ptb_words(text: str) -> list[str]:
-    """A sentence as Mikolov's Penn Treebank text has it (see the module's docstring)."""
-    words = []
-    for token in treebank_tokens(text):
-        word = token.lower()
-        if word == "%" or _NUMBER.fullmatch(word):
-            words.append("N")
-        elif not _is_symbol(word) or word in PTB_SYMBOLS:
-            words.append(word)
-    return words
+def is_number(token: str) -> bool:
+    """Whether Mikolov's PTB text writes the token as `N`: a number (`3.5`, `1,000`, `1987`, `1:30`) or `%`."""
+    return token == "%" or bool(_NUMBER.fullmatch(token))
 
 
-def treebank_words(text: str) -> list[str]:
-    """A sentence as the parsing evaluation keeps a treebank tree's words (see the module's docstring)."""
-    return [normalize_word(token) for token in treebank_tokens(text)
-            if (not _is_symbol(token) or token in TREEBANK_SYMBOLS) and not _CURRENCY.fullmatch(token)]
+def ptb_word(token: str) -> str | None:
+    """A Penn Treebank token as Mikolov's PTB text writes it (see the module's docstring); None if dropped."""
+    word = token.lower()
+    if is_number(word):
+        return "N"
+    return word if not _is_symbol(token) or word in PTB_SYMBOLS else None
+
+
+def treebank_word(token: str) -> str | None:
+    """A Penn Treebank token as the parsing evaluation keeps a treebank tree's words; None if dropped."""
+    if (_is_symbol(token) and token not in TREEBANK_SYMBOLS) or _CURRENCY.fullmatch(token):
+        return None
+    return normalize_word(token)
 
 
 @dataclass(frozen=True)
 class Normalizer:
-    """A named way of turning a sentence into the words of a model's training text."""
+    """A named way of turning a sentence into the words of a model's training text: split it into tokens, then
+    write each token as that text does (or drop it). Keeping the two steps apart lets a caller align the words
+    with the tokens they came from (`aligned`), as a Tree-LSTM does when a language model parses its tokens."""
 
     name: str
     summary: str  # what it does, in a few words
-    words: Callable[[str], list[str]]
+    tokens: Callable[[str], list[str]]  # the text split into tokens
+    word: Callable[[str], str | None]  # a token as a word of the training text; None: dropped
 
     def __call__(self, text: str) -> list[str]:
-        return self.words(text)
+        return [word for word in self.aligned(self.tokens(text)) if word is not None]
+
+    def aligned(self, tokens: list[str]) -> list[str | None]:
+        """Each token's word (None where the normaliser drops it): tokens already split, e.g. another model's."""
+        return [self.word(token) for token in tokens]
+
+
+def _same(token: str) -> str:
+    return token
+
+
+def ptb_words(text: str) -> list[str]:
+    """A sentence as Mikolov's Penn Treebank text has it (see the module's docstring)."""
+    return NORMALIZERS["ptb"](text)
+
+
+def treebank_words(text: str) -> list[str]:
+    """A sentence as the parsing evaluation keeps a treebank tree's words (see the module's docstring)."""
+    return NORMALIZERS["treebank"](text)
 
 
 NORMALIZERS = {normalizer.name: normalizer for normalizer in (
     Normalizer("ptb", "Penn Treebank tokens in lower case, numbers as N, punctuation dropped, as in Mikolov's PTB "
-                      "text", ptb_words),
+                      "text", treebank_tokens, ptb_word),
     Normalizer("treebank", "Penn Treebank tokens in lower case, digits as N, punctuation dropped, as the parsing "
-                           "evaluation keeps a treebank's words", treebank_words),
-    Normalizer("lower", "lower case, split on white space", lambda text: text.lower().split()),
-    Normalizer("none", "split on white space, as typed", str.split),
+                           "evaluation keeps a treebank's words", treebank_tokens, treebank_word),
+    Normalizer("tokens", "Penn Treebank tokens as typed (case, numbers and punctuation kept, brackets as -LRB-), "
+                         "as SST and SICK write their sentences", partial(treebank_tokens, brackets=True), _same),
+    Normalizer("lower", "lower case, split on white space", str.split, str.lower),
+    Normalizer("none", "split on white space, as typed", str.split, _same),
 )}
 
 NormalizerName = Literal[tuple(NORMALIZERS)]  # what a config's `data.normalizer` may be
+
+
+def checked_text(text, where: str) -> str:
+    """`text` without the invisible characters that are no part of a word (zero-width spaces and joiners, the
+    byte-order mark, soft hyphens: Unicode's format characters), or an error naming `where` for what is not
+    text: not a string, bytes that were not UTF-8 (read from a command line as lone surrogates), control
+    characters other than tabs and line breaks."""
+    if not isinstance(text, str):
+        raise TreenetsError(f"{where}: expected a string, not {type(text).__name__}")
+    for char in text:
+        if "\udc80" <= char <= "\udcff" or "\ud800" <= char <= "\udfff":
+            raise TreenetsError(f"{where}: not text (bytes that are not UTF-8, or a lone surrogate); expected a "
+                                "sentence")
+        if unicodedata.category(char) == "Cc" and char not in "\t\n\r":
+            raise TreenetsError(f"{where}: not text (the control character U+{ord(char):04X}); expected a sentence")
+    return "".join(char for char in text if unicodedata.category(char) != "Cf")
 
 
 def get_normalizer(name: str) -> Normalizer:

@@ -12,6 +12,7 @@ metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -31,6 +32,7 @@ from treenets.config import to_dict
 from treenets.errors import TreenetsError
 from treenets.nn.backend import set_backend
 from treenets.nn.precision import autocast, check_precision
+from treenets.nn.utils import check_fits
 from treenets.runlog import MetricsLog
 from treenets.tasks import task_class
 from treenets.tasks.metrics import Metric
@@ -149,8 +151,11 @@ class Trainer:
         if saved is not None and saved.get("kind") != "train-state":
             raise TreenetsError(f"{resume}: holds model weights only; resume needs a last.pt train state")
         vocab = Vocab(saved["vocab"]) if saved else None
+        if saved is not None:
+            _check_same_words(config, vocab, root, resume)
         self.task = make_task(config, vocab, root, device, self.rank, self.world)
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
+        check_fits(lambda: self.task.build_net(config, len(self.task.vocab)), "config")
         self.model = self.task.build_model().to(device)
         self.state = TrainerState(optimizer=config.optim.name)
         self.optimizer = optim.make_optimizer(config.optim, self.model, self.state.optimizer)
@@ -166,9 +171,29 @@ class Trainer:
         if self.is_main:
             checkpoint.remove_temporaries(self.out_dir)
         self.metrics = MetricsLog(self.out_dir / "metrics.jsonl", enabled=self.is_main)
+        if saved is not None and self.is_main:
+            self._check_run_files()
         if self.is_main:
             (self.out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
         self._signal = None
+
+    def _check_run_files(self) -> None:
+        """After a resume: a torn last line of `metrics.jsonl` is cut, and a `best.pt` that went missing is written
+        again from these weights if they are the best, else said to be lost (the next validation writes it)."""
+        repaired = self.metrics.repair()
+        if repaired:
+            self.log(f"warning: {repaired}")
+        best = self.out_dir / "best.pt"
+        if self.state.best_step is None or best.is_file():
+            return
+        if self.state.best_step == self.state.step:
+            checkpoint.save(self._payload("model", self.model.state_dict()), best)
+            self.log(f"warning: {best} was missing; written again from {self.out_dir / 'last.pt'}, whose weights are "
+                     f"the best (step {self.state.best_step})")
+        else:
+            self.log(f"warning: {best} is missing: the best weights (validation {fmt_metric(self.state.best)} at step "
+                     f"{self.state.best_step}) are lost; the next validation writes {best} again")
+            self.state.best, self.state.best_step = None, None
 
     def close(self) -> None:
         """Leave the process group this trainer started (under torchrun), after a run that ended normally.
@@ -427,6 +452,49 @@ class Trainer:
             values = " ".join(f"{k} {v}" for k, v in shown.items())
             self.log(f"epoch {self.state.epoch} step {self.state.step}: {values} lr {record['lr']:g}")
         window.update(loss=0.0, units=0, start=time.monotonic())
+
+
+def _check_same_words(config, vocab: Vocab, root, resume) -> None:
+    """An error when the training data of `config` holds words the vocabulary of the checkpoint `resume` lacks:
+    the data changed since the checkpoint was written, and resuming would read those words as `<unk>`."""
+    fresh = make_task(config, None, root, splits=("train",)).vocab
+    missing = [word for word in fresh.words if word not in vocab]
+    if missing:
+        shown = ", ".join(repr(word) for word in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise TreenetsError(f"{resume}: the training data ({config.data.path}) has {len(missing):,} word(s) that the "
+                            f"checkpoint's vocabulary of {len(vocab):,} lacks ({shown})"
+                            ": it is not the data the run was trained on, and resuming would read them as <unk>; "
+                            "point data.path at that data, or start a new run (--overwrite, or another --out)")
+
+
+@contextlib.contextmanager
+def run_folder_lock(out: Path):
+    """Hold `out/.lock` (an exclusive `flock`) while a run writes into `out`: a second `treenets train` into the
+    same folder gets a clear error instead of writing the same files. The lock goes with the process, also
+    when it is killed; under torchrun only the first process (rank 0) takes it."""
+    import fcntl
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        yield
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            raise TreenetsError(f"{out}: another treenets train is writing into this run folder"
+                                f"{f' (process {holder})' if holder else ''}; wait for it to end, or give another "
+                                "--out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _to_device(value, device):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from treenets import checkpoint
 from treenets.errors import TreenetsError
+from treenets.files import json_text
 
 CACHE_ENV = "TREENETS_CACHE"
 FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
@@ -122,12 +123,16 @@ def read_folder(folder: str | Path) -> dict:
     folder = Path(folder)
     missing = [f for f in FILES[:3] if not (folder / f).is_file()]
     if missing:
+        run = [name for name in ("best.pt", "last.pt") if (folder / name).is_file()]
+        hint = f"; it is a training run's folder: give its checkpoint, {folder / run[0]}" if run else ""
         raise TreenetsError(f"{folder}: not a treenets model folder (missing {', '.join(missing)}; expected "
-                            f"{', '.join(FILES[:3])}, as `treenets export` writes)")
+                            f"{', '.join(FILES[:3])}, as `treenets export` writes){hint}")
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TreenetsError(f"{folder / 'config.json'}: not a JSON config ({exc})") from None
+    except RecursionError:
+        raise TreenetsError(f"{folder / 'config.json'}: nests too deep to be a treenets config") from None
     if not isinstance(config, dict) or "task" not in config:
         raise TreenetsError(f"{folder / 'config.json'}: expected a treenets config (a mapping with 'task')")
     try:
@@ -141,8 +146,11 @@ def read_folder(folder: str | Path) -> dict:
         with safe_open(weights, framework="pt") as fh:
             state = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 - not a dict
             tied = json.loads((fh.metadata() or {}).get("tied", "{}"))
-    except (SafetensorError, OSError, ValueError) as exc:
+    except (SafetensorError, OSError, ValueError, RecursionError) as exc:
         raise TreenetsError(f"{weights}: truncated or corrupt weights ({exc})") from None
+    if not isinstance(tied, dict) or not all(isinstance(v, str) for v in tied.values()):
+        raise TreenetsError(f"{weights}: the metadata 'tied' is {type(tied).__name__}; expected a JSON object "
+                            "naming, for each tied tensor, the tensor it shares")
     state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
     for key, kept in tied.items():
         if kept not in state:
@@ -164,24 +172,51 @@ def read(ref: str | Path, log=_note) -> dict:
                         f"{', '.join(sorted(registry()))}; `treenets models` lists them)")
 
 
+def check_target(out: str | Path, source: str | Path | None = None, overwrite: bool = False) -> Path:
+    """`out` if a model folder may be written there: a new or empty folder, or with `overwrite` a model folder
+    (whose own files, `FILES`, are then replaced and nothing else); never the folder being exported (`source`),
+    nor a folder holding anything else, which would be the user's files."""
+    out = Path(out)
+    if not out.exists():
+        return out
+    if not out.is_dir():
+        raise TreenetsError(f"{out}: exists and is a file; give a new or empty folder")
+    if source is not None and Path(source).exists():
+        source = Path(source).resolve()
+        if source == out.resolve() or out.resolve() in source.parents:
+            raise TreenetsError(f"{out}: is where the model being exported is; give another folder")
+    present = sorted(p.name for p in out.iterdir())
+    if not present:
+        return out
+    if not (out / "model.safetensors").is_file():
+        raise TreenetsError(f"{out}: not empty and not a model folder (it holds {', '.join(present[:3])}"
+                            f"{', ...' if len(present) > 3 else ''}); give a new or empty folder, nothing in it "
+                            "was touched")
+    if not overwrite:
+        raise TreenetsError(f"{out}: holds a model folder; --overwrite replaces its model files "
+                            f"({', '.join(FILES)}) and keeps any other file")
+    return out
+
+
 def write_folder(predictor, out: str | Path, half: bool = False, metrics: dict | None = None,
-                 card: str = "") -> Path:
+                 card: str = "", overwrite: bool = False) -> Path:
     """Write `predictor` (weights, vocabulary, config; `metrics.json` and `README.md` if given) as a model
-    folder. The folder is assembled beside `out` and renamed into place, so a failure never leaves half of
-    one; an existing `out` is replaced only if it is a model folder.
+    folder. The files are written beside `out` first: a new folder is renamed into place, so a failure never
+    leaves half of one; into an existing folder (empty, or a model folder with `overwrite`: `check_target`)
+    each file is moved by a rename, which replaces the model's own files only, and the model files not
+    written this time (an older card) are removed.
 
     Args:
         predictor: a `treenets.predictors.Predictor`.
         out: the folder to write.
         half: store floating-point weights in float16 (half the size; loaded back as float32).
+        overwrite: replace the model files of an existing model folder.
     """
     from safetensors.torch import save_file
 
     from treenets.config import to_dict
 
-    out = Path(out)
-    if out.exists() and not (out.is_dir() and (out / "model.safetensors").is_file()):
-        raise TreenetsError(f"{out}: exists and is not a model folder; give a new folder")
+    out = check_target(out, overwrite=overwrite)
     bad = [w for w in predictor.vocab.words if "\n" in w or "\r" in w]
     if bad:
         raise TreenetsError(f"vocabulary word {bad[0]!r} holds a line break: it cannot be written to vocab.txt")
@@ -202,14 +237,20 @@ def write_folder(predictor, out: str | Path, half: bool = False, metrics: dict |
         (tmp / "config.json").write_text(json.dumps(to_dict(predictor.config), indent=1) + "\n")
         (tmp / "vocab.txt").write_text("".join(w + "\n" for w in predictor.vocab.words), encoding="utf-8")
         if metrics is not None:
-            (tmp / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+            (tmp / "metrics.json").write_text(json_text(metrics, indent=1) + "\n")
         if card:
             (tmp / "README.md").write_text(card)
         for path in [tmp, *tmp.iterdir()]:
             checkpoint.usual_permissions(path)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        if not out.exists():
+            os.replace(tmp, out)
+        else:
+            written = {path.name for path in tmp.iterdir()}
+            for name in FILES:
+                if name in written:
+                    os.replace(tmp / name, out / name)
+                else:
+                    (out / name).unlink(missing_ok=True)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -229,6 +229,30 @@ def test_parse_eval_bad_input(run, tmp_path, capsys):
     assert main(["parse", str(run / "run" / "best.pt")]) == 2
 
 
+def test_no_figure_is_reported_over_sentences_without_a_phrase(run, tmp_path, capsys):
+    # Before: sentence, corpus and evalb F1 of 100.0 and exit 0; summary.json then held NaN (not JSON).
+    treebank = tmp_path / "short.mrg"
+    treebank.write_text("( (S (NN dog)) )\n( (S (. .)) )\n( (S (NN dog) (VBD ran)) )\n")
+    for command in (["parse-eval", str(run / "run" / "best.pt")], ["baselines"]):
+        assert main([*command, "--treebank", str(treebank)]) == 2
+        err = capsys.readouterr().err
+        assert "no sentence with a phrase to score (3 sentences: 1 empty after filtering" in err
+
+
+def test_parse_eval_writes_strict_json_and_says_n_a_for_a_label_without_phrases(run, tmp_path, capsys):
+    treebank = tmp_path / "unlabelled.mrg"
+    treebank.write_text("( (X (Y (DT the) (NN dog)) (Z (VBD ran) (W (IN of) (DT a)))) )\n")
+    assert main(["parse-eval", str(run / "run" / "best.pt"), "--treebank", str(treebank), "--output",
+                 str(tmp_path / "out")]) == 0
+    assert " n/a" in capsys.readouterr().out and "nan" not in (tmp_path / "out" / "summary.json").read_text()
+
+    def refuse(constant):
+        raise ValueError(constant)
+
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text(), parse_constant=refuse)
+    assert rows[0].get("recall_NP") is None  # no NP in the gold trees: no recall, not NaN
+
+
 def test_baselines_match_the_published_right_branching(data_root, capsys):
     assert main(["baselines", "--treebank", "nltk-sample", "--random-draws", "1"]) == 0
     out = capsys.readouterr().out

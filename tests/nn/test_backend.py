@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -211,3 +214,33 @@ def test_a_build_killed_on_the_way_does_not_block_later_builds(tmp_path, monkeyp
     monkeypatch.setattr(backend, "_loaded", {})
     assert backend.kernels("treelstm") == "module"
     assert seen == {"stale lock": False, "excluded": True}
+
+
+def test_two_checkouts_of_the_same_sources_share_one_kernel_build(tmp_path):
+    """Two copies of the package (a pip install and a source checkout, or two checkouts) loading the kernels in
+    turns: before, torch's loader counted the sources' paths in the build's version, so each switch rebuilt
+    them (39 builds in 90 minutes with four checkouts)."""
+    import shutil
+    import subprocess
+    import sys
+
+    package = Path(backend.__file__).parents[1]
+    copies = []
+    for name in ("a", "b"):
+        shutil.copytree(package, tmp_path / name / "treenets", ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(tmp_path / name)
+    from torch.utils import cpp_extension
+
+    # The build this checkout's tests use (its name hashes the sources, the same in every copy): loaded, not
+    # built again, when it is there already.
+    folder = Path(cpp_extension._get_build_directory(backend.build_name("packed_gemm"), verbose=False))
+    code = ("import treenets, sys; from treenets.nn.backend import kernels; "
+            "assert treenets.__file__.startswith(sys.argv[1]), treenets.__file__; "
+            "print(kernels('packed_gemm') is not None)")
+    built = []
+    for copy in (copies[0], copies[1], copies[0]):
+        done = subprocess.run([sys.executable, "-c", code, str(copy)], env={**os.environ, "PYTHONPATH": str(copy)},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-2000:]
+        built.append([(path.name, path.stat().st_mtime_ns) for path in sorted(folder.glob("*.so"))])
+    assert len(built[0]) == 1 and built[0] == built[1] == built[2]  # one library, never built again

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from helpers import tiny_config
@@ -70,7 +72,8 @@ def test_the_model_reads_text_with_the_normaliser_its_config_names(best):
     assert cased.tokenize("The Cat.") == ["The", "Cat."]
     with pytest.raises(TreenetsError, match=r"sentence '\?!': no word left after the ptb normaliser"):
         lm.score(["the dog", "?!"])
-    with pytest.raises(TreenetsError, match="data.normalizer: Input should be 'ptb', 'treebank', 'lower' or 'none'"):
+    with pytest.raises(TreenetsError,
+                       match="data.normalizer: Input should be 'ptb', 'treebank', 'tokens', 'lower' or 'none'"):
         build_config({**to_dict(lm.config), "data": {**to_dict(lm.config)["data"], "normalizer": "nltk"}})
 
 
@@ -105,5 +108,30 @@ def test_a_sentiment_tree_deeper_than_the_recursion_limit_is_classified():
     tree = "(X a)"
     for _ in range(3000):
         tree = f"(X (X a) {tree})"
-    result = model.predict(tree)
+    result = model.predict(tree=tree)
     assert len(result.phrases) == 2 * 3001 - 1 and result.phrases[0][0] == " ".join(["a"] * 3001)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda lm: lm.parse([["the", 5]]), TypeError, "a sentence is a string or a list of word strings, not a list "
+                                                   "holding int 5"),
+    (lambda lm: lm.parse(["the dog"], batch_size=0), ValueError, "batch_size=0: expected at least 1"),
+    (lambda lm: lm.parse(["the dog"], batch_size=-1), ValueError, "batch_size=-1: expected at least 1"),
+    (lambda lm: lm.parse(b"the dog"), TypeError, "sentences: expected a string or a list of sentences"),
+    (lambda lm: lm.score(5), TypeError, "sentences: expected a string or a list of sentences"),
+    (lambda lm: lm.distances(["the dog"], batch_size="8"), TypeError, "batch_size: expected a whole number"),
+    (lambda lm: lm.evaluate(["the dog"], batch_size=True), TypeError, "batch_size: expected a whole number"),
+])
+def test_bad_arguments_of_the_api_raise_errors_naming_them(best, call, error, message):
+    # Before: AttributeError ('int' object has no attribute 'lower'), "range() arg 3 must not be zero", ...
+    with pytest.raises(error, match=re.escape(message)):
+        call(treenets.load(best))
+
+
+def test_a_list_of_words_keeps_the_words_of_the_vocabulary_as_they_are():
+    # Before: PTB's number token N was lower-cased into <unk>, also in parse-eval's treebank words; 1987 too.
+    lm = treenets.load("onlstm-ptb-small")
+    assert lm.tokenize(["The", "N", "1987", "3.5", "%", "1950s"]) == ["the", "N", "N", "N", "N", "1950s"]
+    assert lm.parse("in 1987 the cat sat", pretokenized=True).unknown == []
+    sentence_lm = treenets.load("prpn-up-small")  # the treebank's words: digit runs as N, N.N kept
+    assert sentence_lm.tokenize(["The", "N.N", "3.5", "1950s"]) == ["the", "N.N", "N.N", "Ns"]

@@ -3,6 +3,7 @@ headless Chromium against the app served in-process on a free port."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -17,9 +18,10 @@ import uvicorn  # noqa: E402
 from helpers import needs_cpu_bfloat16  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
+from treenets import serve as serve_module  # noqa: E402
 from treenets.cli import main  # noqa: E402
 from treenets.errors import TreenetsError  # noqa: E402
-from treenets.serve import MAX_CHARACTERS, MAX_WORDS, bind, create_app, load_models  # noqa: E402
+from treenets.serve import MAX_CHARACTERS, MAX_WORDS, RequestDeadline, bind, create_app, load_models  # noqa: E402
 
 SENTENCE = "The cat sees a big zebra of the city"
 WORDS = SENTENCE.lower().split()  # as the model reads it: its vocabulary is lower-case
@@ -89,6 +91,7 @@ def test_parse_in_bf16_answers_from_bfloat16_products(models, app):
     ({"sentence": "a dog", "models": ["nope.pt"]}, 404, "unknown model 'nope.pt': this server has "),
     (["a dog"], 400, "expected a JSON object"),
     ({"sentence": "a" * 70_000}, 413, "bytes: at most 64,000"),
+    ({"sentence": "\u200b\ufeff \u200b"}, 400, "the sentence is empty"),  # invisible characters only
 ])
 def test_parse_refuses_bad_requests_clearly(client, body, status, message):
     answer = client.post("/api/parse", json=body)
@@ -106,6 +109,51 @@ def test_parse_reads_the_sentence_as_the_training_text_unless_it_is_pretokenized
 def test_parse_refuses_what_is_not_json(client):
     answer = client.post("/api/parse", content=b"sentence=a dog", headers={"Content-Type": "text/plain"})
     assert answer.status_code == 400 and "the request is not JSON" in answer.json()["error"]
+    nested = client.post("/api/parse", content=b"[" * 30_000 + b"]" * 30_000)  # 60 kB, deeper than json can go
+    assert nested.status_code == 400 and "the request is not JSON" in nested.json()["error"]
+    undecodable = client.post("/api/parse", content=b'{"sentence": "a \xff dog"}')
+    assert undecodable.status_code == 400
+    surrogate = client.post("/api/parse", content=b'{"sentence": "a \\ud800 dog"}')  # valid JSON, no text
+    assert surrogate.status_code == 400 and "not text" in surrogate.json()["error"]
+
+
+def test_a_body_over_the_limit_is_refused_while_it_is_read(app, client):
+    """A chunked body declares no length: the server answers 413 once the limit is passed, while the client is
+    still sending (the body is never held whole)."""
+    with serving(app) as address, socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1][:-1]))) as c:
+        c.sendall(b"POST /api/parse HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        for _ in range(3):  # 192 kB of an endless body
+            c.sendall(b"%x\r\n%s\r\n" % (64_000, b" " * 64_000))
+        c.settimeout(30)
+        assert c.recv(100).startswith(b"HTTP/1.1 413")
+    declared = client.post("/api/parse", content=b"{}", headers={"Content-Length": "99999999"})
+    assert declared.status_code in (400, 413)
+
+
+def test_a_client_that_never_finishes_its_headers_is_cut_off(app, monkeypatch):
+    monkeypatch.setattr(serve_module, "REQUEST_SECONDS", 0.5)
+    with serving(app) as address:
+        port = int(address.rsplit(":", 1)[1].strip("/"))
+        with socket.create_connection(("127.0.0.1", port)) as slow:
+            slow.sendall(b"POST /api/parse HTTP/1.1\r\nHost: x\r\n")  # and nothing more
+            slow.settimeout(10)
+            start = time.monotonic()
+            assert slow.recv(100) == b""  # closed by the server
+            assert time.monotonic() - start < 5
+        with socket.create_connection(("127.0.0.1", port)) as prompt:  # a whole request is answered as before
+            body = b'{"sentence": "the cat"}'
+            prompt.sendall(b"POST /api/parse HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            prompt.settimeout(30)
+            assert prompt.recv(20).startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_serve_refuses_a_port_that_is_none(port, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "onlstm-ptb-small", "--port", port])
+    assert exit_info.value.code == 2 and "argument --port" in capsys.readouterr().err
 
 
 def test_page_models_and_reports(client, models, tiny_run):
@@ -133,20 +181,28 @@ def test_serve_command_says_when_the_port_is_taken(models, capsys):
         capsys.readouterr().err
 
 
-@pytest.fixture
-def live(app):
-    """The app served by uvicorn in a thread, on a free port of 127.0.0.1: its address."""
+@contextlib.contextmanager
+def serving(app):
+    """`app` served by uvicorn in a thread, on a free port of 127.0.0.1: its address."""
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", http=RequestDeadline))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert server.started, "the server did not start"
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def live(app):
+    with serving(app) as address:
+        yield address
 
 
 @pytest.mark.usefixtures("browser")  # first: without one, skipped before the model is trained
@@ -188,3 +244,55 @@ def test_page_parses_a_typed_sentence_in_a_browser(live, open_page, tiny_run, mo
     page.screenshot("serve-error", full_page=False)
     # The browser reports the refused request (status 400) as a console error, and nothing else.
     assert all("status of 400" in e for e in page.errors)
+
+
+@pytest.fixture(scope="module")
+def sentiment_client(models):
+    with TestClient(create_app(load_models(["treelstm-sst", models[0]]))) as client:
+        yield client
+
+
+def test_a_sentiment_model_gives_the_class_of_the_sentence_and_of_every_phrase_of_its_tree(sentiment_client):
+    answer = sentiment_client.post("/api/parse", json={"sentence": "A dull, lifeless film.",
+                                                       "models": ["treelstm-sst"]})
+    assert answer.status_code == 200
+    (result,) = answer.json()["results"]
+    assert result["kind"] == "sentiment" and result["parser"] == "onlstm-ptb-small"
+    assert result["tokens"] == ["A", "dull", ",", "lifeless", "film", "."] and result["label"] <= 1
+    # A binary tree over 6 tokens has 5 phrases, each with a class; every word has one too.
+    assert len(result["labels"]) == 5 and result["labels"]["0-6"] == result["label"]
+    assert len(result["word_labels"]) == 6 and all(0 <= label < 5 for label in result["word_labels"])
+
+    def leaves(tree):
+        return [leaf for child in tree for leaf in leaves(child)] if isinstance(tree, list) else [tree]
+
+    assert leaves(result["tree"]) == list(range(6))
+    info = sentiment_client.get("/api/models").json()["models"][0]
+    assert info["kind"] == "sentiment" and len(info["classes"]) == 5
+    refused = sentiment_client.post("/api/parse", json={"sentence": "?!", "models": ["treelstm-sst"]})
+    assert refused.status_code == 400 and "finds no word in it" in refused.json()["error"]
+
+
+def test_a_model_that_reads_no_single_sentence_is_refused():
+    with pytest.raises(TreenetsError, match="serve: treelstm-sick is a relatedness model: serve shows language "
+                                            "models and sentiment models"):
+        load_models(["treelstm-sick"])
+
+
+@pytest.mark.usefixtures("browser")
+def test_page_draws_the_class_of_every_phrase_in_a_browser(open_page, tiny_run, models):
+    with serving(create_app(load_models(["treelstm-sst", models[0]]))) as address:
+        page = open_page(tiny_run / "screenshots")
+        tab = page.tab
+        tab.goto(address)
+        tab.fill("#sentence", "It is a moving film.")
+        tab.press("#sentence", "Enter")
+        tab.wait_for_selector(".panel svg")
+        panel = tab.locator(".panel").first
+        assert panel.locator(".verdict").inner_text().split(" (p = ")[0] in ("positive", "very positive")
+        svg = panel.locator("svg").first
+        assert svg.locator("text.word").all_text_contents() == ["It", "is", "a", "moving", "film", "."]
+        assert svg.locator("text.label").count() == 5  # the class of each of the 5 phrases
+        assert svg.locator("rect.bar").count() == 6  # and of each word
+        page.screenshot("serve-sentiment")
+        assert page.errors == []

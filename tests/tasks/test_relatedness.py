@@ -21,8 +21,10 @@ def test_sparse_target_has_the_score_as_expectation():
 
 
 @pytest.mark.parametrize("encoder,trees", [("childsum-treelstm", "dependency"), ("binary-treelstm", "constituency"),
-                                           ("lstm", "dependency")])
-def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, encoder, trees):
+                                           ("lstm", "dependency"), ("binary-treelstm", "induced"),
+                                           ("binary-treelstm", "balanced")])
+def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, monkeypatch, encoder, trees):
+    monkeypatch.setenv("TREENETS_CACHE", str(tmp_path / "cache"))  # induced trees are kept there
     folder = tiny_sick(data_root, tmp_path / "sick")
     config = {"task": "relatedness",
               "data": {"path": str(folder), "trees": trees, "embeddings": str(data_root / "sick" / "sick_embed.pth"),
@@ -33,8 +35,8 @@ def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, 
     assert set(result) >= {"pearson", "spearman", "mse"} and result["pairs"] == 12
     model = treenets.load(tmp_path / "run" / "best.pt")
     a, b = "A man is playing a guitar", "A person is playing an instrument"
-    parents = {"dependency": ("2 4 4 0 6 4", "2 4 4 0 6 4"),
-               "constituency": ("7 7 10 9 8 8 11 9 10 11 0", "7 7 10 9 8 8 11 9 10 11 0")}[trees]
+    parents = {"dependency": ("2 4 4 0 6 4", "2 4 4 0 6 4")}.get(
+        trees, ("7 7 10 9 8 8 11 9 10 11 0", "7 7 10 9 8 8 11 9 10 11 0"))
     if encoder == "lstm":
         parents = (None, None)
     prediction = model.predict(a, b, *parents)
@@ -42,6 +44,15 @@ def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, 
     assert sum(prediction.distribution) == pytest.approx(1.0, abs=1e-5)
     assert prediction.score == pytest.approx(sum((k + 1) * p for k, p in enumerate(prediction.distribution)),
                                              abs=1e-4)
-    if encoder != "lstm":
-        with pytest.raises(TreenetsError, match="give its parents"):
+    if trees == "dependency" and encoder != "lstm":
+        with pytest.raises(TreenetsError, match="this model reads dependency trees .* give its parents"):
             model.predict(a, b)
+    elif encoder != "lstm":  # a sentence as typed, over the tree the model's parser induces (or its shape)
+        typed = model.predict("A man is playing a guitar.", "A person is playing an instrument.")
+        assert typed.tokens == [["A", "man", "is", "playing", "a", "guitar", "."],
+                                ["A", "person", "is", "playing", "an", "instrument", "."]]
+        assert typed.parser == {"balanced": "balanced"}.get(trees, "onlstm-ptb-small")
+        assert 1.0 <= typed.score <= 5.0
+    if trees in ("induced", "balanced"):  # the trees it trained on were built, not read from the cparents
+        cached = list((tmp_path / "cache" / "trees").glob("*.json"))
+        assert len(cached) == (3 * 2 if trees == "induced" else 0)  # a file per split and side

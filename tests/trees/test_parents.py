@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from treenets.errors import TreenetsError
-from treenets.trees.parents import ParentTree, binarize, parse_bracketed, parse_parents
+from treenets.trees.build import attach_dropped, random_tree, right_branching
+from treenets.trees.metrics import spans
+from treenets.trees.parents import (
+    ParentTree,
+    binarize,
+    from_nested,
+    labels_from,
+    node_spans,
+    parse_bracketed,
+    parse_parents,
+)
 
 
 def test_parents_lines():
@@ -58,3 +72,59 @@ def test_binarize_right_factors_wide_nodes():
     middle = binary.children[root][1]
     assert binary.children[middle][0] == 1
     assert binary.children[binary.children[middle][1]] == (2, 3)
+
+
+# --- trees over a Tree-LSTM's tokens from a tree over the words a language model kept --------------------------
+
+
+def test_dropped_tokens_join_a_neighbouring_word_and_a_final_one_the_whole_sentence():
+    tokens = ["``", "It", "works", ",", "he", "said", "-LRB-", "twice", "-RRB-", ".", "''"]
+    kept = [1, 2, 4, 5, 7]
+    tree = attach_dropped(right_branching(kept), kept, tokens)
+    # `` opens: joins It; the comma joins works; -LRB- opens: joins twice; -RRB- . '' come after the last word:
+    # each closes the whole sentence.
+    assert tree == [[[[[0, 1], [[2, 3], [4, [5, [6, 7]]]]], 8], 9], 10]
+    # Before the first word, every dropped token waits for it.
+    assert attach_dropped(3, [3], ["(", "-", ",", "a", "!"]) == [[0, [1, [2, 3]]], 4]
+
+
+def test_a_lone_word_with_punctuation_around_it():
+    assert attach_dropped(1, [1], ["``", "yes", "''"]) == [[0, 1], 2]
+    assert attach_dropped(0, [0], ["yes"]) == 0
+    with pytest.raises(ValueError, match="at least one kept token"):
+        attach_dropped(0, [], ["!"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["w", ",", "``", "-LRB-", "."]), min_size=1, max_size=14), st.integers(0, 10**6))
+def test_attached_trees_are_binary_cover_every_token_and_keep_the_words_phrases(kinds, seed):
+    kinds[len(kinds) // 2] = "w"  # at least one word
+    tokens = [f"{kind}{i}" if kind == "w" else kind for i, kind in enumerate(kinds)]
+    kept = [i for i, kind in enumerate(kinds) if kind == "w"]
+    words_tree = random_tree(kept, random.Random(seed)) if len(kept) > 1 else kept[0]
+    tree = from_nested(attach_dropped(words_tree, kept, tokens), tokens)
+    assert all(len(children) in (0, 2) for children in tree.children)  # binary
+    assert sorted(node_spans(tree).values())[0][0] == 0 and node_spans(tree)[tree.root] == (0, len(tokens))
+    # Every phrase of the words' tree is, restricted to the words, the words of a phrase of the full tree.
+    full = {tuple(p for p in kept if s <= p < e) for s, e in node_spans(tree).values()}
+    index = {position: i for i, position in enumerate(kept)}
+    for start, end in spans(words_tree if isinstance(words_tree, list) else [words_tree], include_root=True):
+        assert tuple(kept[start:end]) in full or end - start == 1, (start, end, index)
+
+
+def test_from_nested_numbers_words_first_and_checks_coverage():
+    tree = from_nested([[0, 1], 2], ["a", "b", "c"])
+    assert tree.parents == (3, 3, 4, 4, -1) and tree.words == ("a", "b", "c")
+    with pytest.raises(ValueError, match="cover the 3 words once each"):
+        from_nested([[0, 1], 1], ["a", "b", "c"])
+
+
+def test_labels_come_from_the_gold_phrase_over_the_same_words():
+    gold = parse_bracketed("(3 (2 (2 a) (1 b)) (4 c))", "x")
+    other = from_nested([0, [1, 2]], ["a", "b", "c"])
+    labelled = labels_from(other, gold)
+    assert labelled.labels[:3] == (2, 1, 4)  # the words keep theirs
+    assert labelled.labels[labelled.root] == 3  # the sentence keeps its label
+    assert sorted(labelled.labels[3:]) == [-1, 3]  # [b c] is no gold phrase
+    with pytest.raises(ValueError, match="different words"):
+        labels_from(from_nested([0, 1], ["a", "x"]), parse_bracketed("(1 (1 a) (1 b))", "x"))

@@ -50,12 +50,20 @@ class Pair:
     score: float
 
 
-def read_split(folder: Path, trees: str) -> list[Pair]:
-    """The pairs of one split folder, with `trees` "dependency" or "constituency" (binarised)."""
+def read_split(folder: Path, trees: str, build=None) -> list[Pair]:
+    """The pairs of one split folder, with `trees` "dependency" or "constituency" (binarised) read from the
+    folder's parents files, or, given `build` (token lists -> `ParentTree`s, e.g. induced trees), built over
+    the `.toks` sentences."""
     suffix = "parents" if trees == "dependency" else "cparents"
     sides = []
     for side in ("a", "b"):
         toks = read_lines(folder / f"{side}.toks")
+        if build is not None:
+            for lineno, words in enumerate(toks, start=1):
+                if not words.split():
+                    raise TreenetsError(f"{folder / f'{side}.toks'}:{lineno}: empty sentence")
+            sides.append(build([words.split() for words in toks], f"SICK {folder.name}/{side}.toks"))
+            continue
         parents = read_lines(folder / f"{side}.{suffix}")
         if len(toks) != len(parents):
             raise TreenetsError(f"{folder / f'{side}.{suffix}'}: {len(parents)} lines for {len(toks)} sentences")

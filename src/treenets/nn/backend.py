@@ -141,6 +141,20 @@ def _exclusive_build(folder: Path):
         yield
 
 
+def _copy_sources(name: str, target: Path) -> Path:
+    """The kernels' sources copied into their build folder (`target`), written only where they differ, and
+    built from there: torch's loader counts the paths of the sources and include folders in the version of a
+    build, so two checkouts (or a pip install and a checkout) of the same sources built from their own paths
+    would rebuild each other's kernels at every switch; from one path, whoever asks, the build is made once."""
+    target.mkdir(exist_ok=True)
+    for path in [_SOURCES / f"{name}_cpu.cpp", *sorted(_SOURCES.glob("*.h"))]:
+        text = path.read_bytes()
+        copy = target / path.name
+        if not copy.is_file() or copy.read_bytes() != text:
+            copy.write_bytes(text)
+    return target
+
+
 def kernels(name: str):
     """The compiled module `csrc/<name>_cpu.cpp` (with the shared headers `csrc/*.h`), built on first use; None
     if it cannot be built (the reason is kept for the `cpp` backend's error; the first failure of the process
@@ -155,9 +169,10 @@ def kernels(name: str):
         build = build_name(name)
         folder = Path(cpp_extension._get_build_directory(build, verbose=False))  # torch's folder, created
         with _exclusive_build(folder):
-            module = cpp_extension.load(name=build, sources=[str(source)], extra_cflags=_flags(),
+            copied = _copy_sources(name, folder / "sources")
+            module = cpp_extension.load(name=build, sources=[str(copied / source.name)], extra_cflags=_flags(),
                                         extra_ldflags=_openmp_flags(),
-                                        extra_include_paths=[str(_SOURCES)], build_directory=str(folder),
+                                        extra_include_paths=[str(copied)], build_directory=str(folder),
                                         verbose=False)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
         _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

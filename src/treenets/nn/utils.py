@@ -1,9 +1,44 @@
-"""Small helpers shared by the networks and the tasks: the module inside DistributedDataParallel, and
-recurrent states (nested lists and named tuples of tensors) detached, flattened and rebuilt."""
+"""Small helpers shared by the networks and the tasks: a network built only when it fits in memory, the module
+inside DistributedDataParallel, and recurrent states (nested lists and named tuples of tensors) detached,
+flattened and rebuilt."""
 
 from __future__ import annotations
 
+import itertools
+import os
+
 import torch
+
+from treenets.errors import TreenetsError
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(build, where: str) -> None:
+    """Build on the meta device (shapes only: no memory, no random draws) to check that the parameters and
+    buffers of `build()` take at most half of this machine's memory: sizes from a config or a model folder
+    (`hidden_size: 1e9`) end in an error naming `where`, not in an allocation failure."""
+    try:
+        with torch.device("meta"):
+            probe = build()
+    except (RuntimeError, ValueError, OverflowError) as exc:  # e.g. "Storage size calculation overflowed"
+        raise TreenetsError(f"{where}: no model of these sizes can be built ({str(exc).splitlines()[0][:120]}); "
+                            "check the sizes in its config") from None
+    tensors = list(itertools.chain(probe.parameters(), probe.buffers()))
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    if size > memory_bytes() // 2:
+        raise TreenetsError(f"{where}: the model has {sum(p.numel() for p in probe.parameters()):,} parameters "
+                            f"({size / 2**30:,.1f} GiB), more than half of this machine's memory "
+                            f"({memory_bytes() / 2**30:,.0f} GiB); check the sizes in its config")
+
+
+def build_within_memory(build, where: str) -> torch.nn.Module:
+    """`build()`, once `check_fits` has checked it fits."""
+    check_fits(build, where)
+    return build()
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

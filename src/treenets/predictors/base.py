@@ -9,6 +9,7 @@ import torch
 from treenets import checkpoint
 from treenets.config import saved_config, to_dict
 from treenets.errors import TreenetsError
+from treenets.nn.utils import build_within_memory
 from treenets.vocab import Vocab
 
 
@@ -42,6 +43,9 @@ class Predictor:
         """
         from treenets import zoo
 
+        if not isinstance(ref, str | Path) or not str(ref):
+            raise TypeError(f"ref: expected a model name, a model folder or a checkpoint path, not "
+                            f"{type(ref).__name__} {ref!r:.40}")
         return cls.from_checkpoint(zoo.read(ref), ref, device)
 
     @classmethod
@@ -54,8 +58,11 @@ class Predictor:
         if not issubclass(task.Predictor, cls):
             raise TreenetsError(f"{path}: a {config.task} model, not for {cls.__name__} (it loads as "
                                 f"{task.Predictor.__name__})")
-        net = task.build_net(config, len(saved["vocab"]))
-        checkpoint.load_weights(net, saved["model"], path)
+        folder = Path(path).is_dir()  # a model folder: name its files
+        net = build_within_memory(lambda: task.build_net(config, len(saved["vocab"])),
+                                  str(Path(path) / "config.json") if folder else f"{path} (saved config)")
+        vocab = (str(Path(path) / "vocab.txt") if folder else f"{path} (its vocabulary)", len(saved["vocab"]))
+        checkpoint.load_weights(net, saved["model"], Path(path) / "model.safetensors" if folder else path, vocab)
         return task.Predictor(net, Vocab(saved["vocab"]), config, device=device)
 
     def save(self, path: str | Path) -> Path:

@@ -15,7 +15,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.predictors.base import Predictor
-from treenets.text import get_normalizer
+from treenets.text import get_normalizer, is_number
 from treenets.trees import tree_from_distances
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -98,8 +98,12 @@ class LanguageModel(Predictor):
         self.normalizer = get_normalizer(getattr(config.data, "normalizer", "none"))
         words = [w for w in vocab.words if w not in (self.eos, vocab.unk)]
         # PTB's number token `N` is upper-case and says nothing about the case of the text.
-        self._lower = not any(w != w.lower() for w in words if w != "N")
+        self._lower = not any(char.isupper() for w in words for char in w.replace("N", ""))
+        # Numbers as the vocabulary writes them: every digit run as `N` where no word has a digit (the treebank
+        # words: `3.5` -> `N.N`); whole numbers as `N` where `N` is a word and no number is (Mikolov's PTB text,
+        # which keeps `1950s` and `30-day`).
         self._digits = "N" in vocab and not any(_DIGITS.search(w) for w in words)
+        self._numbers = "N" in vocab and not self._digits and not any(is_number(w) for w in words)
 
     # --- reading sentences -------------------------------------------------------------------------------
     def tokenize(self, sentence: str | list[str], pretokenized: bool = False) -> list[str]:
@@ -108,12 +112,18 @@ class LanguageModel(Predictor):
         as the task declares."""
         if isinstance(sentence, str) and not pretokenized:
             return self._split_words(self.normalizer(sentence))
+        if not isinstance(sentence, str | list | tuple) or not all(isinstance(w, str) for w in sentence):
+            raise TypeError(f"a sentence is a string or a list of word strings, not {_describe(sentence)}")
         words = sentence.split() if isinstance(sentence, str) else list(sentence)
+        return self._split_words([word if word in self.vocab else self._conventional(word) for word in words])
+
+    def _conventional(self, word: str) -> str:
+        """A word outside the vocabulary written in its conventions: lower case, numbers as `N` (PTB)."""
         if self._lower:
-            words = [w.lower() for w in words]
+            word = word.lower()
         if self._digits:
-            words = [_DIGITS.sub("N", w) for w in words]
-        return self._split_words(words)
+            return _DIGITS.sub("N", word)
+        return "N" if self._numbers and is_number(word) else word
 
     def read(self, sentence: str | list[str], pretokenized: bool = False, where: str | None = None) -> list[str]:
         """`tokenize`, or an error saying why no token is left (its message starts with `where`, e.g. the
@@ -168,6 +178,7 @@ class LanguageModel(Predictor):
         """
         if isinstance(sentences, str):
             return self.score([sentences], pretokenized)[0]
+        sentences = _sentences(sentences)
         tokens = [self.read(sentence, pretokenized) for sentence in sentences]
         rows, batch = self._encode_batch(sentences, tokens)
         out = self.net(batch[:-1])
@@ -183,6 +194,7 @@ class LanguageModel(Predictor):
         from treenets.tasks import task_class
 
         metric = task_class(self.config.task).Metric()
+        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         lengths = [len(self.read(sentence, pretokenized)) for sentence in sentences]
         order = sorted(range(len(sentences)), key=lengths.__getitem__)
         for start in range(0, len(order), batch_size):
@@ -197,8 +209,8 @@ class LanguageModel(Predictor):
 
     def predict_command(self, args) -> SentenceScore:
         # A bracketed --tree would otherwise be read as words, brackets and all.
-        given = [option for option, value in (("--tree", args.tree), ("--pair", args.pair),
-                                              ("--parents", args.parents)) if value is not None]
+        options = (("--tree", args.tree), ("--pair", args.pair), ("--parents", args.parents), ("--parser", args.parser))
+        given = [option for option, value in options if value is not None]
         if given:
             raise TreenetsError(f"predict: a language model reads --sentence only, not {' '.join(given)} (those are "
                                 "for relatedness, sentiment and logic models; `treenets parse` draws its trees)")
@@ -252,8 +264,19 @@ class LanguageModel(Predictor):
         if isinstance(sentences, str):
             return self.distances([sentences], input_gate, batch_size, pretokenized)[0]
         self._require_distances()
+        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         tokens = [self.read(sentence, pretokenized) for sentence in sentences]
         return self._distances(sentences, tokens, input_gate, batch_size)
+
+    def distances_of_words(self, words: list[list[str]], batch_size: int = 64) -> list[torch.Tensor]:
+        """`distances` of sentences already written in the model's words (e.g. by `self.normalizer.aligned`),
+        read as they are."""
+        self._require_distances()
+        batch_size = _batch_size(batch_size)
+        for sentence in words:
+            if not sentence:
+                raise TreenetsError("empty sentence: expected at least one word")
+        return self._distances(words, [self._split_words(sentence) for sentence in words], False, batch_size)
 
     @torch.no_grad()
     def _distances(self, sentences: list, tokens: list[list[str]], input_gate: bool,
@@ -293,9 +316,35 @@ class LanguageModel(Predictor):
         if split not in ("official", "before"):
             raise TreenetsError(f"split {split!r}: expected 'official' or 'before'")
         chosen = self.layers("default" if layer is None else layer)[0]  # (checks that it gives distances)
+        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         tokens = [self.read(sentence, pretokenized) for sentence in sentences]
         return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab])
                 for words, distances in zip(tokens, self._distances(sentences, tokens, False, batch_size))]
+
+
+def _describe(value) -> str:
+    """What a value that is not a sentence is, for a message."""
+    if isinstance(value, list | tuple):
+        odd = next((w for w in value if not isinstance(w, str)), None)
+        return f"a list holding {type(odd).__name__} {odd!r:.40}"
+    return f"{type(value).__name__} {value!r:.40}"
+
+
+def _sentences(sentences) -> list:
+    """`sentences` as a list (one string or several sentences), or a TypeError naming the argument."""
+    if isinstance(sentences, list | tuple):
+        return list(sentences)
+    raise TypeError(f"sentences: expected a string or a list of sentences (strings or word lists), not "
+                    f"{_describe(sentences)}")
+
+
+def _batch_size(value) -> int:
+    """`batch_size` if it is a whole number of at least 1, else an error naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"batch_size: expected a whole number, not {type(value).__name__} {value!r:.20}")
+    if value < 1:
+        raise ValueError(f"batch_size={value}: expected at least 1")
+    return value
 
 
 def _quoted(text: str | list[str], limit: int = 60) -> str:

@@ -8,6 +8,8 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.predictors.base import Predictor
+from treenets.predictors.tree_sources import sentence_tokens, tree_for
+from treenets.text import checked_text
 from treenets.trees.parents import ParentTree, binarize, parse_parents
 
 
@@ -16,6 +18,8 @@ class Relatedness:
     score: float  # the expected score sum_r r p(r)
     distribution: list[float]  # p(1..K)
     unknown: list[str]  # words read as <unk>
+    tokens: list[list[str]] | None = None  # what the model read of each sentence
+    parser: str | None = None  # where the trees came from: a language model, a shape, or "given"
 
 
 def chain(words: list[str]) -> ParentTree:
@@ -26,27 +30,42 @@ def chain(words: list[str]) -> ParentTree:
 class RelatednessPredictor(Predictor):
     """A trained relatedness model with its vocabulary (from `treenets.load`): scores sentence pairs."""
 
-    def _tree(self, sentence: str, parents: str | None, side: str) -> ParentTree:
-        words = sentence.split()
-        if not words:
-            raise TreenetsError(f"sentence {side} is empty")
+    def _tree(self, sentence: str, parents: str | None, side: str, parser: str | None,
+              pretokenized: bool) -> tuple[ParentTree, str | None]:
+        trees = getattr(self.config.data, "trees", "dependency")
+        if parents is not None:
+            if self.net.sequential:
+                raise TreenetsError(f"sentence {side}: an LSTM reads the words in order; it takes no parents")
+            words = checked_text(sentence, f"sentence {side}").split()  # parents count the tokens as given
+            if not words:
+                raise TreenetsError(f"sentence {side} is empty")
+            constituency = trees != "dependency"
+            tree = parse_parents(parents, words, f"parents of sentence {side}", constituency)
+            return (binarize(tree) if constituency else tree), "given"
+        tokens = sentence_tokens(self.config, sentence, pretokenized, f"sentence {side}")
         if self.net.sequential:
-            return chain(words)
-        if parents is None:
-            kind = "dependency (one parent per word)" if self.config.data.trees == "dependency" else \
-                "constituency (cparents: the words, then the phrases)"
-            raise TreenetsError(f"sentence {side}: this model reads {kind} trees; give its parents")
-        constituency = self.config.data.trees == "constituency"
-        tree = parse_parents(parents, words, f"parents of sentence {side}", constituency)
-        return binarize(tree) if constituency else tree
+            return chain(tokens), None
+        if trees == "dependency":
+            raise TreenetsError(f"sentence {side}: this model reads dependency trees (one parent per word), which "
+                                "treenets cannot induce; give its parents (--parents, as SICK's .parents files), "
+                                "or use a model of constituency trees, which read any sentence")
+        return tree_for(self.config, tokens, parser, self.device)
 
     @torch.no_grad()
-    def predict(self, a: str, b: str, a_parents: str | None = None, b_parents: str | None = None) -> Relatedness:
-        """Relatedness of sentences `a` and `b` (tokens separated by spaces; parents as in SICK's `.parents`
-        (dependency) or `.cparents` (constituency) files, needed by Tree-LSTMs)."""
+    def predict(self, a: str, b: str, a_parents: str | None = None, b_parents: str | None = None,
+                parser: str | None = None, pretokenized: bool = False) -> Relatedness:
+        """Relatedness of sentences `a` and `b`.
+
+        A sentence is normalised into SICK's tokens (Penn Treebank tokens, `treenets.text`) unless
+        `pretokenized`. A Tree-LSTM of constituency trees reads it over the tree a language model induces
+        (`parser`, else its config's `data.parser`, the shipped ON-LSTM by default), or over the tree its parents
+        give (`a_parents`, `b_parents`: as SICK's `.cparents` or, for a dependency model, `.parents` files, over
+        the sentence's tokens split on white space). A dependency model needs the parents.
+        """
         from treenets.tasks.relatedness import expected_score
 
-        left, right = self._tree(a, a_parents, "a"), self._tree(b, b_parents, "b")
+        (left, left_source), (right, _) = (self._tree(a, a_parents, "a", parser, pretokenized),
+                                           self._tree(b, b_parents, "b", parser, pretokenized))
         ids, unknown = [], []
         for tree in (left, right):
             encoded, missing = self.vocab.encode(tree.words)
@@ -54,10 +73,14 @@ class RelatednessPredictor(Predictor):
             unknown += missing
         log_probs = self.net(([left], [ids[0]]), ([right], [ids[1]])).cpu()
         return Relatedness(float(expected_score(log_probs)[0]), [round(p, 6) for p in log_probs[0].exp().tolist()],
-                           unknown)
+                           unknown, [list(left.words), list(right.words)], left_source)
 
     def predict_command(self, args) -> Relatedness:
+        if args.tree or args.sentence:
+            raise TreenetsError("predict: a relatedness model reads --pair A B (with --parents PA PB for a "
+                                "dependency Tree-LSTM), not --sentence / --tree")
         if not args.pair:
-            raise TreenetsError("predict: a relatedness model needs --pair A B (and --parents for a Tree-LSTM)")
+            raise TreenetsError("predict: a relatedness model needs --pair A B (and --parents for a dependency "
+                                "Tree-LSTM)")
         parents = args.parents or (None, None)
-        return self.predict(args.pair[0], args.pair[1], parents[0], parents[1])
+        return self.predict(args.pair[0], args.pair[1], parents[0], parents[1], args.parser, args.pretokenized)

@@ -9,7 +9,9 @@ import torch
 from treenets.errors import TreenetsError
 from treenets.predictors.base import Predictor
 from treenets.predictors.relatedness import chain
-from treenets.trees.parents import ParentTree, parse_bracketed
+from treenets.predictors.tree_sources import sentence_tokens, tree_for
+from treenets.text import checked_text
+from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
 
 
 @dataclass
@@ -18,51 +20,70 @@ class Sentiment:
     probabilities: list[float]  # per class
     unknown: list[str]  # words read as <unk>
     phrases: list[tuple[str, int]] | None = None  # (words, class) of every phrase of a tree; None for LSTMs
+    tokens: list[str] | None = None  # what the model read
+    tree: str | None = None  # Tree-LSTMs: the tree read, each node labelled with its predicted class
+    parser: str | None = None  # where the tree came from: a language model, a shape, or "given"
 
 
-def node_spans(tree: ParentTree) -> dict[int, tuple[int, int]]:
-    """Word span of every node of a constituency tree (words are nodes 0..w-1)."""
-    spans: dict[int, tuple[int, int]] = {}
-    stack = [(tree.root, False)]  # an explicit stack: a tree may be deeper than Python's recursion limit
-    while stack:
-        node, children_done = stack.pop()
-        children = tree.children[node]
-        if not children:
-            spans[node] = (node, node + 1)
-        elif children_done:
-            spans[node] = (spans[children[0]][0], spans[children[-1]][1])
-        else:
-            stack.append((node, True))
-            stack.extend((child, False) for child in children)
-    return spans
+def labelled_tree(tree: ParentTree, labels: list[int]) -> str:
+    """`tree` in SST's bracketed form, `(3 (2 It) (4 works))`, with a label per node."""
+    text: dict[int, str] = {}
+    for node in sorted(range(tree.size), key=lambda n: tree.height[n]):  # children before their parents
+        inside = " ".join(text.pop(child) for child in tree.children[node]) if tree.children[node] else \
+            tree.words[node]
+        text[node] = f"({labels[node]} {inside})"
+    return text[tree.root]
 
 
 class SentimentClassifier(Predictor):
     """A trained sentiment model with its vocabulary (from `treenets.load`): classifies sentences and phrases."""
 
     @torch.no_grad()
-    def predict(self, text: str) -> Sentiment:
-        """Classify a sentence: for Tree-LSTMs a bracketed binary tree (`(3 (2 It) (4 works))`; labels are
-        ignored and may be any token), for LSTMs a plain sentence."""
-        if self.net.sequential:
-            words = text.split()
-            if not words:
-                raise TreenetsError("empty sentence")
-            tree = chain(words)
+    def predict(self, sentence: str | None = None, tree: str | None = None, parser: str | None = None,
+                pretokenized: bool = False) -> Sentiment:
+        """Classify a sentence, and with a Tree-LSTM each of its phrases.
+
+        Args:
+            sentence: the sentence as typed (`"It is a moving film."`), normalised into SST's tokens (Penn
+                Treebank tokens; see `treenets.text`). A Tree-LSTM reads it over the tree a language model
+                induces (its config's `data.parser`, the shipped ON-LSTM by default) or the shape it was trained
+                on.
+            tree: instead of `sentence`, for a Tree-LSTM: a bracketed binary tree of tokens (`(3 (2 It) (4 works))`;
+                labels are ignored and may be any token).
+            parser: the language model that induces the tree (a name of `treenets models`, a model folder or a
+                checkpoint), instead of the model's own.
+            pretokenized: `sentence` is tokenised already: split it on white space.
+        """
+        if (sentence is None) == (tree is None):
+            raise TreenetsError("predict: give a sentence or (for a Tree-LSTM) a bracketed tree, not both")
+        source = "given"
+        if tree is not None:
+            if self.net.sequential:
+                raise TreenetsError("predict: an LSTM reads a sentence, not a tree")
+            parsed = parse_bracketed(checked_text(tree, "tree"), "tree", require_labels=False)
         else:
-            tree = parse_bracketed(text, "tree", require_labels=False)
-        ids, unknown = self.vocab.encode(tree.words)
-        log_probs, batch = self.net([tree], [torch.tensor(ids)])
+            tokens = sentence_tokens(self.config, sentence, pretokenized, "sentence")
+            if self.net.sequential:
+                parsed, source = chain(tokens), None
+            else:
+                parsed, source = tree_for(self.config, tokens, parser, self.device)
+        ids, unknown = self.vocab.encode(parsed.words)
+        log_probs, batch = self.net([parsed], [torch.tensor(ids)])
         root = 0 if batch is None else int(batch.roots[0])
         result = Sentiment(int(log_probs[root].argmax()), [round(p, 6) for p in log_probs[root].exp().tolist()],
-                           unknown)
+                           unknown, tokens=list(parsed.words), parser=source)
         if batch is not None:
-            spans = sorted(node_spans(tree).items(), key=lambda x: (x[1][0], -x[1][1]))
-            result.phrases = [(" ".join(tree.words[s:e]), int(log_probs[node].argmax())) for node, (s, e) in spans]
+            labels = log_probs.argmax(-1).tolist()
+            spans = sorted(node_spans(parsed).items(), key=lambda x: (x[1][0], -x[1][1]))
+            result.phrases = [(" ".join(parsed.words[s:e]), labels[node]) for node, (s, e) in spans]
+            result.tree = labelled_tree(parsed, labels)
         return result
 
     def predict_command(self, args) -> Sentiment:
-        text = args.tree or args.sentence
-        if not text:
-            raise TreenetsError("predict: a sentiment model needs --tree (Tree-LSTM) or --sentence (LSTM)")
-        return self.predict(text)
+        if args.pair or args.parents:
+            raise TreenetsError("predict: a sentiment model reads --sentence (or --tree), not --pair / --parents")
+        if args.tree is None and args.sentence is None:
+            raise TreenetsError("predict: a sentiment model needs --sentence (or, for a Tree-LSTM, --tree)")
+        if args.tree is not None and args.sentence is not None:
+            raise TreenetsError("predict: give --sentence or --tree, not both")
+        return self.predict(args.sentence, args.tree, args.parser, args.pretokenized)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import datetime
 import html
-import json
-import math
 import re
 from importlib import resources
 from pathlib import Path
 
+from treenets.files import json_text
 from treenets.trees import right_branching, sentence_prf, spans
 from treenets.trees.metrics import LABELS
 from treenets.trees.walk import fold
@@ -27,21 +26,10 @@ def asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def _finite(value):
-    """`value` with NaN and infinities as None, which JSON (and so the page) can read."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 def inline_json(data) -> str:
     """`data` as JSON safe inside a `<script>` element: `<`, `>` and `&` escaped, so that no word of a sentence
     (`</script>`, `<unk>`) can end the element or be read as markup."""
-    text = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False)
+    text = json_text(data, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -51,8 +51,31 @@
     results.replaceChildren(...answer.results.map(panel));
   }
 
+  // SST's classes as short marks beside the nodes: -- - 0 + ++ (fine-grained), - + (binary).
+  const MARKS = { 5: ["−−", "−", "0", "+", "++"], 2: ["−", "+"] };
+
+  function sentimentPanel(r, info) {
+    const marks = MARKS[info.classes.length];
+    const words = r.tokens;
+    const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
+    const p = r.probabilities[r.label];
+    const box = htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
+      htmlEl("p", { class: "meta", text: info.description + (r.unknown.length ? `; read as <unk>: ${r.unknown.join(" ")}` : "") }),
+      htmlEl("p", { class: "verdict", text: `${info.classes[r.label]} (p = ${p.toFixed(2)})` }));
+    if (!r.tree) return box;  // an LSTM: the sentence's class only
+    const labels = Object.fromEntries(Object.entries(r.labels).map(([span, label]) => [span, marks[label]]));
+    const row = { name: "word class", values: r.word_labels, format: (v) => marks[v] };
+    const source = r.parser === "given" ? "given" : ["right-branching", "balanced"].includes(r.parser) ? r.parser
+      : `induced by ${r.parser}`;
+    box.append(htmlEl("p", { class: "meta", text: `tree: ${source}; the class of every phrase and word: ${marks.join(" ")}` }));
+    box.append(htmlEl("div", { class: "figure-scroll" }, Trees.figure({ words, unknown, tree: r.tree, labels,
+      rows: [row], caption: "classes" })));
+    return box;
+  }
+
   function panel(r) {
     const info = byId[r.model];
+    if (r.kind === "sentiment") return sentimentPanel(r, info);
     const words = r.tokens;
     const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
     const surprisal = { name: "surprisal (bits)", values: r.surprisal.slice(0, words.length), format: (v) => v.toFixed(2),

@@ -22,10 +22,12 @@ from treenets.data.sick import SPLIT_FOLDERS, Pair, PairBatch, read_split, read_
 from treenets.nn.tree_models import RelatednessModel, RelatednessModelConfig
 from treenets.optim import AdagradConfig, OptimConfig
 from treenets.predictors.relatedness import RelatednessPredictor
+from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
 from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Correlation
+from treenets.text import NormalizerName
 
 # The optimisation of Tai et al. (2015) for both Tree-LSTM tasks.
 TREE_LSTM_OPTIM = AdagradConfig(lr=0.05, weight_decay=1e-4, decay_embeddings=False, clip=0.0)
@@ -34,7 +36,12 @@ TREE_LSTM_OPTIM = AdagradConfig(lr=0.05, weight_decay=1e-4, decay_embeddings=Fal
 class SICKDataConfig(Section):
     path: str = "sick"  # folder with train/, dev/ (SICK trial), test/ and the vocabulary
     vocab: str = "sick.vocab"  # one word per line, under `path`; 4 special tokens go in front
-    trees: Literal["dependency", "constituency"] = "dependency"  # *.parents or *.cparents (binarised)
+    # The trees the Tree-LSTM reads: the files' (*.parents, or *.cparents binarised), those `parser` induces,
+    # or a fixed shape (`treenets.predictors.tree_sources`).
+    trees: Literal["dependency", "constituency", "induced", "right-branching", "balanced"] = "dependency"
+    parser: str = DEFAULT_PARSER  # the language model that induces trees: for `trees: induced`, and for
+    # sentences typed without a tree by a model of constituency trees
+    normalizer: NormalizerName = "tokens"  # how a typed sentence becomes SICK's tokens (`treenets.text`)
     embeddings: str | None = "sick/sick_embed.pth"  # a [vocab, emb] matrix in vocabulary order, or GloVe text
     batch_size: PositiveInt = 25
     eval_batch_size: PositiveInt = 100
@@ -95,7 +102,11 @@ class RelatednessTask(Task):
         folder = self.data_folder("SICK with train/, dev/, test/")
         if self.vocab is None:
             self.vocab = read_vocab(folder / cfg.vocab)
-        self.pairs = {split: read_split(folder / SPLIT_FOLDERS[split], cfg.trees) for split in self.splits}
+        build = None
+        if cfg.trees not in ("dependency", "constituency") and config.model.name not in ("lstm", "bilstm"):
+            source = tree_source(cfg.trees, cfg.parser)
+            build = lambda sentences, what: cached_trees(source, sentences, what)  # noqa: E731
+        self.pairs = {split: read_split(folder / SPLIT_FOLDERS[split], cfg.trees, build) for split in self.splits}
         if "train" in self.splits:
             self.batches = ShuffledBatches(len(self.pairs["train"]), cfg.batch_size, config.train.seed,
                                            rank=self.rank, world=self.world)

@@ -24,17 +24,27 @@ from treenets.nn.tree_models import SentimentModel, SentimentModelConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import OptimConfig
 from treenets.predictors.sentiment import SentimentClassifier
+from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
 from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import SentimentAccuracy
 from treenets.tasks.relatedness import TREE_LSTM_OPTIM
+from treenets.text import NormalizerName
+from treenets.trees.parents import labels_from
 from treenets.vocab import Vocab
 
 
 class SSTDataConfig(Section):
     path: str = "sst/trainDevTestTrees_PTB/trees"  # train.txt, dev.txt, test.txt
     classes: Literal["fine", "binary"] = "fine"
+    # The trees the Tree-LSTM reads: the treebank's, those `parser` induces, or a fixed shape
+    # (`treenets.predictors.tree_sources`); over other trees than the treebank's, a node is trained on (and
+    # scored by) the label of the treebank's phrase over the same words, if there is one.
+    trees: Literal["gold", "induced", "right-branching", "balanced"] = "gold"
+    parser: str = DEFAULT_PARSER  # the language model that induces trees: for `trees: induced`, and for
+    # sentences typed without a tree
+    normalizer: NormalizerName = "tokens"  # how a typed sentence becomes SST's tokens (`treenets.text`)
     embeddings: str | None = None  # GloVe-format text file; None: random initialisation
     batch_size: PositiveInt = 25
     eval_batch_size: PositiveInt = 100
@@ -80,6 +90,11 @@ class SentimentTask(Task):
         cfg = config.data
         folder = self.data_folder("train.txt, dev.txt, test.txt")
         self.trees = {split: read_trees(folder / SPLIT_FILES[split], cfg.classes) for split in self.splits}
+        if cfg.trees != "gold" and config.model.name not in ("lstm", "bilstm"):
+            source = tree_source(cfg.trees, cfg.parser)
+            for split, gold in self.trees.items():
+                built = cached_trees(source, [list(tree.words) for tree in gold], f"SST {split}")
+                self.trees[split] = [labels_from(tree, labelled) for tree, labelled in zip(built, gold)]
         if self.vocab is None:
             words = dict.fromkeys(w for tree in self.trees["train"] for w in tree.words)
             self.vocab = Vocab(["<unk>"] + list(words), unk="<unk>")

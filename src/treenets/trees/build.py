@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from treenets.trees.walk import fold
+
 SPLITS = ("official", "before")
 
 
@@ -98,3 +100,56 @@ def random_tree(words: Sequence[str], rng: random.Random):
         i = rng.randrange(len(nodes) - 1)
         nodes[i : i + 2] = [[nodes[i], nodes[i + 1]]]
     return nodes[0]
+
+
+# Tokens that open something (a quotation, a bracket): a dropped one joins the word after it, not before.
+OPENING = frozenset({"``", "`", "-LRB-", "-LSB-", "-LCB-", "(", "[", "{"})
+
+
+def attach_dropped(tree, kept: Sequence[int], tokens: Sequence[str]):
+    """A binary tree over all of `tokens` (as positions 0..n-1) from `tree`, a binary tree over the positions
+    `kept` (e.g. the words a language model parsed, its normaliser having dropped punctuation).
+
+    Each dropped token joins a neighbouring word as a two-leaf phrase, the way a treebank attaches
+    punctuation low: to the word before it (`(Schwarzenegger ,)`), or after it when it opens something or
+    comes first (`(`` Conan)`); the dropped tokens after the last word join the whole sentence, so a final
+    period closes the root (`((It works) .)`).
+
+    Args:
+        tree: nested lists of positions (a lone position for one word), over `kept`.
+        kept: the positions the tree covers, increasing, at least one.
+        tokens: the sentence's tokens (for the rule on opening tokens).
+
+    Returns:
+        nested lists of positions 0..len(tokens)-1.
+    """
+    if not kept:
+        raise ValueError("attach_dropped needs at least one kept token")
+    before: dict[int, list[int]] = {p: [] for p in kept}  # dropped tokens that join the word from the left
+    after: dict[int, list[int]] = {p: [] for p in kept}
+    previous = None
+    waiting: list[int] = []  # dropped opening tokens (or leading ones) waiting for the next word
+    for position in range(kept[-1] + 1):
+        if position in before:
+            before[position] = waiting
+            waiting, previous = [], position
+        elif previous is None or tokens[position] in OPENING:
+            waiting.append(position)
+        else:
+            after[previous].append(position)
+
+    def leaf(position: int):
+        node = position
+        for dropped in after[position]:
+            node = [node, dropped]
+        for dropped in reversed(before[position]):
+            node = [dropped, node]
+        return node
+
+    def rebuild(item):  # a node of `tree` with its leaves replaced, without recursion
+        return fold(item, leaf, lambda _, children: children)
+
+    root = rebuild(tree)
+    for dropped in range(kept[-1] + 1, len(tokens)):
+        root = [root, dropped]
+    return root

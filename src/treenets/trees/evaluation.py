@@ -12,6 +12,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from treenets.data.treebanks import GoldSentence
+from treenets.errors import TreenetsError
 from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
 from treenets.trees.draw import bracketed, parse_figure
 from treenets.trees.metrics import LABELS, multi_run, self_f1
@@ -57,6 +58,17 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     return results, distances, {"words": words, "unknown": unknown}
 
 
+def check_scorable(sentences: list[GoldSentence], where: str) -> None:
+    """An error naming `where` unless some sentence has a gold phrase to score (two or more words, not the
+    whole sentence): over sentences without one, every F1 is 100 by the official convention (a tree of one
+    or two words cannot be wrong), which is no result."""
+    if not any(spans(s.gold) for s in sentences if s.words):
+        empty = sum(1 for s in sentences if not s.words)
+        raise TreenetsError(f"{where}: no sentence with a phrase to score ({len(sentences)} sentences: {empty} empty "
+                            "after filtering punctuation and empty elements, the others of one or two words); every "
+                            "F1 over them would be 100 by convention, which says nothing")
+
+
 def evaluate_baselines(sentences: list[GoldSentence], draws: int = 5, seed: int = 0) -> dict[str, dict]:
     """Summaries of the baseline trees; `random` is the mean over `draws` seeded draws."""
     builders = {"right-branching": right_branching, "left-branching": left_branching, "balanced": balanced}
@@ -89,7 +101,10 @@ def format_table(rows: list[tuple[str, str, dict]]) -> str:
         cells = []
         for key in COLUMNS:
             value = summary.get(key, float("nan"))
-            cells.append(f"{value:8.2f}" if key == "depth" else f"{100 * value:8.1f}")
+            if value != value:  # NaN: no gold phrase of that label
+                cells.append(f"{'n/a':>8}")
+            else:
+                cells.append(f"{value:8.2f}" if key == "depth" else f"{100 * value:8.1f}")
         lines.append(f"{name:{width}} {layer:>5} " + " ".join(cells))
     return "\n".join(lines)
 

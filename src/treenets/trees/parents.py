@@ -9,9 +9,11 @@ the wrong length.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from treenets.errors import TreenetsError
+from treenets.trees.walk import fold
 
 
 @dataclass(frozen=True)
@@ -203,3 +205,61 @@ def binarize(tree: ParentTree) -> ParentTree:
     if len(parents) == tree.size:
         return tree
     return ParentTree(tuple(parents), tree.words, tuple(labels) if labels is not None else None)
+
+
+def from_nested(tree, words: Sequence[str]) -> ParentTree:
+    """A constituency `ParentTree` from nested lists of word positions (`attach_dropped`'s form; a lone
+    position for one word): the words are nodes 0..w-1, the phrases follow in post-order."""
+    parents = [-1] * len(words)
+
+    def phrase(_, children: list[int]) -> int:
+        node = len(parents)
+        parents.append(-1)
+        for child in children:
+            parents[child] = node
+        return node
+
+    leaves: list[int] = []
+    fold(tree, lambda position: leaves.append(position) or position, phrase)
+    if sorted(leaves) != list(range(len(words))):
+        raise ValueError(f"the tree does not cover the {len(words)} words once each")
+    return ParentTree(tuple(parents), tuple(words))
+
+
+def to_nested(tree: ParentTree):
+    """A constituency tree as nested lists of word positions (a lone position for one word): `from_nested`'s
+    inverse."""
+    nested: dict[int, object] = {}
+    for node in sorted(range(tree.size), key=lambda n: tree.height[n]):  # children before their parents
+        nested[node] = [nested.pop(child) for child in tree.children[node]] if tree.children[node] else node
+    return nested[tree.root]
+
+
+def node_spans(tree: ParentTree) -> dict[int, tuple[int, int]]:
+    """Word span `(start, end)` of every node of a constituency tree (words are nodes 0..w-1)."""
+    spans: dict[int, tuple[int, int]] = {}
+    stack = [(tree.root, False)]  # an explicit stack: a tree may be deeper than Python's recursion limit
+    while stack:
+        node, children_done = stack.pop()
+        children = tree.children[node]
+        if not children:
+            spans[node] = (node, node + 1)
+        elif children_done:
+            spans[node] = (spans[children[0]][0], spans[children[-1]][1])
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+    return spans
+
+
+def labels_from(tree: ParentTree, gold: ParentTree) -> ParentTree:
+    """`tree` (over the same words) labelled as `gold` where a node covers the words of a labelled `gold` node
+    (the words and the root always do), -1 elsewhere: how a Tree-LSTM over another tree is trained on SST's
+    phrase labels."""
+    if tree.words != gold.words:
+        raise ValueError("labels_from: the trees have different words")
+    gold_labels = {span: gold.labels[node] for node, span in node_spans(gold).items()}
+    labels = [-1] * tree.size
+    for node, span in node_spans(tree).items():
+        labels[node] = gold_labels.get(span, -1)
+    return ParentTree(tree.parents, tree.words, tuple(labels))
