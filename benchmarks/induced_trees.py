@@ -81,7 +81,7 @@ def evaluate_over_induced_trees(best: Path) -> dict:
     from treenets import checkpoint
     from treenets.config import saved_config
     from treenets.predictors import Predictor
-    from treenets.train import make_task
+    from treenets.tasks import make_task
     from treenets.vocab import Vocab
 
     saved = checkpoint.load(best)

@@ -34,9 +34,10 @@ from nltk.tokenize.treebank import TreebankWordDetokenizer
 
 from treenets.data import resolve
 from treenets.data.lm import UNK, read_lm_file
-from treenets.data.treebanks import load_gold, resolve_treebank
+from treenets.data.treebanks import resolve_treebank
 from treenets.text import ptb_words, treebank_words
 from treenets.trees import tree_words
+from treenets.trees.ptb import load_gold
 
 UNESCAPE = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]"}
 LETTERS = re.compile(r"[a-z]+")

@@ -23,9 +23,10 @@ from lm_throughput import VOCAB, make_models
 from treenets.config import build_config
 from treenets.data import data_root
 from treenets.data.lm import EOS
-from treenets.data.treebanks import TREEBANKS, load_gold
+from treenets.data.treebanks import TREEBANKS
 from treenets.predictors import LanguageModel
 from treenets.trees import ParseScores, tree_from_distances
+from treenets.trees.ptb import load_gold
 from treenets.vocab import Vocab
 
 

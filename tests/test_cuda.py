@@ -180,14 +180,19 @@ def test_a_shipped_language_model_parses_the_same_on_the_gpu():
         assert b.total == pytest.approx(a.total, rel=1e-4)
 
 
-@pytest.mark.parametrize("name", ["treelstm-sick", "treelstm-sst"])
+@pytest.mark.parametrize("name", ["treelstm-sick", "treelstm-sick-dependency", "treelstm-sst"])
 def test_shipped_tree_lstms_predict_the_same_on_the_gpu(name):
     import treenets
 
     on_cpu, on_gpu = treenets.load(name), treenets.load(name, device="cuda")
-    if name == "treelstm-sick":
+    if name == "treelstm-sick-dependency":
         args = ("A child is hitting a baseball", "A boy is hitting a ball", "2 4 4 0 6 4", "2 4 4 0 6 4")
         assert on_gpu.predict(*args).score == pytest.approx(on_cpu.predict(*args).score, rel=1e-4)
+    elif name == "treelstm-sick":  # over the trees the ON-LSTM induces, on the same device
+        args = ("A child is hitting a baseball.", "A boy is hitting a ball.")
+        assert on_gpu.predict(*args).score == pytest.approx(on_cpu.predict(*args).score, rel=1e-4)
     else:
-        text = "(X (X (X A) (X (X moving) (X film))) (X .))"
-        assert on_gpu.predict(text).label == on_cpu.predict(text).label
+        for gpu, cpu in [(on_gpu.predict(tree="(X (X (X A) (X (X moving) (X film))) (X .))"),
+                          on_cpu.predict(tree="(X (X (X A) (X (X moving) (X film))) (X .))")),
+                         (on_gpu.predict("A moving film."), on_cpu.predict("A moving film."))]:
+            assert gpu.label == cpu.label and gpu.tree == cpu.tree

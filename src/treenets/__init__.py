@@ -1,8 +1,8 @@
 """treenets: tree-structured and tree-inducing recurrent networks in modern PyTorch."""
 
 from treenets.errors import TreenetsError
+from treenets.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["TreenetsError", "__version__", "load"]
 
 

@@ -34,11 +34,11 @@ def check_figures(predictor, root=None) -> dict:
     """The figures the tests recompute. A language model: the perplexity of the first `CHECK_SENTENCES`
     sentences of the NLTK sample (each read on its own, as `LanguageModel.score` does) and, for a parser, the
     sentence-F1 of its default layer on them; another task: the score of its last held-out split."""
-    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.data.treebanks import resolve_treebank
     from treenets.predictors.lm import LanguageModel
-    from treenets.tasks import task_class
-    from treenets.train import make_task
+    from treenets.tasks import make_task, task_class
     from treenets.trees.evaluation import evaluate_model
+    from treenets.trees.ptb import load_gold
 
     if not isinstance(predictor, LanguageModel):
         config = predictor.config
@@ -60,10 +60,10 @@ def check_figures(predictor, root=None) -> dict:
 def measure_figures(predictor, name: str, summary: str = "", root=None, training: dict | None = None,
                     log=print) -> dict:
     """Everything a card reports, measured with `predictor` (load it from the files that ship)."""
-    from treenets.data.treebanks import load_gold, resolve_treebank
-    from treenets.tasks import task_class
-    from treenets.train import make_task
+    from treenets.data.treebanks import resolve_treebank
+    from treenets.tasks import make_task, task_class
     from treenets.trees.evaluation import evaluate_baselines, evaluate_model
+    from treenets.trees.ptb import load_gold
 
     config = predictor.config
     task_type = task_class(config.task)

@@ -309,9 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_train(args) -> int:
     from treenets import checkpoint
     from treenets.config import load_config, saved_config
+    from treenets.devices import resolve_device
     from treenets.files import output_folder
     from treenets.nn.precision import check_precision
-    from treenets.train import resolve_device, run_folder_lock
+    from treenets.train import run_folder_lock
 
     overrides = list(args.overrides)
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
@@ -373,10 +374,11 @@ def _cmd_eval(args) -> int:
     from tqdm.auto import tqdm
 
     from treenets import zoo
+    from treenets.devices import resolve_device
     from treenets.files import output_folder, plot_file
     from treenets.predictors import Predictor
     from treenets.runlog import format_breakdown, plot_breakdown
-    from treenets.train import make_task, resolve_device
+    from treenets.tasks import make_task
 
     if args.file and args.split:
         raise TreenetsError("eval: give --split or --file, not both")
@@ -401,7 +403,8 @@ def _cmd_eval(args) -> int:
         else:
             task = make_task(predictor.config, predictor.vocab, args.data, device, splits=(split,))
             # disable=None: a progress bar on a terminal only, not in a log file
-            with tqdm(unit=task.units, desc=f"eval {split}", leave=False, disable=None) as bar:
+            with tqdm(total=task.eval_units(split, args.batch_size), unit=task.units, desc=f"eval {split}",
+                      leave=False, disable=None) as bar:
                 result = task.evaluate(predictor.net, split, batch_size=args.batch_size, progress=bar.update)
         values = result.values()
         print(json_text({"checkpoint": str(path), **source, **values}))
@@ -566,7 +569,7 @@ def _cmd_parse(args) -> int:
 
 
 def _cmd_parse_eval(args) -> int:
-    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.data.treebanks import resolve_treebank
     from treenets.files import output_folder
     from treenets.trees.evaluation import (
         check_scorable,
@@ -576,6 +579,7 @@ def _cmd_parse_eval(args) -> int:
         multi_run_lines,
         write_outputs,
     )
+    from treenets.trees.ptb import load_gold
 
     if args.output:
         output_folder(args.output, "--output")
@@ -614,8 +618,9 @@ def _cmd_parse_eval(args) -> int:
 
 
 def _cmd_baselines(args) -> int:
-    from treenets.data.treebanks import load_gold, resolve_treebank
+    from treenets.data.treebanks import resolve_treebank
     from treenets.trees.evaluation import check_scorable, evaluate_baselines, format_table
+    from treenets.trees.ptb import load_gold
 
     path = resolve_treebank(args.treebank, args.data)
     sentences = load_gold(path, wsj10=args.wsj10)
@@ -629,9 +634,9 @@ def _cmd_baselines(args) -> int:
 
 def _cmd_syneval(args) -> int:
     from treenets.data.syneval import load_case, select_cases, templates_folder
+    from treenets.devices import resolve_device
     from treenets.files import output_file
     from treenets.syneval import evaluate_syneval, format_table
-    from treenets.train import resolve_device
 
     if args.output:
         output_file(args.output, "--output")
@@ -721,7 +726,8 @@ def _cmd_models(args) -> int:
         return 0
     for row in rows:
         print(f"{row['name']}  ({row['task']}, {row['size_mb']} MB, {row['where']})\n  {row['summary']}")
-        figures = [f"{k} {format_figure(v)}" for k, v in row.items() if isinstance(v, float) and k != "size_mb"]
+        figures = [f"{k} {100 * v:.1f}" if "F1" in k else f"{k} {format_figure(v)}"  # F1 in percent, as parse-eval
+                   for k, v in row.items() if isinstance(v, float) and k != "size_mb"]
         print("  " + "; ".join(figures))
     return 0
 
@@ -745,8 +751,8 @@ def _precision(args):
     # (`serve` opens its block in the threads that answer requests: autocast holds for one thread)
     if args.command in ("train", "serve") or getattr(args, "precision", "fp32") == "fp32":
         return contextlib.nullcontext()
+    from treenets.devices import resolve_device
     from treenets.nn.precision import autocast
-    from treenets.train import resolve_device
 
     return autocast(args.precision, resolve_device(args.device, "--device"))
 
@@ -754,7 +760,12 @@ def _precision(args):
 def main(argv: list[str] | None = None) -> int:
     """Run a command; bad input and failed file operations end in one `treenets: error:` line (exit 2), any
     other exception, a bug, in one `treenets: internal error:` line (exit 1) unless debugging is asked for."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and getattr(args, "sentences", None) is not None and not any(a.startswith("-") for a in extra):
+        args.sentences += extra  # `parse MODEL --layer 2 "a sentence"`: argparse ends the sentences at an option
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with _precision(args):
             return COMMANDS[args.command](args)

@@ -22,6 +22,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.schema import PositiveFloat, PositiveInt, Section
+from treenets.tasks import all_tasks
 
 
 class TrainConfig(Section):
@@ -41,22 +42,19 @@ class TrainConfig(Section):
 
 def task_configs() -> list[type]:
     """The config schema of every registered task."""
-    from treenets.tasks import all_tasks
-
     return [task.Config for task in all_tasks().values()]
 
 
-@cache
 def _adapter() -> TypeAdapter:
-    configs = tuple(task_configs())
+    """The validator of every registered task's config (built again when the registry changes)."""
+    return _adapter_for(tuple(task_configs()))
+
+
+@cache
+def _adapter_for(configs: tuple[type, ...]) -> TypeAdapter:
     if len(configs) == 1:
         return TypeAdapter(configs[0])
     return TypeAdapter(Annotated[Union[configs], Field(discriminator="task")])  # noqa: UP007 - a runtime tuple
-
-
-def schema_changed() -> None:
-    """Forget the validator built from the registry (a task was registered)."""
-    _adapter.cache_clear()
 
 
 def _unwrap(annotation) -> list:

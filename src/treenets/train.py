@@ -29,12 +29,13 @@ from tqdm.auto import tqdm
 
 from treenets import checkpoint, optim
 from treenets.config import to_dict
+from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
 from treenets.nn.backend import set_backend
 from treenets.nn.precision import autocast, check_precision
 from treenets.nn.utils import check_fits
 from treenets.runlog import MetricsLog
-from treenets.tasks import task_class
+from treenets.tasks import make_task
 from treenets.tasks.metrics import Metric
 from treenets.vocab import Vocab
 
@@ -44,29 +45,6 @@ def fmt_metric(value: float | None) -> str:
     if value is None:
         return "n/a"
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.4f}"
-
-
-def resolve_device(name: str | torch.device, option: str = "train.device") -> torch.device:
-    """`auto` -> cuda if available else cpu; a device that is not one, or a CUDA device that is not there, is an
-    error naming `option`."""
-    if str(name) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise TreenetsError(f"{option}: {str(name)!r} is not a device (expected auto, cpu, cuda, cuda:N)") from None
-    if device.type not in ("cpu", "cuda"):  # e.g. meta (no data) or mps: torch devices treenets does not run on
-        raise TreenetsError(f"{option}: {str(name)!r} is not supported (expected auto, cpu, cuda, cuda:N)")
-    if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
-        raise TreenetsError(f"{option}: {str(name)!r} requested but this machine has "
-                            f"{torch.cuda.device_count()} CUDA device(s)")
-    return device
-
-
-def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, splits=None):
-    """The task object for `config.task` (from the registry)."""
-    return task_class(config.task)(config, vocab=vocab, root=root, device=device, rank=rank, world=world,
-                                   splits=splits)
 
 
 RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "tensorboard")

@@ -12,7 +12,7 @@ from helpers import train_tiny_lm
 
 import treenets
 from treenets.cli import main
-from treenets.data.treebanks import load_gold
+from treenets.trees.ptb import load_gold
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +308,12 @@ def test_sentence_level_prpn_trains_and_parses(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "10 sentences scored" in out
     assert [line.split()[1] for line in out.splitlines() if line.startswith(str(tmp_path))][:1] == ["1"]
+
+
+def test_options_may_come_between_the_model_and_the_sentences(run, capsys):
+    # Before: `treenets parse MODEL --layer 2 "the dog"` ended in "unrecognized arguments: the dog".
+    assert main(["parse", str(run / "run" / "best.pt"), "--layer", "2", "the dog", "a fish"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] the dog" in out and "[2] a fish" in out
+    with pytest.raises(SystemExit):
+        main(["parse", str(run / "run" / "best.pt"), "the dog", "--no-such-option"])

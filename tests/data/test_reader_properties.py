@@ -19,8 +19,8 @@ from treenets.data.logic import parse_formula, read_logic_file
 from treenets.data.sick import read_split, read_vocab
 from treenets.data.sst import read_trees
 from treenets.data.syneval import read_templates
-from treenets.data.treebanks import load_gold
 from treenets.errors import TreenetsError
+from treenets.trees.ptb import load_gold
 
 PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

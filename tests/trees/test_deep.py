@@ -17,14 +17,13 @@ from treenets.data.lm import read_lm_file
 from treenets.data.logic import read_logic_file
 from treenets.data.sick import read_split
 from treenets.data.sst import read_trees
-from treenets.data.treebanks import GoldSentence
 from treenets.errors import TreenetsError
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.nn.backend import use_backend
 from treenets.nn.treelstm import NaryTreeLSTM, TreeBatch
 from treenets.predictors import LanguageModel
 from treenets.predictors.lm import Parse
-from treenets.train import make_task
+from treenets.tasks import make_task
 from treenets.trees import (
     ParseScores,
     average_depth,
@@ -40,7 +39,7 @@ from treenets.trees import (
 )
 from treenets.trees.draw import ascii_art, bracketed, to_nltk, write_svg
 from treenets.trees.evaluation import ModelResult, write_outputs
-from treenets.trees.ptb import TreeSource
+from treenets.trees.ptb import GoldSentence, TreeSource
 
 DEEP = 5000
 WORDS = [f"w{i}" for i in range(2000)]

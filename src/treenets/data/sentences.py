@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import torch
 
 from treenets.data.batching import Batch
-from treenets.data.treebanks import load_gold, resolve_treebank
+from treenets.data.treebanks import resolve_treebank
+from treenets.trees.ptb import load_gold
 from treenets.vocab import Vocab
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"

@@ -1,18 +1,12 @@
-"""Treebanks for unsupervised parsing: the staged ones by name, and their sentences preprocessed as in the
-official evaluation (word tags only, lower-cased, digit runs -> N; gold trees with empty and unary nodes
-collapsed)."""
+"""Treebanks for unsupervised parsing: the staged ones by name (their sentences, preprocessed as the official
+evaluation does, come from `treenets.trees.ptb.load_gold`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-
-import nltk
 
 from treenets import data
 from treenets.errors import TreenetsError
-from treenets.trees import collapse, labeled_spans, read_treebank, tree_words
-from treenets.trees.ptb import TreeSource
 
 # Short names for the treebanks staged under the data root.
 TREEBANKS = {
@@ -34,24 +28,3 @@ def resolve_treebank(spec: str, root=None) -> Path:
         return under_root
     raise TreenetsError(f"--treebank {spec}: not found (a path, a path under the data root, or one of "
                         f"{', '.join(TREEBANKS)})")
-
-
-@dataclass
-class GoldSentence:
-    words: list[str]  # the kept, normalised words
-    gold: object  # nested lists over `words` ([] if no word is kept)
-    labeled: list  # (start, end, label) of the gold phrases, for per-label recall
-    tree: nltk.Tree
-    source: TreeSource
-
-
-def load_gold(path: Path, wsj10: bool = False) -> list[GoldSentence]:
-    """The sentences of a treebank, preprocessed as in the official evaluation; `wsj10` keeps those with at
-    most 10 words after filtering."""
-    sentences = []
-    for tree, source in read_treebank(path):
-        words = tree_words(tree)
-        if wsj10 and len(words) > 10:
-            continue
-        sentences.append(GoldSentence(words, collapse(tree), labeled_spans(tree), tree, source))
-    return sentences

@@ -119,6 +119,12 @@ class RelatednessModel(TreeModel):
         return self.compare(vectors[:half], vectors[half:])
 
 
+def expected_score(log_probs: torch.Tensor) -> torch.Tensor:
+    """`sum_r r p(r)` of each row of log-probabilities [B, K] over the scores 1..K."""
+    classes = torch.arange(1, log_probs.size(1) + 1, dtype=log_probs.dtype, device=log_probs.device)
+    return log_probs.exp() @ classes
+
+
 class SentimentModelConfig(Section):
     """Tree-LSTM (or LSTM) encoder with a softmax classifier (on every node for Tree-LSTMs)."""
 

@@ -8,6 +8,7 @@ import torch
 
 from treenets import checkpoint
 from treenets.config import saved_config, to_dict
+from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
 from treenets.nn.utils import build_within_memory
 from treenets.vocab import Vocab
@@ -24,8 +25,6 @@ class Predictor:
     """
 
     def __init__(self, net: torch.nn.Module, vocab: Vocab, config, device="cpu"):
-        from treenets.train import resolve_device
-
         self.device = resolve_device(device, "device")
         self.net, self.vocab, self.config = net.to(self.device).eval(), vocab, config
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from treenets.errors import TreenetsError
+from treenets.nn.tree_models import expected_score
 from treenets.predictors.base import Predictor
 from treenets.predictors.tree_sources import sentence_tokens, tree_for
 from treenets.text import checked_text
@@ -62,8 +63,6 @@ class RelatednessPredictor(Predictor):
         give (`a_parents`, `b_parents`: as SICK's `.cparents` or, for a dependency model, `.parents` files, over
         the sentence's tokens split on white space). A dependency model needs the parents.
         """
-        from treenets.tasks.relatedness import expected_score
-
         (left, left_source), (right, _) = (self._tree(a, a_parents, "a", parser, pretokenized),
                                            self._tree(b, b_parents, "b", parser, pretokenized))
         ids, unknown = [], []

@@ -19,6 +19,7 @@ from treenets.files import json_text
 from treenets.trees import right_branching, sentence_prf, spans
 from treenets.trees.metrics import LABELS
 from treenets.trees.walk import fold
+from treenets.version import __version__
 
 
 def asset(name: str) -> str:
@@ -69,8 +70,6 @@ def write_report(out: str | Path, title: str, *, parsing: dict | None = None, sy
             "higher" or "lower", `checkpoints`: each one's values, `summary`: mean and std of several,
             `breakdown`: the metric by group, or None).
     """
-    from treenets import __version__
-
     data = {"title": title, "version": __version__,
             "created": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "parsing": parsing, "syneval": syneval, "eval": evaluation}

@@ -20,13 +20,10 @@ _TASKS: dict[str, type] = {}
 
 def register(task: type) -> type:
     """Class decorator: add `task` to the registry under `task.name` (also from outside this package: the
-    config schema is rebuilt to include it)."""
-    from treenets.config import schema_changed
-
+    config schema, built from the registry, then includes it)."""
     if task.name in _TASKS and _TASKS[task.name] is not task:
         raise ValueError(f"two tasks are named {task.name!r}: {_TASKS[task.name]} and {task}")
     _TASKS[task.name] = task
-    schema_changed()
     return task
 
 
@@ -40,6 +37,12 @@ def all_tasks() -> dict[str, type]:
     """Task name -> task class, for every task module of this package, by name."""
     _import_task_modules()
     return dict(sorted(_TASKS.items()))
+
+
+def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, splits=None):
+    """The task object for `config.task` (see `treenets.tasks.base.Task` for the arguments)."""
+    return task_class(config.task)(config, vocab=vocab, root=root, device=device, rank=rank, world=world,
+                                   splits=splits)
 
 
 def task_class(name: str) -> type:

@@ -72,6 +72,11 @@ class Task:
         """The network of `config`, freshly initialised."""
         raise NotImplementedError
 
+    def eval_units(self, split: str, batch_size: int | None = None) -> int | None:
+        """How many `units` an evaluation of `split` reports to its `progress` (a progress bar's total);
+        None if the task does not say."""
+        return None
+
     def build_model(self) -> torch.nn.Module:
         """The network to train (tasks with pretrained word vectors load them here)."""
         return self.build_net(self.config, len(self.vocab))

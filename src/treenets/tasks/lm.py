@@ -132,10 +132,18 @@ class LMTask(Task):
         loss, xent = language_model_loss(out, logits, batch.target, self.config.loss)
         return loss, xent.item() * batch.size
 
+    def _eval_batch_size(self, split: str, batch_size: int | None) -> int:
+        return batch_size or (self.config.data.test_batch_size if split == "test" else self.config.data.eval_batch_size)
+
+    def eval_units(self, split: str, batch_size: int | None = None) -> int:
+        """The targets an evaluation reads: every token after the first of each batch column."""
+        size = self._eval_batch_size(split, batch_size)
+        return (self.streams[split].numel() // size - 1) * size
+
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Perplexity:
         """Mean cross-entropy over every target of `split` and its perplexity, as the task's `Metric` (all
         processes together)."""
-        size = batch_size or (self.config.data.test_batch_size if split == "test" else self.config.data.eval_batch_size)
+        size = self._eval_batch_size(split, batch_size)
         batched = batchify(self.streams[split], size)
         if size % self.world == 0:
             batched = shard_columns(batched, self.rank, self.world)

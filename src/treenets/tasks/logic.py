@@ -84,6 +84,9 @@ class LogicTask(Task):
         loss = F.cross_entropy(logits, batch.labels.to(logits.device))
         return loss, loss.item() * batch.size
 
+    def eval_units(self, split: str, batch_size: int | None = None) -> int:
+        return len(self.pairs[split])
+
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None,
                  progress=None) -> AccuracyByOperators:
         size = batch_size or self.config.data.eval_batch_size

@@ -19,7 +19,7 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sick import SPLIT_FOLDERS, Pair, PairBatch, read_split, read_vocab
-from treenets.nn.tree_models import RelatednessModel, RelatednessModelConfig
+from treenets.nn.tree_models import RelatednessModel, RelatednessModelConfig, expected_score
 from treenets.optim import AdagradConfig, OptimConfig
 from treenets.predictors.relatedness import RelatednessPredictor
 from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
@@ -73,12 +73,6 @@ def sparse_target(score: torch.Tensor, num_classes: int) -> torch.Tensor:
     target[rows, (floor - 1).long()] += 1 - frac
     target[rows, (upper - 1).long()] += frac
     return target
-
-
-def expected_score(log_probs: torch.Tensor) -> torch.Tensor:
-    """`sum_r r p(r)` of each row of log-probabilities [B, K] over the scores 1..K."""
-    classes = torch.arange(1, log_probs.size(1) + 1, dtype=log_probs.dtype, device=log_probs.device)
-    return log_probs.exp() @ classes
 
 
 def pair_log_probs(model, batch: PairBatch) -> torch.Tensor:
@@ -142,6 +136,9 @@ class RelatednessTask(Task):
                 log_probs = pair_log_probs(net, PairBatch.build(pairs[start : start + batch_size], self.vocab))
                 scores.append(expected_score(log_probs).cpu())
         return torch.cat(scores).numpy()
+
+    def eval_units(self, split: str, batch_size: int | None = None) -> int:
+        return len(self.pairs[split])
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Correlation:
         pairs = self.pairs[split]

@@ -110,6 +110,10 @@ class SentenceLMTask(Task):
         loss = summed / batch.mask.sum()
         return loss, summed.item()
 
+    def eval_units(self, split: str, batch_size: int | None = None) -> int:
+        """The targets an evaluation reads: each sentence's words and its closing `</s>`."""
+        return sum(len(words) + 1 for words in self.sentences[split][self.rank :: self.world])
+
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Perplexity:
         size = batch_size or self.config.data.eval_batch_size
         sentences = self.sentences[split][self.rank :: self.world]

@@ -125,6 +125,9 @@ class SentimentTask(Task):
         loss = F.nll_loss(log_probs, labels, ignore_index=-1)
         return loss, loss.item() * batch.size
 
+    def eval_units(self, split: str, batch_size: int | None = None) -> int:
+        return len(self.trees[split])
+
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None,
                  progress=None) -> SentimentAccuracy:
         size = batch_size or self.config.data.eval_batch_size

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from treenets.data.treebanks import GoldSentence
 from treenets.errors import TreenetsError
 from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
 from treenets.trees.draw import bracketed, parse_figure
 from treenets.trees.metrics import LABELS, multi_run, self_f1
+from treenets.trees.ptb import GoldSentence
 
 
 @dataclass

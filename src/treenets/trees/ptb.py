@@ -177,3 +177,24 @@ def labeled_spans(tree: nltk.Tree) -> list[tuple[int, int, str]]:
 
     fold(tree, leaf, node)
     return spans
+
+
+@dataclass
+class GoldSentence:
+    words: list[str]  # the kept, normalised words
+    gold: object  # nested lists over `words` ([] if no word is kept)
+    labeled: list  # (start, end, label) of the gold phrases, for per-label recall
+    tree: nltk.Tree
+    source: TreeSource
+
+
+def load_gold(path: Path, wsj10: bool = False) -> list[GoldSentence]:
+    """The sentences of a treebank, preprocessed as in the official evaluation; `wsj10` keeps those with at
+    most 10 words after filtering."""
+    sentences = []
+    for tree, source in read_treebank(path):
+        words = tree_words(tree)
+        if wsj10 and len(words) > 10:
+            continue
+        sentences.append(GoldSentence(words, collapse(tree), labeled_spans(tree), tree, source))
+    return sentences
