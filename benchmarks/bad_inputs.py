@@ -379,8 +379,8 @@ def second_round_cases() -> list[Case]:
              check=lambda *_: "loaded integer weights"),
         Case("wrong result", "--resume on a corpus of other words", ["train", "{T}/c.yaml", "--resume",
                                                                      "{T}/run/last.pt", "--out", "{T}/run", *more],
-             {"other/ptb.train.txt": "zebra yak quokka\n" * 50, "other/ptb.valid.txt": "zebra yak\n",
-              "other/ptb.test.txt": "yak quokka\n", "c.yaml": dump(config(data={"path": "{T}/other"}))},
+             {"other/ptb.train.txt": "zebra yak quokka\n" * 50, "other/ptb.valid.txt": "zebra yak\n" * 20,
+              "other/ptb.test.txt": "yak quokka\n" * 20, "c.yaml": dump(config(data={"path": "{T}/other"}))},
              check=lambda *_: "resumed, every word read as <unk>"),
         Case("wrong result", "--resume after best.pt was deleted",
              ["train", "--resume", "{T}/run/last.pt", "--max-steps", "60", "--no-progress"],
@@ -429,8 +429,11 @@ def second_round_cases() -> list[Case]:
         Case("raw text", "sentiment: a sentence as typed", ["predict", "treelstm-sst", "--sentence",
                                                             "It's a dull, lifeless film."],
              check=lambda _root, out: None if json.loads(out)["label"] <= 1 else "not negative"),
-        Case("raw text", "relatedness: a pair as typed, dependency model", ["predict", "treelstm-sick", "--pair",
-                                                                            "A man plays.", "A person plays."]),
+        Case("raw text", "relatedness: a pair as typed", ["predict", "treelstm-sick", "--pair", "A man plays a guitar.",
+                                                          "A person plays an instrument."],
+             check=lambda _root, out: None if json.loads(out)["score"] > 3 else "a paraphrase scored low"),
+        Case("raw text", "relatedness: a pair as typed, dependency model",
+             ["predict", "treelstm-sick-dependency", "--pair", "A man plays.", "A person plays."]),
     ]
 
 
