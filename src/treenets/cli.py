@@ -12,6 +12,7 @@ from pathlib import Path
 
 from treenets.errors import TreenetsError
 from treenets.files import json_text
+from treenets.schema import BACKENDS, PRECISIONS
 
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
@@ -54,7 +55,7 @@ def _add_device(parser, default="auto", default_text="auto"):
 
 
 def _add_precision(parser, default="fp32", default_text="fp32"):
-    parser.add_argument("--precision", choices=["fp32", "bf16"], default=default,
+    parser.add_argument("--precision", choices=PRECISIONS, default=default,
                         help="fp32, or bf16: matrix products in bfloat16, the rest in float32 (for CPUs with "
                              f"AVX512-BF16/AMX and for GPUs; default: {default_text})")
 
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "vocabulary order (data.embeddings)")
     train.add_argument("--freeze-embeddings", action="store_true",
                        help="keep the word vectors fixed (model.freeze_embeddings)")
-    train.add_argument("--backend", choices=["auto", "torch", "cpp", "compile"],
+    train.add_argument("--backend", choices=BACKENDS,
                        help="kernels: the C++ CPU kernels where they apply (auto), PyTorch only, the C++ "
                             "kernels required, or steps fused by torch.compile (for GPUs) (train.backend)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -21,7 +21,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from treenets.errors import TreenetsError
 from treenets.files import read_text
-from treenets.schema import PositiveFloat, PositiveInt, Section
+from treenets.schema import BACKENDS, PRECISIONS, PositiveFloat, PositiveInt, Section
 from treenets.tasks import all_tasks
 
 
@@ -35,9 +35,9 @@ class TrainConfig(Section):
     device: str = "auto"  # auto, cpu, cuda, cuda:1, ...
     threads: PositiveInt | None = None  # torch intra-op threads; None = torch's default
     # kernels (treenets.nn.backend); None: $TREENETS_BACKEND
-    backend: Literal["auto", "torch", "cpp", "compile"] | None = None
+    backend: Literal[BACKENDS] | None = None
     # fp32, or bf16: matrix products in bfloat16, weights and element-wise work in float32 (treenets.nn.precision)
-    precision: Literal["fp32", "bf16"] = "fp32"
+    precision: Literal[PRECISIONS] = "fp32"
 
 
 def task_configs() -> list[type]:

@@ -16,6 +16,11 @@ PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0.0)]
 NonNegativeFloat = Annotated[float, Field(ge=0.0)]
 
+# The names of two settings that a config, the command line and the code they choose between all read: the kernel
+# backend (`treenets.nn.backend`) and the precision of the matrix products (`treenets.nn.precision`).
+BACKENDS = ("auto", "torch", "cpp", "compile")
+PRECISIONS = ("fp32", "bf16")
+
 
 def _leaf_types(annotation) -> set:
     """The types an annotation is made of: `Annotated[int, ...] | None` -> {int, NoneType, ...}."""

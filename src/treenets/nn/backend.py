@@ -39,8 +39,8 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn.precision import product_dtype
+from treenets.schema import BACKENDS
 
-BACKENDS = ("auto", "torch", "cpp", "compile")
 ENV_VAR = "TREENETS_BACKEND"
 MARCH_VAR = "TREENETS_MARCH"  # the x86 CPU the kernels are built for (default native), e.g. x86-64-v3: AVX2
 _SOURCES = Path(__file__).with_name("csrc")

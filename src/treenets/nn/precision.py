@@ -27,8 +27,7 @@ import platform
 import torch
 
 from treenets.errors import TreenetsError
-
-PRECISIONS = ("fp32", "bf16")
+from treenets.schema import PRECISIONS
 
 
 def autocast(precision: str, device: torch.device | str):
