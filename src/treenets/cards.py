@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import platform
+import tempfile
 from pathlib import Path
 
 import torch
@@ -126,7 +127,8 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
     from treenets.predictors import Predictor
     from treenets.runlog import read_metrics
 
-    out, source = zoo.check_target(out, ref, overwrite), Path(ref)
+    out = zoo.check_target(out, ref, overwrite)
+    source = zoo.locate(str(ref)) if not Path(ref).exists() and str(ref) in zoo.registry() else Path(ref)
     saved = zoo.read(ref)
     predictor = Predictor.from_checkpoint(saved, ref, "cpu")
     name = name or out.name
@@ -142,11 +144,10 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
             raise TreenetsError(f"{source / 'metrics.json'}: expected the figures `treenets export` writes")
     summary = summary or before.get("summary", "")
     training = training_info(source, saved) if source.is_file() else before.get("training", {})
-    if measure:
-        zoo.write_folder(predictor, out, half=half, overwrite=overwrite)
-        stored = Predictor.load(out, device=device)  # the card's figures are those of the written files
-        metrics = measure_figures(stored, name, summary, root, training, log=log)
-        overwrite = True  # the folder written just now
+    if measure:  # the card's figures are those of the files written, measured before `out` is touched
+        with tempfile.TemporaryDirectory(dir=out.parent if out.parent.is_dir() else None) as tmp:
+            written = zoo.write_folder(predictor, Path(tmp) / out.name, half=half)
+            metrics = measure_figures(Predictor.load(written, device=device), name, summary, root, training, log=log)
     elif before.keys() >= {"task", "model", "parameters", "splits", "parsing", "headline", "check", "measured_on"}:
         metrics = {**before, "name": name, "summary": summary}
     else:

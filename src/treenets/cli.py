@@ -370,16 +370,10 @@ def _train_in(out: Path, config, args) -> int:
 
 
 def _cmd_eval(args) -> int:
-    import statistics
-
-    from tqdm.auto import tqdm
-
-    from treenets import zoo
     from treenets.devices import resolve_device
-    from treenets.files import output_folder, plot_file
-    from treenets.predictors import Predictor
+    from treenets.evaluate import evaluate_model, summarize
+    from treenets.files import output_folder, plot_file, read_sentences
     from treenets.runlog import format_breakdown, plot_breakdown
-    from treenets.tasks import make_task
 
     if args.file and args.split:
         raise TreenetsError("eval: give --split or --file, not both")
@@ -391,42 +385,26 @@ def _cmd_eval(args) -> int:
     if args.output:
         output_folder(args.output, "--output")
     split = args.split or "valid"
-    sentences = _file_sentences(args.file) if args.file else None
+    sentences = read_sentences(args.file, "--file") if args.file else None
     source = {"file": str(args.file), "sentences": len(sentences)} if args.file else {"split": split}
     results, breakdowns = [], {}
     for path in args.checkpoints:
-        saved = zoo.read(path)
-        predictor = Predictor.from_checkpoint(saved, path, device)
-        if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
-            print(f"note: {path} is a train state; the averaged weights are in best.pt", file=sys.stderr)
-        if sentences is not None:
-            result = _evaluate_text(predictor, path, sentences, args)
-        else:
-            task = make_task(predictor.config, predictor.vocab, args.data, device, splits=(split,))
-            # disable=None: a progress bar on a terminal only, not in a log file
-            with tqdm(total=task.eval_units(split, args.batch_size), unit=task.units, desc=f"eval {split}",
-                      leave=False, disable=None) as bar:
-                result = task.evaluate(predictor.net, split, batch_size=args.batch_size, progress=bar.update)
-        values = result.values()
-        print(json_text({"checkpoint": str(path), **source, **values}))
-        results.append(values)
+        result = evaluate_model(path, device, split, sentences, args.batch_size, args.pretokenized, args.data)
+        results.append(result.values())
+        print(json_text({"checkpoint": str(path), **source, **results[-1]}))
         if result.breakdown() is not None:
             title, breakdowns[f"[{len(results)}]"] = result.breakdown()
-            key = result.key
     if breakdowns:
         print("\n".join(f"[{k}] {path}" for k, path in enumerate(args.checkpoints, start=1)))
         print(format_breakdown(title, breakdowns))
         if args.plot:
             named = {f"{label} {path}": values for (label, values), path in zip(breakdowns.items(), args.checkpoints)}
-            plot_breakdown(title, key, named, args.plot)
+            plot_breakdown(title, result.key, named, args.plot)
             print(f"plot: {args.plot}")
     elif args.plot:
-        raise TreenetsError(f"--plot: the {predictor.config.task} metric has no groups to draw")
-    summary = None
-    if len(results) > 1:
-        keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
-        summary = {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
-                   for k in keys}
+        raise TreenetsError(f"--plot: the metric {result.key} has no groups to draw")
+    summary = summarize(results)
+    if summary is not None:
         print(json_text({"checkpoints": len(results), **source, **summary}))
     if args.output:
         from treenets.report import eval_document, write_report
@@ -436,18 +414,6 @@ def _cmd_eval(args) -> int:
         (Path(args.output) / "eval.json").write_text(json_text(document, indent=1))
         print(f"report: {write_report(args.output, f'treenets eval ({label})', evaluation=document)}")
     return 0
-
-
-def _evaluate_text(predictor, path, sentences: list[tuple[str, str]], args):
-    """`eval --file` of one model: its metric over the file's sentences (a language model only)."""
-    from treenets.predictors import LanguageModel
-
-    if not isinstance(predictor, LanguageModel):
-        raise TreenetsError(f"eval --file: {path} is a {predictor.config.task} model; --file is for language "
-                            "models (the other tasks are evaluated on --split)")
-    for where, text in sentences:  # a line with nothing to read: an error naming it
-        predictor.read(text, args.pretokenized, where)
-    return predictor.evaluate([text for _, text in sentences], args.batch_size or 64, args.pretokenized)
 
 
 def _cmd_check_golden(args) -> int:
@@ -487,19 +453,6 @@ def _load_lm(path, device):
     return LanguageModel.load(path, device=device)
 
 
-def _file_sentences(path) -> list[tuple[str, str]]:
-    """The sentences of a `--file`, one per line, blank lines skipped, each with its `file:line` for messages;
-    an error for a file without one."""
-    from treenets.files import read_text
-    from treenets.limits import check_lines
-
-    lines = check_lines(read_text(path, "--file: a text file of sentences, one per line").splitlines(), path)
-    sentences = [(f"{path}:{number}", line) for number, line in enumerate(lines, start=1) if line.strip()]
-    if not sentences:
-        raise TreenetsError(f"{path}: no sentence in it (expected --file: a text file of sentences, one per line)")
-    return sentences
-
-
 def _parse_record(text: str, parse, layers: list, distances: bool) -> dict:
     """What `parse --json` prints for a sentence: its text, what the model read, the tree of `parse.layer`,
     every layer's tree when several are asked, and with `distances` every row of distances."""
@@ -517,14 +470,14 @@ def _parse_record(text: str, parse, layers: list, distances: bool) -> dict:
 def _cmd_parse(args) -> int:
     import torch
 
-    from treenets.files import output_folder
+    from treenets.files import output_folder, read_sentences
     from treenets.limits import MAX_TREE_DEPTH
     from treenets.trees.draw import ascii_art, bracketed, write_svg
     from treenets.trees.walk import depth
 
     sentences = [(None, text) for text in args.sentences]  # (where, text): arguments are quoted in messages
     if args.file:
-        sentences += _file_sentences(args.file)
+        sentences += read_sentences(args.file, "--file")
     if not sentences:
         raise TreenetsError("parse: give sentences as arguments or --file")
     if args.svg:

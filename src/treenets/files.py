@@ -101,6 +101,18 @@ def plot_file(path: str | os.PathLike, option: str) -> Path:
     return output_file(path, option, formats)
 
 
+def read_sentences(path: str | os.PathLike, option: str) -> list[tuple[str, str]]:
+    """The sentences of a text file given as `option`, one per line, blank lines skipped, each with its
+    `file:line` for messages; an error for a file without one."""
+    from treenets.limits import check_lines
+
+    lines = check_lines(read_text(path, f"{option}: a text file of sentences, one per line").splitlines(), path)
+    sentences = [(f"{path}:{number}", line) for number, line in enumerate(lines, start=1) if line.strip()]
+    if not sentences:
+        raise TreenetsError(f"{path}: no sentence in it (expected {option}: a text file of sentences, one per line)")
+    return sentences
+
+
 def finite(value):
     """`value` (nested dicts, lists, tuples) with NaN and infinities as None: what strict JSON can hold."""
     if isinstance(value, float):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from treenets.errors import TreenetsError
@@ -36,9 +37,10 @@ class MetricsLog:
         try:
             json.loads(raw[last_start:])
         except ValueError:
-            self.path.write_bytes(raw[:last_start])
+            os.truncate(self.path, last_start)  # in place: the whole records before it are never rewritten
             return f"{self.path}: its last line was cut short (the run was killed while writing it): removed"
-        self.path.write_bytes(raw + b"\n")
+        with open(self.path, "ab") as fh:
+            fh.write(b"\n")
         return None
 
     def write(self, record: dict) -> None:

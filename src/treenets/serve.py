@@ -19,7 +19,7 @@ from pathlib import Path
 import h11
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -32,7 +32,7 @@ from treenets.predictors.lm import LanguageModel, Parse
 from treenets.predictors.sentiment import SentimentClassifier
 from treenets.report import render_page, tree_json
 from treenets.text import checked_text
-from treenets.trees.parents import node_spans, parse_bracketed, to_nested
+from treenets.trees.parents import from_spans, to_nested
 
 MAX_CHARACTERS = 2000
 MAX_WORDS = 200
@@ -106,11 +106,14 @@ async def read_body(request: Request) -> bytes:
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
         raise Refused(413, f"the request declares {declared[:20]} bytes: at most {MAX_BODY:,}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise Refused(413, f"the request has more than {MAX_BODY:,} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise Refused(413, f"the request has more than {MAX_BODY:,} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # e.g. closed by `RequestDeadline` half-way through the body: nobody to answer
+        raise Refused(400, "the client went away before sending the whole request") from None
     return b"".join(chunks)
 
 
@@ -167,13 +170,11 @@ def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: st
     answer = {"model": model.id, "kind": "sentiment", "tokens": result.tokens, "unknown": result.unknown,
               "label": result.label, "probabilities": result.probabilities, "parser": result.parser,
               "tree": None, "labels": None, "word_labels": None}
-    if result.tree is not None:
-        tree = parse_bracketed(result.tree, "tree")
-        spans = node_spans(tree)
-        answer.update(tree=json.loads(tree_json(to_nested(tree))),
-                      labels={f"{start}-{end}": tree.labels[node] for node, (start, end) in spans.items()
-                              if end - start > 1},
-                      word_labels=list(tree.labels[: len(tree.words)]))
+    if result.spans is not None:
+        answer.update(tree=json.loads(tree_json(to_nested(from_spans([(s, e) for s, e, _ in result.spans],
+                                                                        result.tokens)))),
+                      labels={f"{s}-{e}": label for s, e, label in result.spans if e - s > 1},
+                      word_labels=[label for s, e, label in result.spans if e - s == 1])
     return answer
 
 

@@ -165,7 +165,7 @@ class Trainer:
         if self.state.best_step is None or best.is_file():
             return
         if self.state.best_step == self.state.step:
-            checkpoint.save(self._payload("model", self.model.state_dict()), best)
+            checkpoint.save(self._payload("model", self._evaluated_weights()), best)
             self.log(f"warning: {best} was missing; written again from {self.out_dir / 'last.pt'}, whose weights are "
                      f"the best (step {self.state.best_step})")
         else:
@@ -254,6 +254,13 @@ class Trainer:
         if self.state.optimizer != "asgd":
             return []
         return [(p, self.optimizer.state[p]["ax"]) for p in self.model.parameters() if "ax" in self.optimizer.state[p]]
+
+    def _evaluated_weights(self) -> dict:
+        """The weights a validation evaluates (the running averages under averaged SGD), as a state dict."""
+        averages = {id(p): avg for p, avg in self._averaged()}
+        state = self.model.state_dict(keep_vars=True)  # tied weights are one parameter under two names
+        return {key: averages.get(id(value), value).detach().clone()
+                for key, value in state.items()}
 
     def evaluate(self, split="valid") -> Metric:
         """Evaluate on `split`, with the averaged weights when averaged SGD is on."""

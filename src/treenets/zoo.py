@@ -181,6 +181,8 @@ def check_target(out: str | Path, source: str | Path | None = None, overwrite: b
         return out
     if not out.is_dir():
         raise TreenetsError(f"{out}: exists and is a file; give a new or empty folder")
+    if source is not None and not Path(source).exists() and str(source) in registry():
+        source = locate(str(source))  # a zoo name: its folder
     if source is not None and Path(source).exists():
         source = Path(source).resolve()
         if source == out.resolve() or out.resolve() in source.parents:

@@ -47,6 +47,10 @@ def test_induced_trees_are_kept_in_the_cache_and_read_back(tmp_path, monkeypatch
     lines = []
     assert cached_trees(source, sentences, "two sentences", log=lines.append) == first
     assert "2 sentences of two sentences parsed by onlstm-ptb-small" in lines[0]
+    for row in ([-1], [3, 4, 3, 4, -1] + [0] * 24):  # a tree of other words; a tree whose branches cross
+        files[0].write_text(json.dumps([row, list(first[1].parents)]))
+        lines.clear()
+        assert cached_trees(source, sentences, "two sentences", log=lines.append) == first and lines  # parsed again
     assert ShapeTrees("balanced").trees([["a", "b", "c"]])[0].parents == (4, 3, 3, 4, -1)  # [a [b c]]
 
 

@@ -267,6 +267,10 @@ def test_a_sentiment_model_gives_the_class_of_the_sentence_and_of_every_phrase_o
         return [leaf for child in tree for leaf in leaves(child)] if isinstance(tree, list) else [tree]
 
     assert leaves(result["tree"]) == list(range(6))
+    # Brackets among pretokenized words are words (before: the tree text read back refused them).
+    bracketed = sentiment_client.post("/api/parse", json={"sentence": "a good ( fun ) film", "pretokenized": True,
+                                                          "models": ["treelstm-sst"]})
+    assert bracketed.status_code == 200 and bracketed.json()["results"][0]["tokens"][2] == "("
     info = sentiment_client.get("/api/models").json()["models"][0]
     assert info["kind"] == "sentiment" and len(info["classes"]) == 5
     refused = sentiment_client.post("/api/parse", json={"sentence": "?!", "models": ["treelstm-sst"]})

@@ -143,4 +143,4 @@ def test_plot_is_refused_for_a_metric_without_groups(tmp_path, capsys):
 
     root = train_tiny_lm(tmp_path)
     assert main(["eval", str(root / "run" / "best.pt"), "--plot", str(tmp_path / "x.png")]) == 2
-    assert "the lm metric has no groups" in capsys.readouterr().err
+    assert "the metric ppl has no groups" in capsys.readouterr().err

@@ -15,10 +15,12 @@ from treenets.trees.parents import (
     ParentTree,
     binarize,
     from_nested,
+    from_spans,
     labels_from,
     node_spans,
     parse_bracketed,
     parse_parents,
+    to_nested,
 )
 
 
@@ -115,7 +117,7 @@ def test_attached_trees_are_binary_cover_every_token_and_keep_the_words_phrases(
 def test_from_nested_numbers_words_first_and_checks_coverage():
     tree = from_nested([[0, 1], 2], ["a", "b", "c"])
     assert tree.parents == (3, 3, 4, 4, -1) and tree.words == ("a", "b", "c")
-    with pytest.raises(ValueError, match="cover the 3 words once each"):
+    with pytest.raises(ValueError, match="cover the 3 words once each, in order"):
         from_nested([[0, 1], 1], ["a", "b", "c"])
 
 
@@ -128,3 +130,12 @@ def test_labels_come_from_the_gold_phrase_over_the_same_words():
     assert sorted(labelled.labels[3:]) == [-1, 3]  # [b c] is no gold phrase
     with pytest.raises(ValueError, match="different words"):
         labels_from(from_nested([0, 1], ["a", "x"]), parse_bracketed("(1 (1 a) (1 b))", "x"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 14), st.integers(0, 10**6))
+def test_a_tree_is_rebuilt_from_the_spans_of_its_nodes(n, seed):
+    words = [f"w{i}" for i in range(n)]
+    tree = from_nested(random_tree(list(range(n)), random.Random(seed)) if n > 1 else 0, words)
+    rebuilt = from_spans(list(node_spans(tree).values()), words)
+    assert to_nested(rebuilt) == to_nested(tree)

@@ -22,15 +22,20 @@ class Sentiment:
     phrases: list[tuple[str, int]] | None = None  # (words, class) of every phrase of a tree; None for LSTMs
     tokens: list[str] | None = None  # what the model read
     tree: str | None = None  # Tree-LSTMs: the tree read, each node labelled with its predicted class
+    spans: list[tuple[int, int, int]] | None = None  # Tree-LSTMs: (start, end, class) of every node, pre-order
     parser: str | None = None  # where the tree came from: a language model, a shape, or "given"
 
 
+BRACKETS = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
+
+
 def labelled_tree(tree: ParentTree, labels: list[int]) -> str:
-    """`tree` in SST's bracketed form, `(3 (2 It) (4 works))`, with a label per node."""
+    """`tree` in SST's bracketed form, `(3 (2 It) (4 works))`, with a label per node (brackets among the words
+    written `-LRB-`, `-RRB-`, as SST writes them, so that the text reads back as the same tree)."""
     text: dict[int, str] = {}
     for node in sorted(range(tree.size), key=lambda n: tree.height[n]):  # children before their parents
         inside = " ".join(text.pop(child) for child in tree.children[node]) if tree.children[node] else \
-            tree.words[node]
+            tree.words[node].translate(BRACKETS)
         text[node] = f"({labels[node]} {inside})"
     return text[tree.root]
 
@@ -76,6 +81,7 @@ class SentimentClassifier(Predictor):
             labels = log_probs.argmax(-1).tolist()
             spans = sorted(node_spans(parsed).items(), key=lambda x: (x[1][0], -x[1][1]))
             result.phrases = [(" ".join(parsed.words[s:e]), labels[node]) for node, (s, e) in spans]
+            result.spans = [(s, e, labels[node]) for node, (s, e) in spans]
             result.tree = labelled_tree(parsed, labels)
         return result
 

@@ -28,9 +28,10 @@ from functools import cache
 from treenets.errors import TreenetsError
 from treenets.text import checked_text, get_normalizer
 from treenets.trees.build import attach_dropped, balanced, right_branching, tree_from_distances
-from treenets.trees.parents import ParentTree, check_parents, from_nested
+from treenets.trees.parents import ParentTree, check_parents, from_nested, to_nested
 
 SHAPES = {"right-branching": right_branching, "balanced": balanced}
+TREES_VERSION = 2  # of the way dropped tokens are attached (`attach_dropped`): part of the cache's key
 DEFAULT_PARSER = "onlstm-ptb-small"  # the shipped parser that reads text best (README: parsing results)
 
 
@@ -102,6 +103,18 @@ class InducedTrees:
         return digest.hexdigest()
 
 
+def _binary_tree_over(parents, tokens: list[str]) -> bool:
+    """Whether a row of a cached file is a binary constituency tree over `tokens`, words first, in their order
+    (else the file is parsed again); raises for rows that are not even lists of parents."""
+    if len(parents) != 2 * len(tokens) - 1 or not all(isinstance(p, int) for p in parents):
+        return False
+    check_parents(list(parents), "cached trees")
+    tree = ParentTree(tuple(parents), tuple(tokens))
+    if any(tree.children[word] for word in range(len(tokens))):
+        return False
+    return from_nested(to_nested(tree), tokens).parents == tree.parents
+
+
 def _checked(sentences: list[list[str]]) -> list[list[str]]:
     for tokens in sentences:
         if not tokens:
@@ -148,18 +161,19 @@ def cached_trees(source, sentences: list[list[str]], what: str, log=print) -> li
         return source.trees(sentences)
     from treenets.zoo import cache_dir
 
-    digest = hashlib.sha256(source.key().encode())
+    digest = hashlib.sha256(f"{TREES_VERSION} {source.key()}".encode())
     for tokens in sentences:
-        digest.update(("\t".join(tokens) + "\n").encode())
+        digest.update((json.dumps(tokens) + "\n").encode())
     path = cache_dir() / "trees" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
         try:
             parents = json.loads(path.read_text())
             if len(parents) == len(sentences):
-                for row in parents:
-                    check_parents(row, str(path))
-                return [ParentTree(tuple(p), tuple(tokens)) for p, tokens in zip(parents, sentences)]
-        except (OSError, ValueError, TypeError, TreenetsError):
+                trees = [ParentTree(tuple(p), tuple(tokens)) for p, tokens in zip(parents, sentences)
+                         if _binary_tree_over(p, tokens)]
+                if len(trees) == len(sentences):
+                    return trees
+        except (OSError, ValueError, TypeError, IndexError, TreenetsError):
             pass  # a damaged cache file: parse again and replace it
     start = time.monotonic()
     trees = source.trees(sentences)

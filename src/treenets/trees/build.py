@@ -112,8 +112,9 @@ def attach_dropped(tree, kept: Sequence[int], tokens: Sequence[str]):
 
     Each dropped token joins a neighbouring word as a two-leaf phrase, the way a treebank attaches
     punctuation low: to the word before it (`(Schwarzenegger ,)`), or after it when it opens something or
-    comes first (`(`` Conan)`); the dropped tokens after the last word join the whole sentence, so a final
-    period closes the root (`((It works) .)`).
+    comes first (`(`` Conan)`), and so does every dropped token between an opening one and the next word; the
+    dropped tokens after the last word join the whole sentence, so a final period closes the root
+    (`((It works) .)`).
 
     Args:
         tree: nested lists of positions (a lone position for one word), over `kept`.
@@ -133,8 +134,8 @@ def attach_dropped(tree, kept: Sequence[int], tokens: Sequence[str]):
         if position in before:
             before[position] = waiting
             waiting, previous = [], position
-        elif previous is None or tokens[position] in OPENING:
-            waiting.append(position)
+        elif previous is None or waiting or tokens[position] in OPENING:
+            waiting.append(position)  # after an opening token, the rest wait too: the tokens stay in order
         else:
             after[previous].append(position)
 

@@ -221,8 +221,27 @@ def from_nested(tree, words: Sequence[str]) -> ParentTree:
 
     leaves: list[int] = []
     fold(tree, lambda position: leaves.append(position) or position, phrase)
-    if sorted(leaves) != list(range(len(words))):
-        raise ValueError(f"the tree does not cover the {len(words)} words once each")
+    if leaves != list(range(len(words))):
+        raise ValueError(f"the tree does not cover the {len(words)} words once each, in order")
+    return ParentTree(tuple(parents), tuple(words))
+
+
+def from_spans(spans: list[tuple[int, int]], words: Sequence[str]) -> ParentTree:
+    """A constituency `ParentTree` from the word span `(start, end)` of every node (as `node_spans` gives them,
+    the words' own spans included), words first, phrases after."""
+    parents = [-1] * len(words)
+    open_nodes: list[tuple[int, int, int]] = []  # (start, end, node) of the phrases that contain the next span
+    for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):  # every node before those inside it
+        while open_nodes and not (open_nodes[-1][0] <= start and end <= open_nodes[-1][1]):
+            open_nodes.pop()
+        parent = open_nodes[-1][2] if open_nodes else -1
+        if end - start == 1:
+            node = start
+        else:
+            node = len(parents)
+            parents.append(-1)
+            open_nodes.append((start, end, node))
+        parents[node] = parent
     return ParentTree(tuple(parents), tuple(words))
 
 
