@@ -13,6 +13,7 @@ from pathlib import Path
 from treenets.errors import TreenetsError
 from treenets.files import json_text
 from treenets.schema import BACKENDS, PRECISIONS
+from treenets.trees.ptb import WORD_RULES
 
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
@@ -73,6 +74,29 @@ def _add_treebank(parser):
                         help="treebank file or folder of .mrg files (a path, a path under the data root, or "
                              "nltk-sample, wsj22, wsj24)")
     parser.add_argument("--wsj10", action="store_true", help="only sentences of at most 10 words after filtering")
+    parser.add_argument("--words", choices=sorted(WORD_RULES), default="ptb",
+                        help="which leaves are words, by POS tag: " + "; ".join(
+                            f"{rule.name}: {rule.summary}" for rule in WORD_RULES.values()) + " (default: ptb)")
+    parser.add_argument("--drop-tags", metavar="TAGS", default="",
+                        help="comma-separated POS tags whose leaves are dropped too (punctuation or empty elements "
+                             "of another treebank), e.g. --drop-tags PU,-NONE-")
+
+
+def _gold_sentences(args):
+    """The treebank of `--treebank` read with the rule of `--words` and `--drop-tags`: its path, sentences and
+    a line saying which words were kept; an error when no sentence has a phrase to score."""
+    from treenets.data.treebanks import resolve_treebank
+    from treenets.trees.evaluation import check_scorable
+    from treenets.trees.ptb import load_gold
+
+    rule = WORD_RULES[args.words]
+    extra = [tag for tag in args.drop_tags.split(",") if tag.strip()]
+    if extra:
+        rule = rule.dropping(tag.strip() for tag in extra)
+    path = resolve_treebank(args.treebank, args.data)
+    sentences = load_gold(path, wsj10=args.wsj10, rule=rule)
+    check_scorable(sentences, f"{path}{' (WSJ10)' if args.wsj10 else ''}")
+    return path, sentences, f"words: {rule.name} ({rule.summary})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -523,23 +547,18 @@ def _cmd_parse(args) -> int:
 
 
 def _cmd_parse_eval(args) -> int:
-    from treenets.data.treebanks import resolve_treebank
     from treenets.files import output_folder
     from treenets.trees.evaluation import (
-        check_scorable,
         evaluate_baselines,
         evaluate_model,
         format_table,
         multi_run_lines,
         write_outputs,
     )
-    from treenets.trees.ptb import load_gold
 
     if args.output:
         output_folder(args.output, "--output")
-    path = resolve_treebank(args.treebank, args.data)
-    sentences = load_gold(path, wsj10=args.wsj10)
-    check_scorable(sentences, f"{path}{' (WSJ10)' if args.wsj10 else ''}")
+    path, sentences, words = _gold_sentences(args)
     rows, results, distances, notes, figure_layer = [], [], {}, [], None
     for checkpoint in args.checkpoints:
         lm = _load_lm(checkpoint, args.device)
@@ -555,7 +574,7 @@ def _cmd_parse_eval(args) -> int:
     rows += [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
     summary = rows[0][2]
     print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {summary['n']} sentences scored, "
-          f"{summary['empty']} empty after filtering; split: {args.split}")
+          f"{summary['empty']} empty after filtering; split: {args.split}; {words}")
     print(format_table(rows))
     for line in notes + multi_run_lines(results):
         print(line)
@@ -572,16 +591,12 @@ def _cmd_parse_eval(args) -> int:
 
 
 def _cmd_baselines(args) -> int:
-    from treenets.data.treebanks import resolve_treebank
-    from treenets.trees.evaluation import check_scorable, evaluate_baselines, format_table
-    from treenets.trees.ptb import load_gold
+    from treenets.trees.evaluation import evaluate_baselines, format_table
 
-    path = resolve_treebank(args.treebank, args.data)
-    sentences = load_gold(path, wsj10=args.wsj10)
-    check_scorable(sentences, f"{path}{' (WSJ10)' if args.wsj10 else ''}")
+    path, sentences, words = _gold_sentences(args)
     rows = [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
     print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {rows[0][2]['n']} sentences scored, "
-          f"{rows[0][2]['empty']} empty after filtering")
+          f"{rows[0][2]['empty']} empty after filtering; {words}")
     print(format_table(rows))
     return 0
 

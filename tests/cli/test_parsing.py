@@ -317,3 +317,35 @@ def test_options_may_come_between_the_model_and_the_sentences(run, capsys):
     assert "[1] the dog" in out and "[2] a fish" in out
     with pytest.raises(SystemExit):
         main(["parse", str(run / "run" / "best.pt"), "the dog", "--no-such-option"])
+
+
+CTB = ("( (IP (NP (NR 中国) (NN 经济)) (VP (VV 增长) (NP (CD 百分之七))) (PU 。)) )\n"
+       "( (IP (NP (PN 他们)) (VP (VV 说) (IP (NP (NN 天气)) (VP (VA 很好)))) (PU ，)) )\n")
+
+
+def test_another_treebank_is_scored_with_its_own_rule_for_words(tmp_path, capsys):
+    """The official rule keeps Penn Treebank word tags only: a Chinese treebank (CTB tags) has none, so it is
+    refused; with `--words ctb` every word but punctuation (PU) and empty elements is kept, and the report says
+    which rule was used."""
+    treebank = tmp_path / "ctb.mrg"
+    treebank.write_text(CTB)
+    assert main(["baselines", "--treebank", str(treebank), "--random-draws", "1"]) == 2
+    assert "no sentence with a phrase to score" in capsys.readouterr().err
+    assert main(["baselines", "--treebank", str(treebank), "--random-draws", "1", "--words", "ctb"]) == 0
+    out = capsys.readouterr().out
+    assert "2 sentences scored" in out and "words: ctb (Penn Chinese Treebank" in out
+    right = next(line for line in out.splitlines() if line.startswith("right-branching")).split()
+    assert right[1] == "75.0"  # [中国 经济] missed, [增长 百分之七] found; the second tree: 2 of 2
+    # --drop-tags adds tags to a rule: the same words with the UD rule told to drop PU
+    assert main(["baselines", "--treebank", str(treebank), "--random-draws", "1", "--words", "ud",
+                 "--drop-tags", "PU"]) == 0
+    assert next(line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("right-branching")).split()[1] == "75.0"
+
+
+def test_the_word_rules_keep_what_they_say():
+    from treenets.trees.ptb import WORD_RULES, WORD_TAGS
+
+    assert WORD_RULES["ptb"].keep == WORD_TAGS and not WORD_RULES["ptb"].keeps(".")
+    assert WORD_RULES["negra"].keeps("NN") and not WORD_RULES["negra"].keeps("$,")
+    assert not WORD_RULES["ptb"].dropping(["NN"]).keeps("NN") and WORD_RULES["ptb"].dropping(["NN"]).keeps("NNS")

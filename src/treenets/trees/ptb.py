@@ -29,7 +29,41 @@ WORD_TAGS = frozenset([
 ])
 _DIGITS = re.compile(r"[0-9]+")
 
+
+@dataclass(frozen=True)
+class WordRule:
+    """Which leaves of a treebank's trees the parsing evaluation keeps, by their POS tag: only the tags of `keep`,
+    or (`keep` None) every tag but those of `drop` (punctuation and empty elements)."""
+
+    name: str
+    summary: str
+    keep: frozenset[str] | None = None
+    drop: frozenset[str] = frozenset()
+
+    def keeps(self, tag: str) -> bool:
+        return tag in self.keep if self.keep is not None else tag not in self.drop
+
+    def dropping(self, tags) -> WordRule:
+        """The same rule dropping `tags` too (a keep-list loses them)."""
+        tags = frozenset(tags)
+        return WordRule(f"{self.name} without {', '.join(sorted(tags))}", self.summary,
+                        None if self.keep is None else self.keep - tags, self.drop | tags)
+
 Nested = "str | list[Nested]"  # a tree as nested lists of words (what the official code scores)
+
+# The rules of the treebanks a user may score trees on. `ptb` is the official ON-LSTM/PRPN evaluation's; the others
+# drop their treebank's punctuation and empty-element tags and keep every other word.
+WORD_RULES = {rule.name: rule for rule in (
+    WordRule("ptb", "Penn Treebank word tags only (punctuation, -NONE-, $ and # dropped), as the official code",
+             keep=WORD_TAGS),
+    WordRule("ctb", "Penn Chinese Treebank: every word but punctuation (PU) and empty elements (-NONE-)",
+             drop=frozenset({"PU", "-NONE-"})),
+    WordRule("negra", "NEGRA and TIGER (STTS tags): every word but punctuation ($, $. $() and empty elements (--)",
+             drop=frozenset({"$,", "$.", "$(", "--", "-NONE-"})),
+    WordRule("ud", "trees with Universal Dependencies' POS tags: every word but PUNCT (and -NONE-)",
+             drop=frozenset({"PUNCT", "-NONE-"})),
+)}
+PTB = WORD_RULES["ptb"]
 
 
 def normalize_word(word: str) -> str:
@@ -129,20 +163,20 @@ def _tagged_words(tree: nltk.Tree) -> list[tuple[str, str]]:
     return pairs
 
 
-def tree_words(tree: nltk.Tree) -> list[str]:
-    """The words the evaluation keeps: word-tag leaves, normalised."""
-    return [normalize_word(word) for word, tag in _tagged_words(tree) if tag in WORD_TAGS]
+def tree_words(tree: nltk.Tree, rule: WordRule = PTB) -> list[str]:
+    """The words the evaluation keeps (`rule`: by default the official word tags), normalised."""
+    return [normalize_word(word) for word, tag in _tagged_words(tree) if rule.keeps(tag)]
 
 
-def collapse(tree) -> Nested | list:
-    """The gold tree over the kept words as nested lists: empty nodes dropped, unary nodes collapsed
+def collapse(tree, rule: WordRule = PTB) -> Nested | list:
+    """The gold tree over the kept words (`rule`) as nested lists: empty nodes dropped, unary nodes collapsed
     (the official `tree2list`). A sentence without kept words gives `[]`."""
     if not isinstance(tree, nltk.Tree):
         return []
 
     def node(phrase: nltk.Tree, values: list):
-        # A word is kept when its tag (the phrase right above it) is a word tag.
-        kept = phrase.label() in WORD_TAGS
+        # A word is kept when its tag (the phrase right above it) is kept by the rule.
+        kept = rule.keeps(phrase.label())
         children = [value for child, value in zip(phrase, values)
                     if (kept or isinstance(child, nltk.Tree)) and value != []]
         return children if len(children) > 1 else (children[0] if children else [])
@@ -155,11 +189,11 @@ def label_of(tree: nltk.Tree) -> str:
     return re.split(r"[-=]", tree.label())[0]
 
 
-def labeled_spans(tree: nltk.Tree) -> list[tuple[int, int, str]]:
-    """`(start, end, label)` of every phrase of the gold tree covering two or more kept words, unary chains
-    included (each label counts), as the official per-label recall counts them."""
+def labeled_spans(tree: nltk.Tree, rule: WordRule = PTB) -> list[tuple[int, int, str]]:
+    """`(start, end, label)` of every phrase of the gold tree covering two or more kept words (`rule`), unary
+    chains included (each label counts), as the official per-label recall counts them."""
     # The kept words before each word of the tree: a phrase's span over the kept words from its span over all.
-    kept_before = list(itertools.accumulate((tag in WORD_TAGS for _, tag in _tagged_words(tree)), initial=0))
+    kept_before = list(itertools.accumulate((rule.keeps(tag) for _, tag in _tagged_words(tree)), initial=0))
     spans = []
     words = 0
 
@@ -188,13 +222,13 @@ class GoldSentence:
     source: TreeSource
 
 
-def load_gold(path: Path, wsj10: bool = False) -> list[GoldSentence]:
-    """The sentences of a treebank, preprocessed as in the official evaluation; `wsj10` keeps those with at
-    most 10 words after filtering."""
+def load_gold(path: Path, wsj10: bool = False, rule: WordRule = PTB) -> list[GoldSentence]:
+    """The sentences of a treebank, preprocessed as in the official evaluation (the words `rule` keeps: by default
+    the official word tags); `wsj10` keeps those with at most 10 words after filtering."""
     sentences = []
     for tree, source in read_treebank(path):
-        words = tree_words(tree)
+        words = tree_words(tree, rule)
         if wsj10 and len(words) > 10:
             continue
-        sentences.append(GoldSentence(words, collapse(tree), labeled_spans(tree), tree, source))
+        sentences.append(GoldSentence(words, collapse(tree, rule), labeled_spans(tree, rule), tree, source))
     return sentences
