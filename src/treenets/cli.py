@@ -584,7 +584,8 @@ def _cmd_parse_eval(args) -> int:
         (Path(args.output) / "summary.json").write_text(json_text(summary, indent=1))
         from treenets.report import parsing_section, write_report
 
-        section = parsing_section(str(path), args.split, args.wsj10, sentences, results, distances, rows, figure_layer)
+        section = parsing_section(f"{path}; {words}", args.split, args.wsj10, sentences, results, distances, rows,
+                                  figure_layer)
         print(f"report: {write_report(args.output, f'treenets parse-eval: {args.treebank}', parsing=section)}")
         print(f"outputs: {args.output}")
     return 0
