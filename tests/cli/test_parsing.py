@@ -349,3 +349,13 @@ def test_the_word_rules_keep_what_they_say():
     assert WORD_RULES["ptb"].keep == WORD_TAGS and not WORD_RULES["ptb"].keeps(".")
     assert WORD_RULES["negra"].keeps("NN") and not WORD_RULES["negra"].keeps("$,")
     assert not WORD_RULES["ptb"].dropping(["NN"]).keeps("NN") and WORD_RULES["ptb"].dropping(["NN"]).keeps("NNS")
+
+
+def test_a_language_model_refuses_what_is_not_text_as_the_tree_lstms_do(run, tmp_path, capsys):
+    # Before: undecodable bytes and control characters were read as symbols and dropped without a word.
+    assert main(["parse", str(run / "run" / "best.pt"), "the \udcff dog"]) == 2
+    assert "sentence: not text (bytes that are not UTF-8, or a lone surrogate)" in capsys.readouterr().err
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the dog\nthe \x01 fish\n")
+    assert main(["parse", str(run / "run" / "best.pt"), "--file", str(sentences)]) == 2
+    assert f"{sentences}:2: not text (the control character U+0001)" in capsys.readouterr().err

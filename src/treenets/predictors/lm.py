@@ -15,7 +15,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.predictors.base import Predictor
-from treenets.text import get_normalizer, is_number
+from treenets.text import checked_text, get_normalizer, is_number
 from treenets.trees import tree_from_distances
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -126,8 +126,11 @@ class LanguageModel(Predictor):
         return "N" if self._numbers and is_number(word) else word
 
     def read(self, sentence: str | list[str], pretokenized: bool = False, where: str | None = None) -> list[str]:
-        """`tokenize`, or an error saying why no token is left (its message starts with `where`, e.g. the
-        file and line, when given)."""
+        """`tokenize`, or an error saying why no token is left or the string is not text (undecodable bytes,
+        control characters: `treenets.text.checked_text`, which also drops invisible characters); its message
+        starts with `where`, e.g. the file and line, when given."""
+        if isinstance(sentence, str):
+            sentence = checked_text(sentence, where or "sentence")
         tokens = self.tokenize(sentence, pretokenized)
         if tokens:
             return tokens
