@@ -268,6 +268,45 @@ def cases() -> list[Case]:
         Case("names", "predict --tree to a language model", ["predict", best, "--tree", "(X (X a) (X cat))"]),
         Case("names", "predict --pair to a language model", ["predict", best, "--pair", "a cat", "a dog"]),
         *second_round_cases(),
+        *corpus_cases(),
+    ]
+
+
+def corpus_cases() -> list[Case]:
+    """`treenets data prepare` and prepared corpora (issue 29)."""
+    prepare = ["data", "prepare", "--no-progress", "--out", "{T}/prepared"]
+    held_out = ["--split-fraction", "0.1"]
+    text = {"text.txt": "The cat sat on the mat.\nA dog ran.\n" * 20}
+    corpus = ["data", "prepare", "--no-progress", "{T}/text.txt", *held_out, "--out", "{T}/c"]
+    train = ["train", "{T}/tiny.yaml", "--set", "data.path={T}/c", "--max-steps", "1", "--out", "{T}/r",
+             "--no-progress"]
+
+    def edit(name: str, change):
+        return lambda root: change(root / "c" / name)
+
+    def newer(path: Path):
+        path.write_text(path.read_text().replace('"version": 1', '"version": 9'))
+
+    return [
+        Case("your own corpus", "prepare: an empty file", [*prepare, "{T}/empty.txt", *held_out], {"empty.txt": ""}),
+        Case("your own corpus", "prepare: binary bytes", [*prepare, "{T}/bin.txt", *held_out],
+             {"bin.txt": b"words\n\x00\x01\x02\n"}),
+        Case("your own corpus", "prepare: Latin-1 text", [*prepare, "{T}/latin.txt", *held_out],
+             {"latin.txt": "caf\u00e9 au lait\n".encode("latin-1") * 30}),
+        Case("your own corpus", "prepare: a vocabulary with a duplicate", [*prepare, "{T}/text.txt", *held_out,
+             "--vocab", "{T}/vocab.txt"], {**text, "vocab.txt": "the\ncat\nthe\n"}),
+        Case("your own corpus", "prepare: --vocab-size 0", [*prepare, "{T}/text.txt", *held_out, "--vocab-size", "0"],
+             text),
+        Case("your own corpus", "prepare: a file that is not gzip named .gz", [*prepare, "{T}/x.gz", *held_out],
+             {"x.gz": "plain text\n"}),
+        Case("your own corpus", "train: a corpus from a newer treenets", train, text,
+             setup=[corpus, edit("meta.json", newer)]),
+        Case("your own corpus", "train: a truncated id file", train, text,
+             setup=[corpus, edit("train.bin", lambda p: p.write_bytes(p.read_bytes()[:-5]))]),
+        Case("your own corpus", "train: ids beyond the vocabulary", train, text,
+             setup=[corpus, edit("train.bin", lambda p: p.write_bytes(b"\xff" * p.stat().st_size))]),
+        Case("your own corpus", "train: a character corpus for the word task", train, text,
+             setup=[[*corpus, "--char"]]),
     ]
 
 

@@ -22,7 +22,7 @@ LAYERS = [
     {"data"},
     {"nn"},
     {"config", "tasks", "predictors", "zoo"},
-    {"train", "cards", "syneval", "golden", "convert", "report", "evaluate"},
+    {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing"},
     {"serve", "cli", "__main__", "treenets"},
 ]
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}

@@ -17,8 +17,11 @@ from pathlib import Path
 import torch
 import yaml
 
+from treenets import zoo
 from treenets.config import to_dict
 from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.runlog import format_figure, read_metrics
 
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
 CHECK_SENTENCES = 200  # sentences of the NLTK sample in the parsing check
@@ -112,26 +115,26 @@ def training_info(checkpoint_path: Path, saved: dict) -> dict:
     return info
 
 
-def export_model(ref: str | Path, out: str | Path, name: str | None = None, summary: str = "", notes: str = "",
-                 half: bool = False, measure: bool = False, device="cpu", root=None, overwrite: bool = False,
-                 log=print) -> dict:
+def export_model(ref: str | Path, out: str | Path, name: str | None = None, summary: str = "",
+                 notes_file: str | Path | None = None, half: bool = False, measure: bool = False, device="cpu",
+                 root=None, overwrite: bool = False, log=zoo.note) -> dict:
     """`treenets export`: write a trained model (a checkpoint, a model folder or a zoo name) as a model folder
-    with its card, and return the card's figures (`metrics.json`).
+    `out` with its card (`notes_file`, a markdown file, its Training section), print the folder and the card's
+    headline figures, and return the card's figures (`metrics.json`); `log` reports progress.
 
     With `measure`, the figures are measured on the written files (`measure`); else they are the training
     run's last validation (`metrics.jsonl` beside a checkpoint), or a model folder's own card figures, or none.
     The target is checked before anything is read or written (`treenets.zoo.check_target`): a new or empty
     folder, or with `overwrite` a model folder, whose model files only are replaced.
     """
-    from treenets import zoo
     from treenets.predictors import Predictor
-    from treenets.runlog import read_metrics
 
-    out = zoo.check_target(out, ref, overwrite)
+    notes = read_text(notes_file, "a markdown file of notes") if notes_file else ""
+    target = zoo.check_target(out, ref, overwrite)
     source = zoo.locate(str(ref)) if not Path(ref).exists() and str(ref) in zoo.registry() else Path(ref)
     saved = zoo.read(ref)
     predictor = Predictor.from_checkpoint(saved, ref, "cpu")
-    name = name or out.name
+    name = name or target.name
     before = {}  # a model folder's own card figures: its summary and training carry over
     if source.is_dir() and (source / "metrics.json").is_file():
         import json
@@ -144,9 +147,9 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
             raise TreenetsError(f"{source / 'metrics.json'}: expected the figures `treenets export` writes")
     summary = summary or before.get("summary", "")
     training = training_info(source, saved) if source.is_file() else before.get("training", {})
-    if measure:  # the card's figures are those of the files written, measured before `out` is touched
-        with tempfile.TemporaryDirectory(dir=out.parent if out.parent.is_dir() else None) as tmp:
-            written = zoo.write_folder(predictor, Path(tmp) / out.name, half=half)
+    if measure:  # the card's figures are those of the files written, measured before `target` is touched
+        with tempfile.TemporaryDirectory(dir=target.parent if target.parent.is_dir() else None) as tmp:
+            written = zoo.write_folder(predictor, Path(tmp) / target.name, half=half)
             metrics = measure_figures(Predictor.load(written, device=device), name, summary, root, training, log=log)
     elif before.keys() >= {"task", "model", "parameters", "splits", "parsing", "headline", "check", "measured_on"}:
         metrics = {**before, "name": name, "summary": summary}
@@ -163,23 +166,16 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
                    "headline": {f"valid {k}": v for k, v in valid.items()}, "check": {}, "training": training,
                    "measured_on": "the training run's validation"}
     metrics["storage"] = "float16" if half else "float32"
-    zoo.write_folder(predictor, out, half=half, metrics=metrics, card=write_card(metrics, predictor.config, notes),
+    zoo.write_folder(predictor, target, half=half, metrics=metrics, card=write_card(metrics, predictor.config, notes),
                      overwrite=overwrite)
+    print(f"model folder: {out}")
+    for key, value in metrics["headline"].items():
+        print(f"  {key}: {format_figure(value)}")
     return metrics
-
-
-def format_figure(value) -> str:
-    """A figure as cards and `treenets models` print it: 4 decimals below 10 (F1 as a fraction, Pearson,
-    accuracy), else 2 (perplexity, F1 in percent); counts as they are."""
-    if not isinstance(value, float):
-        return str(value)
-    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
 
 
 def write_card(metrics: dict, config, recipe: str = "") -> str:
     """The `README.md` of a model folder, from its `metrics.json` and config."""
-    from treenets import zoo
-
     name = metrics["name"]
     ref = name if name in zoo.registry() else f"path/to/{name}"  # a folder loads by its path, a zoo model by name
     lines = [f"# {name}", "", metrics["summary"], "",

@@ -1,19 +1,23 @@
-"""The `treenets` command line."""
+"""The `treenets` command line: each command's options, and one call of the library function that does its work
+(`COMMANDS`); `main` is the one error boundary. Modules that import torch are imported by the commands that use
+them, so that `treenets --help` answers at once.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
+from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
 from treenets.files import json_text
+from treenets.runlog import print_metrics
 from treenets.schema import BACKENDS, PRECISIONS
 from treenets.trees.ptb import WORD_RULES
+from treenets.version import __version__
 
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
@@ -43,6 +47,11 @@ def port_number(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value}: expected a port from 0 (a free one) to 65535")
     return value
+
+
+def tag_list(text: str) -> tuple[str, ...]:
+    """An argparse type: comma-separated POS tags (`PU,-NONE-`), blanks dropped."""
+    return tuple(tag.strip() for tag in text.split(",") if tag.strip())
 
 
 def _add_data(parser):
@@ -77,37 +86,53 @@ def _add_treebank(parser):
     parser.add_argument("--words", choices=sorted(WORD_RULES), default="ptb",
                         help="which leaves are words, by POS tag: " + "; ".join(
                             f"{rule.name}: {rule.summary}" for rule in WORD_RULES.values()) + " (default: ptb)")
-    parser.add_argument("--drop-tags", metavar="TAGS", default="",
+    parser.add_argument("--drop-tags", type=tag_list, metavar="TAGS", default=(),
                         help="comma-separated POS tags whose leaves are dropped too (punctuation or empty elements "
                              "of another treebank), e.g. --drop-tags PU,-NONE-")
 
 
-def _gold_sentences(args):
-    """The treebank of `--treebank` read with the rule of `--words` and `--drop-tags`: its path, sentences and
-    a line saying which words were kept; an error when no sentence has a phrase to score."""
-    from treenets.data.treebanks import resolve_treebank
-    from treenets.trees.evaluation import check_scorable
-    from treenets.trees.ptb import load_gold
+def _gold_treebank(args) -> GoldTreebank:
+    """The treebank the options of `_add_treebank` name."""
+    return GoldTreebank(args.treebank, args.wsj10, args.words, args.drop_tags)
 
-    rule = WORD_RULES[args.words]
-    extra = [tag for tag in args.drop_tags.split(",") if tag.strip()]
-    if extra:
-        rule = rule.dropping(tag.strip() for tag in extra)
-    path = resolve_treebank(args.treebank, args.data)
-    sentences = load_gold(path, wsj10=args.wsj10, rule=rule)
-    check_scorable(sentences, f"{path}{' (WSJ10)' if args.wsj10 else ''}")
-    return path, sentences, f"words: {rule.name} ({rule.summary})"
+
+def _add_predict_options(predict):
+    """`predict`'s options: the inputs the predictors declare (`Predictor.inputs`), then how to read and run."""
+    from treenets.predictors import prediction_inputs
+
+    for spec in prediction_inputs():
+        predict.add_argument(spec.option, nargs=spec.values if spec.values > 1 else None, metavar=spec.metavar,
+                             help=spec.help)
+    _add_pretokenized(predict)
+    _add_precision(predict)
+    _add_device(predict, default="cpu", default_text="cpu")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of a command, which can add options when it is first used (`defer`): `predict`'s options come
+    from the predictors, which import torch, and neither `treenets --help` nor another command waits for that."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deferred = []
+
+    def defer(self, add_options) -> None:
+        """Call `add_options(self)` before this parser first parses arguments (its `--help` included)."""
+        self._deferred.append(add_options)
+
+    def parse_known_args(self, args=None, namespace=None):
+        while self._deferred:
+            self._deferred.pop(0)(self)
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="treenets", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    from treenets import __version__
-
     parser.add_argument("--version", action="version", version=f"treenets {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an unexpected error (also: TREENETS_DEBUG=1)")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=CommandParser)
 
     train = commands.add_parser(
         "train", help="train a model from a YAML config",
@@ -151,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--file", metavar="TXT",
                           help="language models: score a text file instead of a split, one sentence per line (blank "
                                "lines skipped), each read on its own and normalised as the model's training text")
+    evaluate.add_argument("--corpus", metavar="DIR",
+                          help="language models: the split of this corpus instead of the training one (a folder from "
+                               "`treenets data prepare`, or of Mikolov files as the model's config names them); "
+                               "words the model lacks read as <unk>")
     _add_pretokenized(evaluate)
     evaluate.add_argument("--batch-size", type=positive_int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
@@ -180,6 +209,33 @@ def build_parser() -> argparse.ArgumentParser:
     download = data_sub.add_parser("download", help="download missing files, verifying their sha256")
     download.add_argument("names", nargs="*", metavar="DATASET", help="datasets to fetch (default: all)")
     download.add_argument("--data", metavar="DIR", required=True, help="where to put them (the data root)")
+    prepare = data_sub.add_parser(
+        "prepare", help="turn text files into a prepared corpus that language models train on in constant memory",
+        description="Raw or tokenised text (one sentence or document per line; several files; .gz too) into a "
+                    "corpus folder: token ids read by memory mapping, vocab.txt and meta.json (docs/data.md). "
+                    "Use the folder as a language-model config's data.path.")
+    prepare.add_argument("texts", nargs="+", metavar="TEXT", help="training text files")
+    prepare.add_argument("--out", required=True, metavar="DIR", help="the corpus folder to write")
+    prepare.add_argument("--valid", nargs="+", default=[], metavar="FILE", help="validation text files")
+    prepare.add_argument("--test", nargs="+", default=[], metavar="FILE", help="test text files")
+    prepare.add_argument("--split-fraction", type=float, metavar="F",
+                         help="without --valid/--test: hold out a fraction F of the lines for each (e.g. 0.01)")
+    prepare.add_argument("--seed", type=int, default=1, help="the seed of --split-fraction (default: 1)")
+    prepare.add_argument("--vocab-size", type=positive_int, metavar="N",
+                         help="keep the N most frequent training tokens, <eos> and <unk> included; the rest -> <unk>")
+    prepare.add_argument("--min-count", type=positive_int, metavar="K",
+                         help="training tokens seen fewer than K times -> <unk>")
+    prepare.add_argument("--vocab", metavar="FILE", help="a given vocabulary, one token per line (e.g. a model "
+                         "folder's vocab.txt, to evaluate that model on the corpus)")
+    prepare.add_argument("--normalize", default="none", metavar="NAME",
+                         help="how lines become tokens (treenets.text): ptb (Mikolov's PTB text: lower case, numbers "
+                              "as N, punctuation dropped), lower, tokens, treebank, or none (default: split on white "
+                              "space, as typed)")
+    prepare.add_argument("--char", action="store_true",
+                         help="a character-level corpus: each word spelled out, _ between words (as ptb.char)")
+    prepare.add_argument("--workers", type=positive_int, metavar="N", help="processes (default: every core)")
+    prepare.add_argument("--overwrite", action="store_true", help="replace a corpus already in --out")
+    prepare.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     parse = commands.add_parser(
         "parse", help="induce trees for sentences with a trained language model",
@@ -262,24 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Use a checkpoint on your own input; prints JSON.")
     predict.add_argument("checkpoint", metavar="MODEL", help="a relatedness, sentiment, logic or language model: "
                          + MODEL_HELP)
-    predict.add_argument("--pair", nargs=2, metavar=("A", "B"),
-                         help="relatedness: two sentences as typed; logic: two bracketed formulas (premise, "
-                              "hypothesis)")
-    predict.add_argument("--parents", nargs=2, metavar=("PA", "PB"),
-                         help="relatedness with a Tree-LSTM: each sentence's parents as in SICK's .parents "
-                              "(dependency) or .cparents (constituency) files, over its tokens split on white "
-                              "space (default for a constituency model: the trees --parser induces)")
-    predict.add_argument("--sentence", help="sentiment: a sentence as typed (a Tree-LSTM reads it over the tree "
-                                            "--parser induces); a language model: a sentence to score")
-    predict.add_argument("--tree", help="sentiment with a Tree-LSTM, instead of --sentence: a bracketed binary "
-                                        "tree of tokens, e.g. '(X (X It) (X works))' (labels are ignored)")
-    predict.add_argument("--parser", metavar="LM",
-                         help="Tree-LSTMs: the language model that induces the tree of a sentence (a zoo name, "
-                              "model folder or checkpoint that gives syntactic distances; default: the model's "
-                              "data.parser, onlstm-ptb-small)")
-    _add_pretokenized(predict)
-    _add_precision(predict)
-    _add_device(predict, default="cpu", default_text="cpu")
+    predict.defer(_add_predict_options)
 
     metrics = commands.add_parser("metrics", help="print a run's validation curve, optionally plot it",
                                   description="Read RUN/metrics.jsonl and print every evaluation.")
@@ -332,14 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_train(args) -> int:
-    from treenets import checkpoint
-    from treenets.config import load_config, saved_config
-    from treenets.devices import resolve_device
-    from treenets.files import output_folder
-    from treenets.nn.precision import check_precision
-    from treenets.train import run_folder_lock
+    from treenets.train import run_training
 
-    overrides = list(args.overrides)
+    overrides = list(args.overrides)  # the options that stand for a config key, after --set
     for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),
                         (args.threads, "train.threads"), (args.device, "train.device"),
                         (args.backend, "train.backend"), (args.precision, "train.precision"),
@@ -347,111 +381,22 @@ def _cmd_train(args) -> int:
                         (args.freeze_embeddings or None, "model.freeze_embeddings")):
         if option is not None:
             overrides.append(f"{key}={option}")
-    if args.config is None and not args.resume:
-        raise TreenetsError("train: give a CONFIG file, or --resume CHECKPOINT")
-    if args.config is not None:
-        config = load_config(args.config, overrides)
-        out = Path(args.out or Path("runs") / Path(args.config).stem)
-    else:
-        config = saved_config(checkpoint.load(args.resume), args.resume, overrides)
-        out = Path(args.out or Path(args.resume).parent)
-    check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
-    with run_folder_lock(output_folder(out, "--out")):
-        return _train_in(out, config, args)
-
-
-def _train_in(out: Path, config, args) -> int:
-    from treenets.train import Trainer, fmt_metric, prepare_run_folder
-
-    resume = prepare_run_folder(out, args.resume, args.overwrite)
-    trainer = Trainer(config, out, root=args.data, resume=resume, progress=not args.no_progress)
-    if trainer.is_main:
-        words = len(trainer.task.vocab)
-        params = sum(p.numel() for p in trainer.model.parameters())
-        print(f"treenets: task {config.task}, model {config.model.name}, {params:,} parameters, vocabulary "
-              f"{words:,}, device {trainer.device}, {trainer.world} process(es), run folder {out}")
-        if resume:
-            print(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
-    result = trainer.run()
-    trainer.close()
-    if trainer.is_main:
-        key = trainer.task.Metric.key
-        valid = fmt_metric(result.valid.score) if result.valid else "n/a"
-        print(f"stopped ({result.reason}) at step {result.state.step}, epoch {result.state.epoch}: "
-              f"validation {key} {valid}")
-        print(f"checkpoint (resume): {out / 'last.pt'}")
-        if (out / "best.pt").is_file():
-            print(f"best weights:        {out / 'best.pt'} (validation {key} {fmt_metric(result.state.best)})")
-        elif result.state.best_step is None:
-            print(f"best weights:        none yet ({out / 'best.pt'} is written at the first validation)")
-        else:
-            print(f"best weights:        {out / 'best.pt'} is missing (deleted during the run?); the next "
-                  "validation that improves on the best writes it")
-        print(f"metrics:             {out / 'metrics.jsonl'}")
-        if result.reason in ("SIGINT", "SIGTERM"):
-            print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
-    return result.exit_code
+    return run_training(args.config, overrides, args.out, args.resume, args.overwrite, args.data,
+                        progress=not args.no_progress)
 
 
 def _cmd_eval(args) -> int:
-    from treenets.devices import resolve_device
-    from treenets.evaluate import evaluate_model, summarize
-    from treenets.files import output_folder, plot_file, read_sentences
-    from treenets.runlog import format_breakdown, plot_breakdown
+    from treenets.evaluate import evaluate_models
 
-    if args.file and args.split:
-        raise TreenetsError("eval: give --split or --file, not both")
-    if args.pretokenized and not args.file:
-        raise TreenetsError("eval: --pretokenized is for the text of --file")
-    device = resolve_device(args.device, "--device")
-    if args.plot:
-        plot_file(args.plot, "--plot")
-    if args.output:
-        output_folder(args.output, "--output")
-    split = args.split or "valid"
-    sentences = read_sentences(args.file, "--file") if args.file else None
-    source = {"file": str(args.file), "sentences": len(sentences)} if args.file else {"split": split}
-    results, breakdowns = [], {}
-    for path in args.checkpoints:
-        result = evaluate_model(path, device, split, sentences, args.batch_size, args.pretokenized, args.data)
-        results.append(result.values())
-        print(json_text({"checkpoint": str(path), **source, **results[-1]}))
-        if result.breakdown() is not None:
-            title, breakdowns[f"[{len(results)}]"] = result.breakdown()
-    if breakdowns:
-        print("\n".join(f"[{k}] {path}" for k, path in enumerate(args.checkpoints, start=1)))
-        print(format_breakdown(title, breakdowns))
-        if args.plot:
-            named = {f"{label} {path}": values for (label, values), path in zip(breakdowns.items(), args.checkpoints)}
-            plot_breakdown(title, result.key, named, args.plot)
-            print(f"plot: {args.plot}")
-    elif args.plot:
-        raise TreenetsError(f"--plot: the metric {result.key} has no groups to draw")
-    summary = summarize(results)
-    if summary is not None:
-        print(json_text({"checkpoints": len(results), **source, **summary}))
-    if args.output:
-        from treenets.report import eval_document, write_report
-
-        label = str(args.file) if args.file else split
-        document = eval_document(label, args.checkpoints, results, result, breakdowns, summary)
-        (Path(args.output) / "eval.json").write_text(json_text(document, indent=1))
-        print(f"report: {write_report(args.output, f'treenets eval ({label})', evaluation=document)}")
+    evaluate_models(args.checkpoints, args.split, args.file, args.pretokenized, args.batch_size, args.plot,
+                    args.output, args.device, args.data, args.corpus)
     return 0
 
 
 def _cmd_check_golden(args) -> int:
-    from treenets.golden import check_golden
+    from treenets.golden import check_golden_folders
 
-    comparisons = []
-    for directory in args.dirs:
-        for c in check_golden(directory):
-            print(f"{c.name}  {c.max_abs_err:.3e}" if c.max_abs_err != float("inf") else f"{c.name}  missing")
-            comparisons.append(c)
-    passed = sum(c.ok for c in comparisons)
-    ok = passed == len(comparisons)
-    print(f"{'PASS' if ok else 'FAIL'} {passed}/{len(comparisons)}")
-    return 0 if ok else 1
+    return 0 if check_golden_folders(args.dirs) else 1
 
 
 def _cmd_data(args) -> int:
@@ -460,245 +405,76 @@ def _cmd_data(args) -> int:
     if args.data_command == "download":
         data.download(args.names or None, args.data)
         return 0
-    statuses = data.check(args.names or None, args.data)
-    root = data.data_root(args.data)
-    print(f"data root: {root}")
-    for s in statuses:
-        print(f"{s.status:12s} {s.file.dataset:16s} {s.file.path}")
-    bad = [s for s in statuses if s.status not in ("ok", "missing")]
-    present = sum(s.status == "ok" for s in statuses)
-    print(f"{present} ok, {sum(s.status == 'missing' for s in statuses)} missing, {len(bad)} wrong")
-    return 1 if bad else 0
+    if args.data_command == "prepare":
+        from treenets.data.prepare import prepare_corpus, summary
 
-
-def _load_lm(path, device):
-    from treenets.predictors import LanguageModel
-
-    return LanguageModel.load(path, device=device)
-
-
-def _parse_record(text: str, parse, layers: list, distances: bool) -> dict:
-    """What `parse --json` prints for a sentence: its text, what the model read, the tree of `parse.layer`,
-    every layer's tree when several are asked, and with `distances` every row of distances."""
-    from treenets.trees.draw import bracketed
-
-    record = {"text": text, "tokens": parse.words, "unknown": parse.unknown, "tree": bracketed(parse.nested),
-              "layer": parse.layer}
-    if len(layers) > 1:
-        record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
-    if distances:
-        record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
-    return record
+        meta = prepare_corpus(args.texts, args.out, valid=args.valid, test=args.test,
+                              split_fraction=args.split_fraction, seed=args.seed, vocab_size=args.vocab_size,
+                              min_count=args.min_count, vocab_file=args.vocab, normalize=args.normalize, char=args.char,
+                              workers=args.workers, overwrite=args.overwrite, progress=not args.no_progress)
+        print(summary(meta, args.out))
+        return 0
+    return 0 if data.print_check(args.names or None, args.data) else 1
 
 
 def _cmd_parse(args) -> int:
-    import torch
+    from treenets.parsing import print_trees
 
-    from treenets.files import output_folder, read_sentences
-    from treenets.limits import MAX_TREE_DEPTH
-    from treenets.trees.draw import ascii_art, bracketed, write_svg
-    from treenets.trees.walk import depth
-
-    sentences = [(None, text) for text in args.sentences]  # (where, text): arguments are quoted in messages
-    if args.file:
-        sentences += read_sentences(args.file, "--file")
-    if not sentences:
-        raise TreenetsError("parse: give sentences as arguments or --file")
-    if args.svg:
-        output_folder(args.svg, "--svg")
-    lm = _load_lm(args.checkpoint, args.device)
-    layers = lm.layers(args.layer, option="--layer")  # "all": each layer, then their mean
-    for where, text in sentences:  # a sentence with nothing to read: an error naming it, before any output
-        lm.read(text, args.pretokenized, where)
-    first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
-    parses = lm.parse([text for _, text in sentences], first, args.split, pretokenized=args.pretokenized)
-    for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
-        words = parse.words
-        if args.json:
-            if not torch.isfinite(parse.distances).all():  # JSON has no NaN
-                raise TreenetsError(f"{where or f'sentence {number}'}: the model's distances are not finite numbers "
-                                    "(a damaged model?)")
-            print(json.dumps(_parse_record(text, parse, layers, args.distances), allow_nan=False), flush=True)
-        else:
-            print(f"[{number}] {' '.join(words)}")
-            if parse.unknown:
-                print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
-        for layer in layers:
-            tree = parse.at(layer).nested
-            levels = depth(tree)
-            if not args.json:
-                if len(layers) > 1:
-                    print(f"layer {layer}:")
-                print(bracketed(tree))
-                if levels > MAX_TREE_DEPTH:  # the bracketed tree above is the whole answer; a drawing would not fit
-                    print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
-                    continue
-                print(ascii_art(tree, words))
-            if args.svg and levels <= MAX_TREE_DEPTH:
-                write_svg(tree, Path(args.svg) / (f"{number:04d}.svg" if len(layers) == 1 else
-                                                  f"{number:04d}-layer-{layer}.svg"))
-        if args.distances and not args.json:
-            for i, row in enumerate(parse.distances):
-                print(f"    layer {i + 1}: " + " ".join(f"{w}={d:.2f}" for w, d in zip(words, row.tolist())))
-            print()
-    if args.svg:
-        print(f"SVG drawings: {args.svg}", file=sys.stderr if args.json else sys.stdout)
+    print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances, args.svg,
+                args.json, args.pretokenized, args.device)
     return 0
 
 
 def _cmd_parse_eval(args) -> int:
-    from treenets.files import output_folder
-    from treenets.trees.evaluation import (
-        evaluate_baselines,
-        evaluate_model,
-        format_table,
-        multi_run_lines,
-        write_outputs,
-    )
+    from treenets.parsing import evaluate_parsing
 
-    if args.output:
-        output_folder(args.output, "--output")
-    path, sentences, words = _gold_sentences(args)
-    rows, results, distances, notes, figure_layer = [], [], {}, [], None
-    for checkpoint in args.checkpoints:
-        lm = _load_lm(checkpoint, args.device)
-        figure_layer = figure_layer or str(lm.default_layer)
-        layers = lm.layers(args.layer, "--layer")
-        model_results, model_distances, counts = evaluate_model(lm, checkpoint, sentences, layers, args.split,
-                                                                args.batch_size)
-        results += model_results
-        distances[checkpoint] = model_distances
-        rows += [(checkpoint, r.layer, r.scores.summary()) for r in model_results]
-        notes.append(f"{checkpoint}: {counts['unknown']} of {counts['words']} words not in the vocabulary "
-                     "(read as <unk>)")
-    rows += [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
-    summary = rows[0][2]
-    print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {summary['n']} sentences scored, "
-          f"{summary['empty']} empty after filtering; split: {args.split}; {words}")
-    print(format_table(rows))
-    for line in notes + multi_run_lines(results):
-        print(line)
-    if args.output:
-        write_outputs(Path(args.output), sentences, results, distances, figure_layer)
-        summary = [{"model": name, "layer": layer, **values} for name, layer, values in rows]
-        (Path(args.output) / "summary.json").write_text(json_text(summary, indent=1))
-        from treenets.report import parsing_section, write_report
-
-        section = parsing_section(f"{path}; {words}", args.split, args.wsj10, sentences, results, distances, rows,
-                                  figure_layer)
-        print(f"report: {write_report(args.output, f'treenets parse-eval: {args.treebank}', parsing=section)}")
-        print(f"outputs: {args.output}")
+    evaluate_parsing(args.checkpoints, _gold_treebank(args), args.layer, args.split, args.output, args.batch_size,
+                     args.random_draws, args.device, args.data)
     return 0
 
 
 def _cmd_baselines(args) -> int:
-    from treenets.trees.evaluation import evaluate_baselines, format_table
+    from treenets.parsing import print_baselines
 
-    path, sentences, words = _gold_sentences(args)
-    rows = [(name, "", summary) for name, summary in evaluate_baselines(sentences, args.random_draws).items()]
-    print(f"treebank: {path}{' (WSJ10)' if args.wsj10 else ''}: {rows[0][2]['n']} sentences scored, "
-          f"{rows[0][2]['empty']} empty after filtering; {words}")
-    print(format_table(rows))
+    print_baselines(_gold_treebank(args), args.random_draws, args.data)
     return 0
 
 
 def _cmd_syneval(args) -> int:
-    from treenets.data.syneval import load_case, select_cases, templates_folder
-    from treenets.devices import resolve_device
-    from treenets.files import output_file
-    from treenets.syneval import evaluate_syneval, format_table
+    from treenets import syneval
 
-    if args.output:
-        output_file(args.output, "--output")
-    cases = [load_case(case, args.data, args.limit) for case in select_cases(args.cases)]
-    device = resolve_device(args.device, "--device")
-    items = sum(len(case.items) for case in cases)
-    limit = f", the first {args.limit} of each condition" if args.limit else ""
-    print(f"syneval: {templates_folder(args.data)}: {len(cases)} case(s), {items:,} items{limit}")
-    results, notes = [], []
-    for k, checkpoint in enumerate(args.checkpoints, start=1):
-        result = evaluate_syneval(_load_lm(checkpoint, device), cases, args.batch_size)
-        results.append(result)
-        notes.append(f"[{k}] {len(result.unknown_types)} of {len(result.word_types)} test word types not in the "
-                     f"vocabulary (read as <unk>); {result.sentences:,} sentences scored in {result.seconds:.1f} s")
-    print(format_table(args.checkpoints, results))
-    for line in notes:
-        print(line)
-    if args.output:
-        document = {"data": str(templates_folder(args.data)), "limit": args.limit,
-                    "checkpoints": [{"checkpoint": str(path), **result.to_dict()}
-                                    for path, result in zip(args.checkpoints, results)]}
-        Path(args.output).write_text(json_text(document, indent=1))
-        print(f"output: {args.output}")
-        from treenets.report import report_beside, write_report
-
-        html = report_beside(args.output)
-        print(f"report: {write_report(html.parent, 'treenets syneval', syneval=document, name=html.name)}")
+    syneval.evaluate_models(args.checkpoints, args.cases, args.limit, args.batch_size, args.output, args.device,
+                            args.data)
     return 0
 
 
 def _cmd_predict(args) -> int:
-    from treenets.predictors import Predictor
+    from treenets.predictors import Predictor, prediction_inputs
 
-    result = Predictor.load(args.checkpoint, device=args.device).predict_command(args)
+    given = {spec.name: getattr(args, spec.name) for spec in prediction_inputs()
+             if getattr(args, spec.name) is not None}
+    result = Predictor.load(args.checkpoint, device=args.device).predict_inputs(given, args.pretokenized)
     print(json_text({k: v for k, v in asdict(result).items() if v is not None}))
     return 0
 
 
 def _cmd_metrics(args) -> int:
-    from treenets.files import plot_file
-    from treenets.runlog import plot_curve, read_metrics
-    from treenets.train import fmt_metric
-
-    if args.plot:
-        plot_file(args.plot, "--plot")
-    records = read_metrics(args.run)
-    if args.plot and not records:
-        raise TreenetsError(f"--plot: {args.run} holds no records yet, so there is no curve to draw")
-    evals = [r for r in records if r["event"] == "eval"]
-    skip = {"event", "step", "epoch", "split", "averaged"}
-    print(f"{'step':>8} {'epoch':>6} {'split':>6}  metrics")
-    for r in evals:
-        values = "  ".join(f"{k} {fmt_metric(v)}" for k, v in r.items() if k not in skip and isinstance(v, float))
-        print(f"{r['step']:8d} {r['epoch']:6d} {r['split']:>6}  {values}")
-    if args.plot:
-        plot_curve(records, args.plot)
-        print(f"plot: {args.plot}")
+    print_metrics(args.run, args.plot)
     return 0
 
 
 def _cmd_export(args) -> int:
-    from treenets import cards
-    from treenets.files import read_text
+    from treenets.cards import export_model
 
-    notes = read_text(args.notes, "a markdown file of notes") if args.notes else ""
-    metrics = cards.export_model(args.checkpoint, args.out, args.name, args.summary, notes, args.half, args.measure,
-                                 args.device, args.data, args.overwrite, log=lambda m: print(m, file=sys.stderr))
-    print(f"model folder: {args.out}")
-    for key, value in metrics["headline"].items():
-        print(f"  {key}: {cards.format_figure(value)}")
+    export_model(args.checkpoint, args.out, args.name, args.summary, args.notes, args.half, args.measure,
+                 args.device, args.data, args.overwrite)
     return 0
 
 
 def _cmd_models(args) -> int:
-    from treenets import zoo
-    from treenets.cards import format_figure
+    from treenets.zoo import print_models
 
-    rows = []
-    for model in zoo.registry().values():
-        local = [f for f in (zoo.repository_models() / model.name, zoo.cache_dir() / model.name)
-                 if (f / "model.safetensors").is_file()]
-        where = str(local[0]) if local else ("download" if all(f.url for f in model.files.values()) else "absent")
-        rows.append({"name": model.name, "task": model.task, "summary": model.summary, "where": where,
-                     "size_mb": round(sum(f.bytes for f in model.files.values()) / 1e6, 1), **model.headline})
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        return 0
-    for row in rows:
-        print(f"{row['name']}  ({row['task']}, {row['size_mb']} MB, {row['where']})\n  {row['summary']}")
-        figures = [f"{k} {100 * v:.1f}" if "F1" in k else f"{k} {format_figure(v)}"  # F1 in percent, as parse-eval
-                   for k, v in row.items() if isinstance(v, float) and k != "size_mb"]
-        print("  " + "; ".join(figures))
+    print_models(args.json)
     return 0
 
 

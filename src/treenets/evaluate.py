@@ -1,23 +1,30 @@
 """Trained models evaluated: each on a split of its dataset (or a language model on a text file of sentences),
-and the mean and standard deviation of every figure over several (the seeds of a recipe): `treenets eval`."""
+and the mean and standard deviation of every figure over several (the seeds of a recipe): `treenets eval`
+(`evaluate_models`)."""
 
 from __future__ import annotations
 
 import statistics
 import sys
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from treenets import zoo
+from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
+from treenets.files import json_text, output_folder, plot_file, read_sentences
 from treenets.predictors import LanguageModel, Predictor
-from treenets.tasks import make_task
+from treenets.report import eval_document, write_report
+from treenets.runlog import format_breakdown, plot_breakdown
+from treenets.tasks import make_task, task_class
 from treenets.tasks.metrics import Metric
 
 
 def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str, str]] | None = None,
-                   batch_size: int | None = None, pretokenized: bool = False, root=None) -> Metric:
-    """The metric of the model `ref` (a checkpoint, model folder or zoo name) on `split` of its dataset, or, given
+                   batch_size: int | None = None, pretokenized: bool = False, root=None, corpus=None) -> Metric:
+    """The metric of the model `ref` (a checkpoint, model folder or zoo name) on `split` of its dataset (of the
+    folder `corpus` instead, for a task whose data is a folder: a prepared corpus or Mikolov files), or, given
     `sentences` (`(where, text)` pairs, e.g. from `treenets.files.read_sentences`), of a language model on them,
     each read on its own as `LanguageModel.score` reads it. A progress bar shows on a terminal only."""
     saved = zoo.read(ref)
@@ -31,7 +38,12 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
         for where, text in sentences:  # a line with nothing to read: an error naming it
             predictor.read(text, pretokenized, where)
         return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized)
-    task = make_task(predictor.config, predictor.vocab, root, device, splits=(split,))
+    config = predictor.config
+    if corpus is not None:
+        if not hasattr(task_class(config.task), "level"):
+            raise TreenetsError(f"eval --corpus: {ref} is a {config.task} model; --corpus is for language models")
+        config = config.model_copy(update={"data": config.data.model_copy(update={"path": str(corpus)})})
+    task = make_task(config, predictor.vocab, root, device, splits=(split,))
     # disable=None: a progress bar on a terminal only, not in a log file
     with tqdm(total=task.eval_units(split, batch_size), unit=task.units, desc=f"eval {split}", leave=False,
               disable=None) as bar:
@@ -45,3 +57,52 @@ def summarize(results: list[dict]) -> dict | None:
     keys = [k for k, v in results[0].items() if isinstance(v, float) and all(k in r for r in results)]
     return {k: {"mean": statistics.fmean(r[k] for r in results), "std": statistics.stdev(r[k] for r in results)}
             for k in keys}
+
+
+def evaluate_models(refs: list[str], split: str | None = None, file: str | None = None, pretokenized: bool = False,
+                    batch_size: int | None = None, plot: str | None = None, output: str | None = None,
+                    device="auto", root=None, corpus=None) -> None:
+    """`treenets eval`: evaluate each model of `refs` (`evaluate_model`) on `split` (default: valid) of its data
+    (of the folder `corpus` instead), or each language model on the sentences of the text `file`, and print one
+    JSON line each; for metrics by group a table of every model's groups (drawn to the PNG file `plot`); with
+    several models a last line with the mean and standard deviation of every figure; with `output`, every value
+    in `output/eval.json` and an HTML report beside it."""
+    if file and split:
+        raise TreenetsError("eval: give --split or --file, not both")
+    if pretokenized and not file:
+        raise TreenetsError("eval: --pretokenized is for the text of --file")
+    if corpus and file:
+        raise TreenetsError("eval: give --corpus or --file, not both")
+    device = resolve_device(device, "--device")
+    if plot:
+        plot_file(plot, "--plot")
+    if output:
+        output_folder(output, "--output")
+    split = split or "valid"
+    sentences = read_sentences(file, "--file") if file else None
+    source = ({"file": str(file), "sentences": len(sentences)} if file else
+              {"split": split, **({"corpus": str(corpus)} if corpus else {})})
+    results, breakdowns = [], {}
+    for path in refs:
+        result = evaluate_model(path, device, split, sentences, batch_size, pretokenized, root, corpus)
+        results.append(result.values())
+        print(json_text({"checkpoint": str(path), **source, **results[-1]}))
+        if result.breakdown() is not None:
+            title, breakdowns[f"[{len(results)}]"] = result.breakdown()
+    if breakdowns:
+        print("\n".join(f"[{k}] {path}" for k, path in enumerate(refs, start=1)))
+        print(format_breakdown(title, breakdowns))
+        if plot:
+            named = {f"{label} {path}": values for (label, values), path in zip(breakdowns.items(), refs)}
+            plot_breakdown(title, result.key, named, plot)
+            print(f"plot: {plot}")
+    elif plot:
+        raise TreenetsError(f"--plot: the metric {result.key} has no groups to draw")
+    summary = summarize(results)
+    if summary is not None:
+        print(json_text({"checkpoints": len(results), **source, **summary}))
+    if output:
+        label = str(file) if file else split
+        document = eval_document(label, refs, results, result, breakdowns, summary)
+        (Path(output) / "eval.json").write_text(json_text(document, indent=1))
+        print(f"report: {write_report(output, f'treenets eval ({label})', evaluation=document)}")

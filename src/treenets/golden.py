@@ -228,3 +228,16 @@ def check_golden(directory: str | Path) -> list[Comparison]:
     if kind == "parse-eval":
         return _parse_eval(directory, config, config_path)
     return _compare_model(MODEL_KINDS[kind], directory, config, config_path)
+
+
+def check_golden_folders(directories: list[str | Path]) -> bool:
+    """`treenets check-golden`: `check_golden` each fixture folder, printing `name  max_abs_err` per output and
+    then `PASS k/k` or `FAIL k/n`; whether every output is within its tolerance."""
+    comparisons = []
+    for directory in directories:
+        for c in check_golden(directory):
+            print(f"{c.name}  {c.max_abs_err:.3e}" if c.max_abs_err != float("inf") else f"{c.name}  missing")
+            comparisons.append(c)
+    passed = sum(c.ok for c in comparisons)
+    print(f"{'PASS' if passed == len(comparisons) else 'FAIL'} {passed}/{len(comparisons)}")
+    return passed == len(comparisons)

@@ -1,5 +1,6 @@
 """A run's metrics log: `metrics.jsonl` (one JSON record per log line and evaluation, mirrored to TensorBoard
-when it is installed), read back and drawn as a learning curve."""
+when it is installed), read back, printed (`treenets metrics`) and drawn as a learning curve; figures written
+for people."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ import os
 from pathlib import Path
 
 from treenets.errors import TreenetsError
-from treenets.files import read_text
+from treenets.files import plot_file, read_text
+
+
+def format_figure(value) -> str:
+    """A figure for people, as the training log, `treenets metrics`, model cards and `treenets models` print it:
+    4 decimals below 10 (Pearson, accuracy, bits per character), else 2 (perplexity, F1 in percent); counts as
+    they are; None (no figure yet) as `n/a`."""
+    if value is None:
+        return "n/a"
+    if not isinstance(value, float):
+        return str(value)
+    return f"{value:.4f}" if abs(value) < 10 else f"{value:.2f}"
 
 
 class MetricsLog:
@@ -83,6 +95,25 @@ def read_metrics(run: str | Path) -> list[dict]:
                                 "train records have step and epoch, eval records also split)")
         records.append(record)
     return records
+
+
+def print_metrics(run: str | Path, plot: str | Path | None = None) -> None:
+    """`treenets metrics`: print every evaluation of `run` (a run folder or its `metrics.jsonl`), one line each,
+    and with `plot` draw the learning curve to that PNG file (`plot_curve`)."""
+    if plot:
+        plot_file(plot, "--plot")
+    records = read_metrics(run)
+    if plot and not records:
+        raise TreenetsError(f"--plot: {run} holds no records yet, so there is no curve to draw")
+    evals = [r for r in records if r["event"] == "eval"]
+    skip = {"event", "step", "epoch", "split", "averaged"}
+    print(f"{'step':>8} {'epoch':>6} {'split':>6}  metrics")
+    for r in evals:
+        values = "  ".join(f"{k} {format_figure(v)}" for k, v in r.items() if k not in skip and isinstance(v, float))
+        print(f"{r['step']:8d} {r['epoch']:6d} {r['split']:>6}  {values}")
+    if plot:
+        plot_curve(records, plot)
+        print(f"plot: {plot}")
 
 
 def plot_curve(records: list[dict], out: str | Path) -> None:

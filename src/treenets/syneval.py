@@ -1,4 +1,4 @@
-"""Targeted syntactic evaluation (Marvin & Linzen 2018) of a language model (`treenets syneval`).
+"""Targeted syntactic evaluation (Marvin & Linzen 2018) of language models (`treenets syneval`: `evaluate_models`).
 
 An item is correct when the model gives the grammatical sentence a strictly higher whole-sentence
 log-probability (`SentenceScore.total`: every word and the closing boundary token, read after the opening
@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from treenets.data.syneval import CaseItems
+from treenets.data.syneval import CaseItems, load_case, select_cases, templates_folder
+from treenets.devices import resolve_device
+from treenets.files import json_text, output_file
 from treenets.predictors.lm import LanguageModel
+from treenets.report import report_beside, write_report
 
 
 @dataclass
@@ -141,3 +145,34 @@ def format_table(checkpoints: list[str], results: list[SynevalResult]) -> str:
 
 def _fraction(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def evaluate_models(refs: list[str], cases: list[str] | None = None, limit: int | None = None,
+                    batch_size: int = 256, output: str | None = None, device="auto", root=None) -> None:
+    """`treenets syneval`: score the `cases` (names of Table 3; all for None) with each language model of `refs`
+    (`evaluate_syneval`; with `limit`, the first `limit` items of each condition) and print the table of
+    accuracies and each model's vocabulary coverage; with `output`, every count and accuracy as JSON in that
+    file and an HTML report beside it."""
+    if output:
+        output_file(output, "--output")
+    selected = [load_case(case, root, limit) for case in select_cases(cases)]
+    device = resolve_device(device, "--device")
+    items = sum(len(case.items) for case in selected)
+    first = f", the first {limit} of each condition" if limit else ""
+    print(f"syneval: {templates_folder(root)}: {len(selected)} case(s), {items:,} items{first}")
+    results, notes = [], []
+    for k, ref in enumerate(refs, start=1):
+        result = evaluate_syneval(LanguageModel.load(ref, device=device), selected, batch_size)
+        results.append(result)
+        notes.append(f"[{k}] {len(result.unknown_types)} of {len(result.word_types)} test word types not in the "
+                     f"vocabulary (read as <unk>); {result.sentences:,} sentences scored in {result.seconds:.1f} s")
+    print(format_table(refs, results))
+    for line in notes:
+        print(line)
+    if output:
+        document = {"data": str(templates_folder(root)), "limit": limit,
+                    "checkpoints": [{"checkpoint": str(ref), **result.to_dict()} for ref, result in zip(refs, results)]}
+        Path(output).write_text(json_text(document, indent=1))
+        print(f"output: {output}")
+        html = report_beside(output)
+        print(f"report: {write_report(html.parent, 'treenets syneval', syneval=document, name=html.name)}")

@@ -7,7 +7,8 @@ atomic checkpoints that resume bit for bit, a checkpoint on SIGTERM/SIGINT, and 
 when started by `torchrun`.
 
 Files in the run folder: `last.pt` (everything to resume), `best.pt` (the weights with the best validation
-metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml`.
+metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml`. `run_training` is `treenets
+train`: the config read, the run folder prepared and locked, the run, and where its files are printed.
 """
 
 from __future__ import annotations
@@ -28,24 +29,17 @@ import yaml
 from tqdm.auto import tqdm
 
 from treenets import checkpoint, optim
-from treenets.config import to_dict
+from treenets.config import load_config, saved_config, to_dict
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
+from treenets.files import output_folder
 from treenets.nn.backend import set_backend
 from treenets.nn.precision import autocast, check_precision
 from treenets.nn.utils import check_fits
-from treenets.runlog import MetricsLog
+from treenets.runlog import MetricsLog, format_figure
 from treenets.tasks import make_task
 from treenets.tasks.metrics import Metric
 from treenets.vocab import Vocab
-
-
-def fmt_metric(value: float | None) -> str:
-    """A metric for people: 134.93 -> '134.93', 0.86761 -> '0.8676'."""
-    if value is None:
-        return "n/a"
-    return f"{value:.2f}" if abs(value) >= 10 else f"{value:.4f}"
-
 
 RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "tensorboard")
 
@@ -169,8 +163,8 @@ class Trainer:
             self.log(f"warning: {best} was missing; written again from {self.out_dir / 'last.pt'}, whose weights are "
                      f"the best (step {self.state.best_step})")
         else:
-            self.log(f"warning: {best} is missing: the best weights (validation {fmt_metric(self.state.best)} at step "
-                     f"{self.state.best_step}) are lost; the next validation writes {best} again")
+            self.log(f"warning: {best} is missing: the best weights (validation {format_figure(self.state.best)} at "
+                     f"step {self.state.best_step}) are lost; the next validation writes {best} again")
             self.state.best, self.state.best_step = None, None
 
     def close(self) -> None:
@@ -400,7 +394,7 @@ class Trainer:
                 bar.close()
                 if reason is None:
                     valid = self._end_epoch()
-                    self.log(f"epoch {state.epoch}: valid {valid.key} {fmt_metric(valid.score)} (step {state.step})")
+                    self.log(f"epoch {state.epoch}: valid {valid.key} {format_figure(valid.score)} (step {state.step})")
                     state.epoch += 1
                     state.epoch_step = 0
                     self.save_last()
@@ -430,7 +424,7 @@ class Trainer:
         record.update({"lr": self.optimizer.param_groups[0]["lr"], f"{self.task.units}_per_s": speed,
                        "optimizer": self.state.optimizer})
         self.metrics.write(record)
-        shown = {"loss": f"{loss:.3f}", **{k: fmt_metric(v) for k, v in running.items()},
+        shown = {"loss": f"{loss:.3f}", **{k: format_figure(v) for k, v in running.items()},
                  f"{self.task.units}/s": f"{speed:.0f}"}
         bar.set_postfix(shown)
         if bar.disable and self.is_main:  # no progress bar (not a terminal, or --no-progress): a log line
@@ -480,6 +474,59 @@ def run_folder_lock(out: Path):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def run_training(config_file: str | None = None, overrides: tuple[str, ...] | list[str] = (),
+                 out: str | Path | None = None, resume: str | None = None, overwrite: bool = False, root=None,
+                 progress: bool = True) -> int:
+    """`treenets train`: train the model of the YAML file `config_file` with `overrides` (`KEY=VALUE`), or go on
+    with the run of the checkpoint `resume` under its saved config, in the run folder `out` (default:
+    `runs/<config name>`, or the checkpoint's folder), and print where its files are. `resume` `""` means
+    `out/last.pt`; `overwrite` starts a folder that holds a run afresh; `root` is the data root. Returns the exit
+    code (`TrainResult.exit_code`)."""
+    if config_file is None and not resume:
+        raise TreenetsError("train: give a CONFIG file, or --resume CHECKPOINT")
+    if config_file is not None:
+        config = load_config(config_file, list(overrides))
+        out = Path(out or Path("runs") / Path(config_file).stem)
+    else:
+        config = saved_config(checkpoint.load(resume), resume, list(overrides))
+        out = Path(out or Path(resume).parent)
+    check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
+    with run_folder_lock(output_folder(out, "--out")):
+        return _train_in(out, config, resume, overwrite, root, progress)
+
+
+def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool) -> int:
+    """`run_training` in the locked run folder `out`."""
+    resume = prepare_run_folder(out, resume, overwrite)
+    trainer = Trainer(config, out, root=root, resume=resume, progress=progress)
+    if trainer.is_main:
+        words = len(trainer.task.vocab)
+        params = sum(p.numel() for p in trainer.model.parameters())
+        print(f"treenets: task {config.task}, model {config.model.name}, {params:,} parameters, vocabulary "
+              f"{words:,}, device {trainer.device}, {trainer.world} process(es), run folder {out}")
+        if resume:
+            print(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
+    result = trainer.run()
+    trainer.close()
+    if trainer.is_main:
+        key = trainer.task.Metric.key
+        valid = format_figure(result.valid.score) if result.valid else "n/a"
+        print(f"stopped ({result.reason}) at step {result.state.step}, epoch {result.state.epoch}: "
+              f"validation {key} {valid}")
+        print(f"checkpoint (resume): {out / 'last.pt'}")
+        if (out / "best.pt").is_file():
+            print(f"best weights:        {out / 'best.pt'} (validation {key} {format_figure(result.state.best)})")
+        elif result.state.best_step is None:
+            print(f"best weights:        none yet ({out / 'best.pt'} is written at the first validation)")
+        else:
+            print(f"best weights:        {out / 'best.pt'} is missing (deleted during the run?); the next "
+                  "validation that improves on the best writes it")
+        print(f"metrics:             {out / 'metrics.jsonl'}")
+        if result.reason in ("SIGINT", "SIGTERM"):
+            print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
+    return result.exit_code
 
 
 def _to_device(value, device):

@@ -11,7 +11,7 @@ A model folder follows the Hugging Face layout:
 `zoo.json` (beside this module) lists the shipped models: what each is, its headline figures, and the
 sha256, size and download URL of each file. A name is looked up in the repository's `models/` folder, then in
 the cache (`$TREENETS_CACHE`, default `~/.cache/treenets`), and downloaded into the cache when a URL is
-published; every file is checked against its sha256 before it is used.
+published; every file is checked against its sha256 before it is used. `print_models` is `treenets models`.
 """
 
 from __future__ import annotations
@@ -28,14 +28,16 @@ from pathlib import Path
 from treenets import checkpoint
 from treenets.errors import TreenetsError
 from treenets.files import json_text
+from treenets.runlog import format_figure
 
 CACHE_ENV = "TREENETS_CACHE"
 FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
 _REGISTRY = Path(__file__).with_name("zoo.json")
 
 
-def _note(message: str) -> None:
-    print(message, file=sys.stderr)  # downloads are reported beside, never inside, a command's output
+def note(message: str) -> None:
+    """Report progress (a download, a measurement) on stderr: beside, never inside, a command's output."""
+    print(message, file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def _verify(folder: Path, model: ZooModel) -> None:
                                 "the file is corrupted or was changed; delete the folder to download it again")
 
 
-def locate(name: str, log=_note) -> Path:
+def locate(name: str, log=note) -> Path:
     """The verified folder of the zoo model `name`: in the repository, in the cache, or downloaded.
 
     Raises:
@@ -109,6 +111,27 @@ def locate(name: str, log=_note) -> Path:
         log(f"downloading {name}/{file} <- {spec.url}")
         fetch(spec.url, target / file, spec.sha256)
     return target
+
+
+def print_models(as_json: bool = False) -> None:
+    """`treenets models`: each zoo model's name, task, size, summary, headline figures (F1 in percent, as
+    `parse-eval` prints it) and where it is: its folder in the source checkout's `models/` or in the cache,
+    `download` (every file has a URL) or `absent`; with `as_json` the same as a JSON list, F1 as a fraction."""
+    rows = []
+    for model in registry().values():
+        local = [f for f in (repository_models() / model.name, cache_dir() / model.name)
+                 if (f / "model.safetensors").is_file()]
+        where = str(local[0]) if local else ("download" if all(f.url for f in model.files.values()) else "absent")
+        rows.append({"name": model.name, "task": model.task, "summary": model.summary, "where": where,
+                     "size_mb": round(sum(f.bytes for f in model.files.values()) / 1e6, 1), **model.headline})
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    for row in rows:
+        print(f"{row['name']}  ({row['task']}, {row['size_mb']} MB, {row['where']})\n  {row['summary']}")
+        figures = [f"{k} {100 * v:.1f}" if "F1" in k else f"{k} {format_figure(v)}"
+                   for k, v in row.items() if isinstance(v, float) and k != "size_mb"]
+        print("  " + "; ".join(figures))
 
 
 def read_folder(folder: str | Path) -> dict:
@@ -159,7 +182,7 @@ def read_folder(folder: str | Path) -> dict:
     return {"kind": "model", "config": config, "vocab": words, "model": state}
 
 
-def read(ref: str | Path, log=_note) -> dict:
+def read(ref: str | Path, log=note) -> dict:
     """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name."""
     path = Path(ref)
     if path.is_dir():

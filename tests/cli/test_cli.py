@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -43,6 +45,42 @@ def test_every_command_has_help(capsys):
         assert len(out.splitlines()) > 3, command  # a description or options, not only the usage line
         if command == ("train",):
             assert "--max-minutes" in out and "--set" in out and "--backend" in out
+
+
+def test_the_parser_imports_no_torch():
+    # `treenets --help` and the commands that need no network answer without the seconds torch takes to import.
+    code = ("import sys; from treenets.cli import build_parser; parser = build_parser(); parser.format_help(); "
+            "parser.parse_args(['metrics', 'run']); print('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_predict_takes_the_inputs_the_predictors_declare(monkeypatch, capsys):
+    """A task whose predictor reads a new kind of input gets its `predict` option from that declaration alone;
+    predictors that share an input share one option, with both helps."""
+    from treenets import tasks
+    from treenets.predictors import PredictionInput, Predictor
+
+    class TreePairPredictor(Predictor):
+        inputs = (PredictionInput("trees", "tree pairs: two bracketed trees", 2, ("T1", "T2")),)
+
+    class TreePairTask:
+        name, Predictor = "tree-pair", TreePairPredictor
+
+    monkeypatch.setattr(tasks, "_TASKS", {**tasks.all_tasks(), "tree-pair": TreePairTask})
+    args = build_parser().parse_args(["predict", "model", "--trees", "(X a)", "(X b)"])
+    assert args.trees == ["(X a)", "(X b)"] and args.sentence is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["predict", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--trees T1 T2 tree pairs: two bracketed trees" in help_text
+    assert "logic: two bracketed formulas (premise, hypothesis); relatedness: two sentences as typed" in help_text
+
+    class OnePairPredictor(Predictor):  # `--pair` with one value where the others read two
+        inputs = (PredictionInput("pair", "one value"),)
+
+    monkeypatch.setattr(TreePairTask, "Predictor", OnePairPredictor)
+    with pytest.raises(ValueError, match="OnePairPredictor reads --pair with 1 value"):
+        build_parser().parse_args(["predict", "model"])
 
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from treenets import data
-from treenets.data.lm import BPTTStream, batchify, read_char_lm_file, read_lm_file, shard_columns
+from treenets.data.lm import BPTTStream, StreamColumns, read_char_lm_file, read_lm_file
 from treenets.data.logic import LABELS, read_logic_file
 from treenets.data.sick import SPECIALS, read_vocab
 from treenets.data.sst import read_trees
@@ -52,28 +53,39 @@ def test_missing_corpus_file(tmp_path):
         read_lm_file(tmp_path / "nope.txt")
 
 
-def test_batchify_is_time_major_columns():
-    stream = torch.arange(23)
-    batched = batchify(stream, 4)
-    assert batched.shape == (5, 4)
-    assert batched[:, 1].tolist() == [5, 6, 7, 8, 9]  # each column is a contiguous piece of the stream
-    assert shard_columns(batched, 1, 2).tolist() == batched[:, 2:].tolist()
+def _reshaped(stream: np.ndarray, batch_size: int) -> torch.Tensor:
+    """The official `batchify`: the stream reshaped into `batch_size` columns, time-major."""
+    rows = len(stream) // batch_size
+    return torch.from_numpy(stream[: rows * batch_size].reshape(batch_size, rows).T.copy())
+
+
+def test_stream_columns_read_as_the_stream_reshaped_into_columns():
+    stream = np.arange(23)
+    columns = StreamColumns(stream, 4)
+    assert (columns.size(0), columns.size(1)) == (5, 4)
+    assert columns[0:5][:, 1].tolist() == [5, 6, 7, 8, 9]  # each column is a contiguous piece of the stream
+    assert torch.equal(columns[1:4], _reshaped(stream, 4)[1:4])
+    assert torch.equal(StreamColumns(stream, 4, rank=1, world=2)[0:5], _reshaped(stream, 4)[:, 2:])
+    assert torch.equal(StreamColumns(stream, 4, offset=3)[0:5], _reshaped(stream[3:], 4))
+    assert torch.equal(StreamColumns(stream, 4, id_map=np.arange(23) * 2)[0:2], _reshaped(stream, 4)[:2] * 2)
     with pytest.raises(TreenetsError, match="too few"):
-        batchify(torch.arange(3), 4)
+        StreamColumns(np.arange(3), 4)
     with pytest.raises(TreenetsError, match="divisible"):
-        shard_columns(batched, 0, 3)
+        StreamColumns(stream, 4, world=3)
+    with pytest.raises(TreenetsError, match=r"corpus \(test\): id 19 in a vocabulary of 10"):
+        StreamColumns(stream, 4, vocab_size=10, where="corpus (test)")[0:5]
 
 
 @pytest.mark.parametrize("variable", [False, True])
 def test_windows_cover_every_target_once(variable):
-    batched = batchify(torch.arange(2000), 4)
-    stream = BPTTStream(batched, bptt=20, variable=variable, seed=3)
+    columns = StreamColumns(np.arange(2000), 4)
+    stream = BPTTStream(columns, bptt=20, variable=variable, seed=3)
     targets, lengths = [], []
     while (w := stream.next_window()) is not None:
         assert torch.equal(w.target[:-1], w.input[1:])
         targets.append(w.target)
         lengths.append(w.input.size(0))
-    assert torch.equal(torch.cat(targets), batched[1:])
+    assert torch.equal(torch.cat(targets), _reshaped(np.arange(2000), 4)[1:])
     if variable:
         assert min(lengths[:-1]) >= 5 and len(set(lengths)) > 3
     else:
@@ -81,13 +93,13 @@ def test_windows_cover_every_target_once(variable):
 
 
 def test_stream_state_restores_position_and_lengths():
-    batched = batchify(torch.arange(5000), 4)
-    a = BPTTStream(batched, bptt=30, variable=True, seed=1)
+    columns = StreamColumns(np.arange(5000), 4)
+    a = BPTTStream(columns, bptt=30, variable=True, seed=1)
     for _ in range(5):
         a.next_window()
     saved = a.state_dict()
     expected = [a.next_window().input for _ in range(5)]
-    b = BPTTStream(batched, bptt=30, variable=True, seed=99)
+    b = BPTTStream(columns, bptt=30, variable=True, seed=99)
     b.load_state_dict(saved)
     for want in expected:
         assert torch.equal(b.next_window().input, want)

@@ -1,5 +1,5 @@
-"""Tree-LSTMs: hand-computed trees, batched equals one node at a time, the compiled level loops, the golden
-fixtures."""
+"""Tree-LSTMs: hand-computed trees, batched equals one node at a time, the encoders chosen by name, the compiled
+level loops, the golden fixtures."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from treenets.errors import TreenetsError
 from treenets.golden import check_golden
 from treenets.nn import treelstm
 from treenets.nn.backend import kernels, use_backend
-from treenets.nn.tree_models import RelatednessModelConfig
+from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig, TreeEncoderConfig
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
 
@@ -122,6 +123,36 @@ def test_nary_refuses_wide_nodes():
     batch = TreeBatch.build([ParentTree((3, 3, 3, -1), ("a", "b", "c"))])
     with pytest.raises(TreenetsError, match="3 children"):
         cell(batch, batch.node_inputs(torch.zeros(3, 2)))
+
+
+# --- the encoders, chosen by name ----------------------------------------------------------------------
+TREE_ENCODERS = get_args(get_args(TreeEncoderConfig)[0])  # the union's configs: every encoder a model may name
+
+
+def _name(encoder) -> str:
+    return encoder.model_fields["name"].default
+
+
+def test_the_models_accept_exactly_the_names_of_the_encoder_union():
+    names = tuple(_name(encoder) for encoder in TREE_ENCODERS)
+    for config in (RelatednessModelConfig, SentimentModelConfig):
+        assert get_args(config.model_fields["name"].annotation) == names
+
+
+@pytest.mark.parametrize("encoder", TREE_ENCODERS, ids=_name)
+def test_every_encoder_name_builds_its_encoder_through_its_config(encoder):
+    own = encoder(emb_size=6, mem_size=5)
+    relatedness = RelatednessModelConfig(name=_name(encoder), emb_size=6, mem_size=5, hidden_size=4)
+    sentiment = SentimentModelConfig(name=_name(encoder), emb_size=6, mem_size=5)
+    assert relatedness.encoder == own and sentiment.encoder == own
+    tree = ParentTree((3, 3, 4, 4, -1), ("a", "b", "c"))  # ((a b) c): binary, so every encoder reads it
+    words = [torch.tensor([1, 2, 3])]
+    model = relatedness.build(8)
+    assert type(model.encoder) is type(own.build()) and model.sequential is not encoder.reads_trees
+    assert {key.split(".")[0] for key in model.state_dict()} == {"emb", "encoder", "similarity"}
+    assert model(([tree], words), ([tree], words)).shape == (1, 5)
+    log_probs, _ = sentiment.build(8, 3)([tree], words)
+    assert log_probs.shape == (1 if model.sequential else 5, 3)  # the sentence, or every node
 
 
 # --- golden fixtures -----------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_the_task_reads_a_character_stream(tmp_path):
     assert len(lines) == 40
     assert len(task.vocab) == len(set("".join(WORDS)) | {"_"}) + 1 and task.vocab.unk is None
     stream = task.streams["test"]
-    assert stream.numel() == sum(len(line.split()) + 1 for line in lines)
+    assert len(stream) == sum(len(line.split()) + 1 for line in lines)
     first = lines[0].split() + [EOS]
     assert [task.vocab.words[i] for i in stream[: len(first)].tolist()] == first
 

@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import math
 import random
+from typing import get_args
 
 import pytest
 import torch
 import yaml
 
 from treenets.cli import main
+from treenets.config import build_config
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, LogicBatch, LogicPair, logic_vocab, parse_formula
-from treenets.nn.pair_classifier import PairClassifierConfig
+from treenets.errors import TreenetsError
+from treenets.nn.pair_classifier import PairClassifierConfig, PairEncoderConfig
 from treenets.predictors import LogicClassifier
 from treenets.tasks.metrics import AccuracyByOperators
 
@@ -59,7 +62,30 @@ def test_length_bucketed_batches_cover_every_example_once_and_resume_the_same():
     assert [restored.next_rows() for _ in range(80)] == following
 
 
-@pytest.mark.parametrize("encoder", ["onlstm", "lstm", "binary-treelstm"])
+PAIR_ENCODERS = get_args(get_args(PairEncoderConfig)[0])  # the union's configs: every encoder the model may name
+ENCODER_NAMES = [encoder.model_fields["name"].default for encoder in PAIR_ENCODERS]
+
+
+def test_the_model_accepts_exactly_the_names_of_the_encoder_union():
+    assert list(get_args(PairClassifierConfig.model_fields["name"].annotation)) == ENCODER_NAMES
+
+
+@pytest.mark.parametrize("encoder", PAIR_ENCODERS, ids=ENCODER_NAMES)
+def test_every_encoder_loads_a_config_with_every_field_and_builds_through_its_config(encoder):
+    name = encoder.model_fields["name"].default
+    saved = {**PairClassifierConfig(hidden_size=20, chunk_size=5).model_dump(), "name": name}
+    config = build_config({"task": "logic", "model": saved}).model
+    assert type(config.encoder) is encoder
+    assert type(config.build(12, 7).encoder) is type(config.encoder.build())
+    odd_chunks = {"task": "logic", "model": {**saved, "chunk_size": 7}}
+    if "chunk_size" in encoder.model_fields:  # the ON-LSTM's alone: only it refuses a size the chunks do not divide
+        with pytest.raises(TreenetsError, match=r"^config: model: hidden_size=20 is not divisible by chunk_size=7$"):
+            build_config(odd_chunks)
+    else:
+        build_config(odd_chunks)
+
+
+@pytest.mark.parametrize("encoder", ENCODER_NAMES)
 def test_a_formula_gets_the_same_vector_alone_and_padded_in_a_batch(encoder):
     torch.manual_seed(0)
     vocab = logic_vocab()
@@ -136,6 +162,10 @@ def test_a_logic_model_predicts_a_relation(logic_run, capsys):
     assert json.loads(capsys.readouterr().out)["relation"] in LABELS
     assert main(["predict", str(best), "--pair", "( not a", "a"]) == 2
     assert "premise: 1 bracket(s) not closed" in capsys.readouterr().err
+    # Before: a sentence or a parser beside the pair was ignored without a word.
+    assert main(["predict", str(best), "--pair", "( not a )", "a", "--sentence", "a"]) == 2
+    assert "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas), not --sentence" in \
+        capsys.readouterr().err
 
 
 def test_plot_is_refused_for_a_metric_without_groups(tmp_path, capsys):

@@ -80,9 +80,9 @@ def test_a_task_declared_in_one_place_trains_evaluates_and_loads(tmp_path, corpu
 
         def __init__(self, config, **kwargs):
             super().__init__(config, **kwargs)
-            self.streams = {split: stream.flip(0) for split, stream in self.streams.items()}
+            self.streams = {split: stream[::-1] for split, stream in self.streams.items()}
             if "train" in self.splits:
-                self.train_stream.batched = self._cut_train(0)
+                self.train_stream.columns = self._cut_train(0)
 
     monkeypatch.setattr(tasks, "_TASKS", dict(tasks._TASKS))  # the registry is restored afterwards
     register(BackwardsLMTask)
@@ -119,9 +119,9 @@ class ReverseLMTask(LMTask):
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        self.streams = {split: stream.flip(0) for split, stream in self.streams.items()}
+        self.streams = {split: stream[::-1] for split, stream in self.streams.items()}
         if "train" in self.splits:
-            self.train_stream.batched = self._cut_train(0)
+            self.train_stream.columns = self._cut_train(0)
 """
 
 

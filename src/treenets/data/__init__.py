@@ -120,6 +120,19 @@ def check(names: list[str] | None = None, root: str | os.PathLike | None = None)
     return result
 
 
+def print_check(names: list[str] | None = None, root: str | os.PathLike | None = None) -> bool:
+    """`treenets data check`: print the data root and the status of every file of `names` (`check`), then the
+    counts; whether no file is wrong (missing files are not wrong: `treenets data download` fetches them)."""
+    statuses = check(names, root)
+    print(f"data root: {data_root(root)}")
+    for s in statuses:
+        print(f"{s.status:12s} {s.file.dataset:16s} {s.file.path}")
+    counts = {status: sum(s.status == status for s in statuses) for status in ("ok", "missing")}
+    wrong = len(statuses) - sum(counts.values())
+    print(f"{counts['ok']} ok, {counts['missing']} missing, {wrong} wrong")
+    return wrong == 0
+
+
 def fetch(url: str, target: Path, sha256: str) -> None:
     """Download `url` to `target`, verifying its sha256. The file is written under a temporary name and renamed
     only after its checksum matched, so an interrupted download never leaves a file that looks complete."""

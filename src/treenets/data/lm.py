@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from treenets.data.batching import Batch
@@ -87,35 +88,67 @@ def _sentences(path: Path, lines: list[str]) -> list[list[str]]:
     return sentences
 
 
-def encode_stream(sentences: list[list[str]], vocab: Vocab, path: Path) -> torch.Tensor:
-    """The token ids of all sentences in order, as one 1-D LongTensor (unknown words -> `<unk>`)."""
+def encode_stream(sentences: list[list[str]], vocab: Vocab, path: Path) -> np.ndarray:
+    """The token ids of all sentences in order, as one 1-D int64 array (unknown words -> `<unk>`)."""
     ids = []
     for lineno, sentence in enumerate(sentences, start=1):
         try:
             ids.extend(vocab.encode(sentence)[0])
         except TreenetsError as exc:
             raise TreenetsError(f"{path}:{lineno}: {exc}") from None
-    return torch.tensor(ids, dtype=torch.long)
+    return np.array(ids, dtype=np.int64)
 
 
-def batchify(stream: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Cut a 1-D stream into `batch_size` contiguous columns, time-major `[N // batch_size, batch_size]`.
+def check_ids(ids: np.ndarray, vocab_size: int | None, where: str) -> None:
+    """An error naming `where` for an id at or above `vocab_size` (None: no check): a damaged corpus file."""
+    if vocab_size is not None and ids.size and ids.max() >= vocab_size:
+        raise TreenetsError(f"{where}: id {int(ids.max())} in a vocabulary of {vocab_size:,}; the file is damaged or "
+                            "from another preparation: prepare the corpus again")
 
-    The tokens that do not fill a whole row are dropped (as in the official code).
+
+class StreamColumns:
+    """A 1-D token stream cut into `batch_size` contiguous columns, read time-major `[rows, batch_size]` as if
+    the stream had been reshaped (as the official code's `batchify`), without copying it: `columns[i:j]` gathers
+    rows i..j-1 from the stream when they are read, so a memory-mapped corpus (`treenets.data.corpus`) is never
+    held in memory. The tokens after `offset` that do not fill a whole row are dropped.
+
+    Args:
+        stream: the ids, a 1-D numpy array (or memory map).
+        batch_size: columns of the whole batch (all processes together).
+        offset: where in the stream the columns start (PRPN cuts each epoch from a random offset).
+        rank, world: this process reads columns `rank * batch_size / world` onwards, `batch_size / world` of them
+            (DistributedDataParallel: each process its own columns).
+        device: where the rows go (a LongTensor).
+        vocab_size: the size of the vocabulary the stream was encoded with; an id at or above it is an error naming
+            `where` (a damaged corpus file), not an index error in the embedding. None: not checked.
+        id_map: the model's id of each of the stream's ids, when the stream was encoded with another vocabulary
+            (a prepared corpus read by a model trained elsewhere).
     """
-    rows = stream.numel() // batch_size
-    if rows < 2:
-        raise TreenetsError(f"{stream.numel()} tokens are too few for batch size {batch_size}")
-    return stream[: rows * batch_size].view(batch_size, rows).t().contiguous()
 
+    def __init__(self, stream: np.ndarray, batch_size: int, offset: int = 0, rank: int = 0, world: int = 1,
+                 device=None, vocab_size: int | None = None, id_map: np.ndarray | None = None,
+                 where: str = "the corpus"):
+        rows = (len(stream) - offset) // batch_size
+        if rows < 2:
+            raise TreenetsError(f"{len(stream) - offset} tokens are too few for batch size {batch_size}")
+        if batch_size % world:
+            raise TreenetsError(f"batch size {batch_size} is not divisible by the number of processes {world}")
+        per = batch_size // world
+        self.stream, self.rows, self.device, self.where = stream, rows, device, where
+        self.vocab_size, self.id_map = vocab_size, id_map
+        self.starts = offset + rows * np.arange(rank * per, (rank + 1) * per)  # where each column begins
 
-def shard_columns(batched: torch.Tensor, rank: int, world: int) -> torch.Tensor:
-    """The columns of a batchified stream that belong to process `rank` of `world`."""
-    width = batched.size(1)
-    if width % world:
-        raise TreenetsError(f"batch size {width} is not divisible by the number of processes {world}")
-    per = width // world
-    return batched[:, rank * per : (rank + 1) * per].contiguous()
+    def size(self, dim: int) -> int:
+        return (self.rows, len(self.starts))[dim]
+
+    def __getitem__(self, rows: slice) -> torch.Tensor:
+        """Rows `rows` (a slice with step 1) as a `[len, columns]` LongTensor on the device."""
+        first, stop, _ = rows.indices(self.rows)
+        ids = self.stream[self.starts[None, :] + np.arange(first, max(first, stop))[:, None]]
+        check_ids(ids, self.vocab_size, self.where)
+        if self.id_map is not None:
+            ids = self.id_map[ids]
+        return torch.from_numpy(ids.astype(np.int64)).to(self.device)
 
 
 @dataclass
@@ -130,15 +163,16 @@ class Window(Batch):
 
 
 class BPTTStream:
-    """Reads a batchified stream window by window; its position and length sampler can be saved and restored.
+    """Reads a stream's columns (`StreamColumns`) window by window; its position and length sampler can be saved
+    and restored.
 
     With `variable=True` each window's length is drawn as in AWD-LSTM: `bptt` with probability 0.95 and
     `bptt / 2` otherwise, plus N(0, 5) noise, at least 5 steps. The draws come from the stream's own
     generator so that a resumed run draws the same lengths.
     """
 
-    def __init__(self, batched: torch.Tensor, bptt: int, variable: bool, seed: int):
-        self.batched, self.bptt, self.variable = batched, bptt, variable
+    def __init__(self, columns: StreamColumns, bptt: int, variable: bool, seed: int):
+        self.columns, self.bptt, self.variable = columns, bptt, variable
         self.generator = torch.Generator().manual_seed(seed)
         self.position = 0
         self.offset = 0  # where in the 1-D stream the columns were cut (see `LMTask`, `random_offset`)
@@ -150,11 +184,11 @@ class BPTTStream:
 
     def __len__(self) -> int:
         """Windows per pass at the nominal length."""
-        return math.ceil((self.batched.size(0) - 1) / self.bptt)
+        return math.ceil((self.columns.size(0) - 1) / self.bptt)
 
     def next_window(self) -> Window | None:
         """The next window, or None at the end of the stream (then the position is reset to 0)."""
-        remaining = self.batched.size(0) - 1 - self.position
+        remaining = self.columns.size(0) - 1 - self.position
         if remaining < 1 or (self.variable and remaining < 2):
             self.position = 0
             return None
@@ -167,7 +201,8 @@ class BPTTStream:
         length = min(length, remaining)
         i = self.position
         self.position += length
-        return Window(self.batched[i : i + length], self.batched[i + 1 : i + 1 + length], scale)
+        rows = self.columns[i : i + length + 1]
+        return Window(rows[:-1], rows[1:], scale)
 
     def state_dict(self) -> dict:
         return {"position": self.position, "offset": self.offset, "generator": self.generator.get_state()}

@@ -1,12 +1,15 @@
-"""Treebanks for unsupervised parsing: the staged ones by name (their sentences, preprocessed as the official
-evaluation does, come from `treenets.trees.ptb.load_gold`)."""
+"""Treebanks for unsupervised parsing: the staged ones by name, and `GoldTreebank`, the sentences an evaluation
+scores against (read and preprocessed as the official evaluation does by `treenets.trees.ptb.load_gold`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from treenets import data
 from treenets.errors import TreenetsError
+from treenets.trees.evaluation import check_scorable
+from treenets.trees.ptb import WORD_RULES, GoldSentence, WordRule, load_gold
 
 # Short names for the treebanks staged under the data root.
 TREEBANKS = {
@@ -28,3 +31,37 @@ def resolve_treebank(spec: str, root=None) -> Path:
         return under_root
     raise TreenetsError(f"--treebank {spec}: not found (a path, a path under the data root, or one of "
                         f"{', '.join(TREEBANKS)})")
+
+
+@dataclass(frozen=True)
+class GoldTreebank:
+    """The gold trees that induced trees are scored against, as `treenets parse-eval` and `baselines` name them:
+    the treebank `name` (one of `TREEBANKS`, a path, or a path under the data root), only its sentences of at
+    most 10 words with `wsj10`, and as words the leaves that the rule `words` of `WORD_RULES` keeps, the POS tags
+    `drop_tags` dropped too."""
+
+    name: str
+    wsj10: bool = False
+    words: str = "ptb"
+    drop_tags: tuple[str, ...] = ()
+
+    @property
+    def rule(self) -> WordRule:
+        """Which leaves are words."""
+        rule = WORD_RULES[self.words]
+        return rule.dropping(self.drop_tags) if self.drop_tags else rule
+
+    def read(self, root=None) -> tuple[Path, list[GoldSentence]]:
+        """Its path and sentences; an error when no sentence has a phrase to score (`check_scorable`)."""
+        path = resolve_treebank(self.name, root)
+        sentences = load_gold(path, wsj10=self.wsj10, rule=self.rule)
+        check_scorable(sentences, self.where(path))
+        return path, sentences
+
+    def where(self, path: Path) -> str:
+        """Its `path` as messages name it, ` (WSJ10)` added for the short sentences only."""
+        return f"{path}{' (WSJ10)' if self.wsj10 else ''}"
+
+    def describe_words(self) -> str:
+        """Which leaves are words, as a line of the evaluation's output: `words: ptb (Penn Treebank word ...)`."""
+        return f"words: {self.rule.name} ({self.rule.summary})"

@@ -27,7 +27,8 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call
 
-from treenets.nn.dropout import dropconnect, embedding_dropout, locked_dropout
+from treenets.nn.dropout import dropconnect, locked_dropout
+from treenets.nn.language_model import RecurrentStackLanguageModel
 from treenets.schema import PositiveInt, Probability, Section
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
@@ -113,40 +114,24 @@ class LSTMStack(nn.Module):
         return StackOutput(outputs, new_state)
 
 
-class LSTMLanguageModel(nn.Module):
-    """Embedding -> LSTM layers -> linear decoder, with the AWD-LSTM dropouts.
+class LSTMLanguageModel(RecurrentStackLanguageModel):
+    """Embedding -> LSTM layers -> linear decoder, with the AWD-LSTM dropouts (`RecurrentStackLanguageModel`).
 
     Layer sizes are `[emb] + [hidden] * (num_layers - 1) + [emb]` (as AWD-LSTM with tied weights), so the
-    decoder can share the embedding matrix. `forward` returns the decoder's input; `decoder(output)` gives the
-    logits. Arguments as in `LSTMConfig`.
+    decoder can share the embedding matrix. `forward` returns the decoder's input [T, B, E]; `decoder(output)`
+    gives the logits [T, B, V]. Arguments as in `LSTMConfig`.
     """
 
     def __init__(self, vocab_size, emb_size=400, hidden_size=1150, num_layers=3, dropout=0.4, dropout_hidden=0.25,
                  dropout_input=0.4, dropout_embedding=0.1, weight_drop=0.5, weight_drop_inverted=True,
                  tie_weights=True):
-        super().__init__()
-        sizes = [emb_size] + [hidden_size] * (num_layers - 1) + [emb_size]
-        self.embedding = nn.Embedding(vocab_size, emb_size)
+        super().__init__(vocab_size, emb_size, dropout, dropout_input, dropout_embedding)
+        sizes = self.stack_sizes(emb_size, hidden_size, num_layers)
         self.rnn = LSTMStack(sizes, dropout_hidden, weight_drop, weight_drop_inverted)
-        self.decoder = nn.Linear(emb_size, vocab_size)
-        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
-        nn.init.zeros_(self.decoder.bias)
-        if tie_weights:
-            self.decoder.weight = self.embedding.weight
-        else:
-            nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
-        self.dropout, self.dropout_input, self.dropout_embedding = dropout, dropout_input, dropout_embedding
-
-    @property
-    def num_layers(self) -> int:
-        return self.rnn.num_layers
-
-    def initial_state(self, batch_size: int) -> list[State]:
-        return self.rnn.initial_state(batch_size)
+        self._add_decoder(tie_weights, init_range=0.1)
 
     def forward(self, tokens: torch.Tensor, state: list[State] | None = None) -> LSTMOutput:
         """Run `tokens` [T, B] from `state` (zeros if None)."""
-        emb = embedding_dropout(self.embedding.weight, tokens, self.dropout_embedding, self.training)
-        stack = self.rnn(locked_dropout(emb, self.dropout_input, self.training), state)
+        stack = self.rnn(self.embed(tokens), state)
         last = stack.outputs[-1]
-        return LSTMOutput(locked_dropout(last, self.dropout, self.training), stack.state, last)
+        return LSTMOutput(self.drop_output(last), stack.state, last)

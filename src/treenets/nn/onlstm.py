@@ -39,7 +39,8 @@ import torch.nn as nn
 from pydantic import model_validator
 
 from treenets.nn.backend import kernels_for, step_function
-from treenets.nn.dropout import dropconnect, embedding_dropout, locked_dropout
+from treenets.nn.dropout import dropconnect, locked_dropout
+from treenets.nn.language_model import RecurrentStackLanguageModel
 from treenets.nn.precision import full_precision, low_precision_copy
 from treenets.schema import PositiveInt, Probability, Section
 
@@ -274,32 +275,22 @@ class ONLSTMConfig(Section):
         return ONLSTMLanguageModel(vocab_size, **self.model_dump(exclude={"name"}))
 
 
-class ONLSTMLanguageModel(nn.Module):
-    """Embedding -> ON-LSTM stack -> linear decoder, with the AWD-LSTM dropouts of the official model.
+class ONLSTMLanguageModel(RecurrentStackLanguageModel):
+    """Embedding -> ON-LSTM stack -> linear decoder, with the AWD-LSTM dropouts of the official model
+    (`RecurrentStackLanguageModel`).
 
     Layer sizes are `[emb] + [hidden] * (num_layers - 1) + [emb]`, so the decoder can share the embedding
-    matrix (`tie_weights`). `forward` returns the decoder's input; `decoder(output)` gives the logits.
+    matrix (`tie_weights`). `forward` returns the decoder's input [T, B, E]; `decoder(output)` gives the logits
+    [T, B, V]. Arguments as in `ONLSTMConfig`.
     """
 
     def __init__(self, vocab_size, emb_size=400, hidden_size=1150, num_layers=3, chunk_size=10,
                  dropout=0.45, dropout_hidden=0.3, dropout_input=0.5, dropout_embedding=0.1,
                  weight_drop=0.45, weight_drop_inverted=False, tie_weights=True):
-        super().__init__()
-        sizes = [emb_size] + [hidden_size] * (num_layers - 1) + [emb_size]
-        self.embedding = nn.Embedding(vocab_size, emb_size)
+        super().__init__(vocab_size, emb_size, dropout, dropout_input, dropout_embedding)
+        sizes = self.stack_sizes(emb_size, hidden_size, num_layers)
         self.rnn = ONLSTMStack(sizes, chunk_size, dropout_hidden, weight_drop, weight_drop_inverted)
-        self.decoder = nn.Linear(emb_size, vocab_size)
-        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
-        nn.init.zeros_(self.decoder.bias)
-        if tie_weights:
-            self.decoder.weight = self.embedding.weight
-        else:
-            nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
-        self.dropout, self.dropout_input, self.dropout_embedding = dropout, dropout_input, dropout_embedding
-
-    @property
-    def num_layers(self) -> int:
-        return self.rnn.num_layers
+        self._add_decoder(tie_weights, init_range=0.1)
 
     @property
     def num_distance_rows(self) -> int:
@@ -311,14 +302,8 @@ class ONLSTMLanguageModel(nn.Module):
         """The row (1-based) the paper parses with: the second layer (of three); the first of one."""
         return min(2, self.num_layers)
 
-    def initial_state(self, batch_size: int) -> list[State]:
-        return self.rnn.initial_state(batch_size)
-
     def forward(self, tokens: torch.Tensor, state: list[State] | None = None) -> LMOutput:
         """Run `tokens` [T, B] from `state` (zeros if None)."""
-        emb = embedding_dropout(self.embedding.weight, tokens, self.dropout_embedding, self.training)
-        emb = locked_dropout(emb, self.dropout_input, self.training)
-        stack = self.rnn(emb, state)
+        stack = self.rnn(self.embed(tokens), state)
         last = stack.outputs[-1]
-        output = locked_dropout(last, self.dropout, self.training)
-        return LMOutput(output, stack.state, last, stack.distance_forget, stack.distance_input)
+        return LMOutput(self.drop_output(last), stack.state, last, stack.distance_forget, stack.distance_input)

@@ -1,7 +1,7 @@
 """A siamese classifier of sentence pairs: one encoder reads both sides, an MLP classifies their relation from
 `[a; b; a * b; |a - b|]` (the logical-inference model of the ON-LSTM paper, section 6.4, after Bowman et al.).
 
-Encoders:
+Encoders (one config class each below, told apart by `name`, whose `build()` makes the network):
     onlstm           ON-LSTM layers over the token sequence (brackets included); the last token's state
     lstm             LSTM layers over the same sequence (the ON-LSTM paper's baseline)
     binary-treelstm  a binary Tree-LSTM over each formula's given tree; the root's state (a model that is
@@ -12,18 +12,74 @@ The MLP: dropout, linear 4H -> H, ELU, dropout, linear H -> classes (as the offi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 import torch.nn as nn
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from treenets.nn.lstm import LSTMStack
 from treenets.nn.onlstm import ONLSTMStack
+from treenets.nn.tree_models import chosen_encoder, encoder_configs
 from treenets.nn.treelstm import NaryTreeLSTM, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 
-PairEncoderName = Literal["onlstm", "lstm", "binary-treelstm"]
+
+class _SequenceEncoderConfig(Section):
+    """What both sequence encoders read (the values come from `PairClassifierConfig`). Both use the non-inverted
+    DropConnect of the official logic code (its LSTM baseline is its ON-LSTM stack with standard LSTM cells)."""
+
+    emb_size: PositiveInt
+    hidden_size: PositiveInt  # every layer's size
+    num_layers: PositiveInt
+    dropout: Probability  # between layers
+    weight_drop: Probability  # DropConnect on the hidden-to-hidden weights
+
+    @property
+    def sizes(self) -> list[int]:
+        return [self.emb_size] + [self.hidden_size] * self.num_layers
+
+
+class ONLSTMPairEncoderConfig(_SequenceEncoderConfig):
+    """ON-LSTM layers over the tokens."""
+
+    name: Literal["onlstm"] = "onlstm"
+    chunk_size: PositiveInt
+
+    @model_validator(mode="after")
+    def _sizes_divisible_by_chunk(self):
+        if self.hidden_size % self.chunk_size:
+            raise ValueError(f"hidden_size={self.hidden_size} is not divisible by chunk_size={self.chunk_size}")
+        return self
+
+    def build(self) -> ONLSTMStack:
+        return ONLSTMStack(self.sizes, self.chunk_size, self.dropout, self.weight_drop)
+
+
+class LSTMPairEncoderConfig(_SequenceEncoderConfig):
+    """LSTM layers over the tokens."""
+
+    name: Literal["lstm"] = "lstm"
+
+    def build(self) -> LSTMStack:
+        return LSTMStack(self.sizes, self.dropout, self.weight_drop, weight_drop_inverted=False)
+
+
+class TreeLSTMPairEncoderConfig(Section):
+    """A binary Tree-LSTM over each formula's tree."""
+
+    name: Literal["binary-treelstm"] = "binary-treelstm"
+    emb_size: PositiveInt
+    hidden_size: PositiveInt  # the memory size
+
+    def build(self) -> NaryTreeLSTM:
+        return NaryTreeLSTM(self.emb_size, self.hidden_size, 2)
+
+
+# The encoders the pair classifier's `name` chooses from: a new one is a config class above, added here.
+PairEncoderConfig = Annotated[ONLSTMPairEncoderConfig | LSTMPairEncoderConfig | TreeLSTMPairEncoderConfig,
+                              Field(discriminator="name")]
+PairEncoderName = Literal[tuple(encoder_configs(PairEncoderConfig))]
 
 
 class PairClassifierConfig(Section):
@@ -40,10 +96,14 @@ class PairClassifierConfig(Section):
     weight_drop: Probability = 0.0  # [wdrop] DropConnect on the hidden-to-hidden weights (sequence encoders)
 
     @model_validator(mode="after")
-    def _sizes_divisible_by_chunk(self):
-        if self.name == "onlstm" and self.hidden_size % self.chunk_size:
-            raise ValueError(f"hidden_size={self.hidden_size} is not divisible by chunk_size={self.chunk_size}")
+    def _encoder_accepts(self):
+        chosen_encoder(PairEncoderConfig, self)  # the chosen encoder's own checks (the ON-LSTM's chunks) run here
         return self
+
+    @property
+    def encoder(self) -> PairEncoderConfig:
+        """The config of the encoder `name` names."""
+        return chosen_encoder(PairEncoderConfig, self)
 
     def build(self, vocab_size: int, num_classes: int) -> PairClassifier:
         return PairClassifier(vocab_size, self, num_classes)
@@ -61,28 +121,24 @@ class PairClassifier(nn.Module):
     def __init__(self, vocab_size: int, config: PairClassifierConfig, num_classes: int):
         super().__init__()
         hidden = config.hidden_size
-        self.name = config.name
         self.embedding = nn.Embedding(vocab_size, config.emb_size)
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
         self.dropout = nn.Dropout(config.dropout)
-        sizes = [config.emb_size] + [hidden] * config.num_layers
-        # Both sequence encoders use the non-inverted DropConnect of the official logic code (its LSTM baseline
-        # is its ON-LSTM stack with standard LSTM cells).
-        if config.name == "onlstm":
-            self.encoder = ONLSTMStack(sizes, config.chunk_size, config.dropout, config.weight_drop)
-        elif config.name == "lstm":
-            self.encoder = LSTMStack(sizes, config.dropout, config.weight_drop, weight_drop_inverted=False)
-        else:
-            self.encoder = NaryTreeLSTM(config.emb_size, hidden, 2)
+        self.encoder = config.encoder.build()
         self.mlp = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(4 * hidden, hidden), nn.ELU(),
                                  nn.Dropout(config.dropout), nn.Linear(hidden, num_classes))
+
+    @property
+    def reads_trees(self) -> bool:
+        """Whether the encoder reads each formula's tree (the Tree-LSTM) rather than its tokens in order."""
+        return isinstance(self.encoder, NaryTreeLSTM)
 
     def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids) -> torch.Tensor:
         """One vector per formula, [N, hidden]: the sequence encoders' state at the last token of each
         right-padded column of `tokens` [T, N] (`lengths` [N]); the Tree-LSTM's root state over `trees` (with
         their leaves' ids `leaf_ids`)."""
         device = self.embedding.weight.device
-        if self.name == "binary-treelstm":
+        if self.reads_trees:
             batch = TreeBatch.build(trees, device)
             inputs, rows = batch.word_inputs(torch.cat(leaf_ids).to(device), self.embedding)
             h, _ = self.encoder(batch, self.dropout(inputs), rows)

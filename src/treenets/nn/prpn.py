@@ -48,6 +48,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.nn.backend import kernels_for, step_function
+from treenets.nn.language_model import LanguageModelBase
 from treenets.nn.precision import full_precision, low_precision_copy
 from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
 
@@ -453,7 +454,7 @@ class PRPNConfig(Section):
         return PRPNLanguageModel(vocab_size, **self.model_dump(exclude={"name"}))
 
 
-class PRPNLanguageModel(nn.Module):
+class PRPNLanguageModel(LanguageModelBase):
     """The PRPN language model: embedding, parsing network, reading layers, predict network, decoder.
 
     Args (official names in brackets): vocab_size [ntoken], emb_size [ninp], hidden_size [nhid],
@@ -464,22 +465,15 @@ class PRPNLanguageModel(nn.Module):
 
     def __init__(self, vocab_size, emb_size=800, hidden_size=1200, num_layers=2, nslots=15, nlookback=5,
                  resolution=0.1, dropout=0.7, idropout=0.5, rdropout=0.5, tie_weights=True, hard=True, res=0):
-        super().__init__()
         if nlookback < 1:
             raise ValueError("nlookback must be at least 1")
-        self.embedding = nn.Embedding(vocab_size, emb_size)
+        super().__init__(vocab_size, emb_size)
         self.parser = ParsingNetwork(emb_size, hidden_size, nslots, nlookback, resolution, idropout, hard)
         self.readers = nn.ModuleList(
             ReadingLayer(emb_size if i == 0 else hidden_size, hidden_size, nslots,
                          dropout if i == 0 else idropout, idropout) for i in range(num_layers))
         self.predictor = PredictNetwork(hidden_size, emb_size, nslots, idropout, res)
-        self.decoder = nn.Linear(emb_size, vocab_size)
-        nn.init.uniform_(self.embedding.weight, -0.01, 0.01)
-        nn.init.zeros_(self.decoder.bias)
-        if tie_weights:
-            self.decoder.weight = self.embedding.weight
-        else:
-            nn.init.uniform_(self.decoder.weight, -0.01, 0.01)
+        self._add_decoder(tie_weights, init_range=0.01)
         self.hidden_size, self.dropout, self.rdropout = hidden_size, dropout, rdropout
 
     num_distance_rows = 1  # rows of `forward(...).distances`: the parsing network's gate

@@ -2,11 +2,16 @@
 (Child-Sum or N-ary Tree-LSTM, or the sequential baselines LSTM / BiLSTM) and a head — the similarity head
 for relatedness (section 4.2), a softmax classifier on every node for sentiment (section 4.1). Each
 model's config is declared beside it.
+
+The encoders are chosen as the language models are: one small config per encoder, told apart by its `name`, whose
+`build()` makes the network (`TreeEncoderConfig`, their union). A model config holds the encoder's fields flat
+beside the head's (`model: {name: binary-treelstm, mem_size: 150, dropout: 0.5}`), and its `encoder` is the
+config of the encoder that `name` names.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, ClassVar, Literal, NamedTuple, get_args
 
 import torch
 import torch.nn as nn
@@ -16,7 +21,73 @@ from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, S
 from treenets.schema import PositiveInt, Probability, Section
 from treenets.trees.parents import ParentTree
 
-TreeEncoderName = Literal["childsum-treelstm", "binary-treelstm", "lstm", "bilstm"]
+
+class _EncoderSizes(Section):
+    """What every encoder of the tree models reads; its model config gives the values."""
+
+    emb_size: PositiveInt  # the word vectors' size, the encoder's input
+    mem_size: PositiveInt  # the memory size (BiLSTM: per direction)
+    reads_trees: ClassVar[bool] = True  # False: it reads the words in order, and of a tree only counts its words
+
+
+class ChildSumTreeLSTMConfig(_EncoderSizes):
+    """Child-Sum Tree-LSTM (section 3.1): a node sums its children's states, so it takes any number of them
+    (dependency trees)."""
+
+    name: Literal["childsum-treelstm"] = "childsum-treelstm"
+
+    def build(self) -> ChildSumTreeLSTM:
+        return ChildSumTreeLSTM(self.emb_size, self.mem_size)
+
+
+class BinaryTreeLSTMConfig(_EncoderSizes):
+    """N-ary Tree-LSTM with N = 2 (section 3.2): a weight matrix per child position, so at most two children
+    (binary constituency trees)."""
+
+    name: Literal["binary-treelstm"] = "binary-treelstm"
+
+    def build(self) -> NaryTreeLSTM:
+        return NaryTreeLSTM(self.emb_size, self.mem_size, 2)
+
+
+class LSTMEncoderConfig(_EncoderSizes):
+    """The paper's sequential baseline: an LSTM over the words; the sentence is its last state."""
+
+    name: Literal["lstm"] = "lstm"
+    reads_trees: ClassVar[bool] = False
+
+    def build(self) -> SequenceLSTM:
+        return SequenceLSTM(self.emb_size, self.mem_size, bidirectional=False)
+
+
+class BiLSTMEncoderConfig(_EncoderSizes):
+    """The bidirectional baseline: an LSTM each way; the sentence is both last states side by side."""
+
+    name: Literal["bilstm"] = "bilstm"
+    reads_trees: ClassVar[bool] = False
+
+    def build(self) -> SequenceLSTM:
+        return SequenceLSTM(self.emb_size, self.mem_size, bidirectional=True)
+
+
+# The encoders a tree model's `name` chooses from: a new one is a config class above, added here.
+TreeEncoderConfig = Annotated[ChildSumTreeLSTMConfig | BinaryTreeLSTMConfig | LSTMEncoderConfig | BiLSTMEncoderConfig,
+                              Field(discriminator="name")]
+
+
+def encoder_configs(encoders) -> dict[str, type[Section]]:
+    """The configs of a union of encoders (`Annotated[A | B, Field(discriminator="name")]`) by their `name`."""
+    return {member.model_fields["name"].default: member for member in get_args(get_args(encoders)[0])}
+
+
+def chosen_encoder(encoders, config: Section) -> Section:
+    """The config of the encoder that `config.name` names among the union `encoders`, holding those of `config`'s
+    fields that it declares (a model config also holds its head's, and for saved configs other encoders')."""
+    encoder = encoder_configs(encoders)[config.name]
+    return encoder(**config.model_dump(include=set(encoder.model_fields)))
+
+
+TreeEncoderName = Literal[tuple(encoder_configs(TreeEncoderConfig))]
 
 
 class States(NamedTuple):
@@ -29,26 +100,19 @@ class TreeModel(nn.Module):
 
     Args:
         vocab_size: rows of the embedding.
-        encoder: which encoder (`TreeEncoderName`).
-        emb_size: the word vectors' size.
-        mem_size: the encoder's memory size (BiLSTM: per direction).
+        encoder: the encoder's config (`TreeEncoderConfig`), with the word vectors' size.
         freeze_embeddings: keep the word vectors fixed.
         emb_std: initialise the word vectors N(0, emb_std) (None: N(0, 1), torch's default).
     """
 
-    def __init__(self, vocab_size: int, encoder: str, emb_size: int, mem_size: int, freeze_embeddings: bool,
+    def __init__(self, vocab_size: int, encoder: TreeEncoderConfig, freeze_embeddings: bool,
                  emb_std: float | None = None):
         super().__init__()
-        self.emb = nn.Embedding(vocab_size, emb_size)
+        self.emb = nn.Embedding(vocab_size, encoder.emb_size)
         if emb_std is not None:
             nn.init.normal_(self.emb.weight, 0.0, emb_std)
-        if encoder == "childsum-treelstm":
-            self.encoder = ChildSumTreeLSTM(emb_size, mem_size)
-        elif encoder == "binary-treelstm":
-            self.encoder = NaryTreeLSTM(emb_size, mem_size, 2)
-        else:
-            self.encoder = SequenceLSTM(emb_size, mem_size, encoder == "bilstm")
-        self.out_dim = self.encoder.out_dim if self.sequential else mem_size
+        self.encoder = encoder.build()
+        self.out_dim = self.encoder.out_dim if self.sequential else encoder.mem_size
         if freeze_embeddings:
             self.emb.weight.requires_grad_(False)
 
@@ -84,6 +148,11 @@ class RelatednessModelConfig(Section):
     head_state: Literal["h", "c"] = "h"  # the root state the head compares: h (paper) or c (official port)
     freeze_embeddings: bool = False
 
+    @property
+    def encoder(self) -> TreeEncoderConfig:
+        """The config of the encoder `name` names."""
+        return chosen_encoder(TreeEncoderConfig, self)
+
     def build(self, vocab_size: int) -> RelatednessModel:
         return RelatednessModel(vocab_size, self)
 
@@ -97,7 +166,7 @@ class RelatednessModel(TreeModel):
     """
 
     def __init__(self, vocab_size: int, config: RelatednessModelConfig):
-        super().__init__(vocab_size, config.name, config.emb_size, config.mem_size, config.freeze_embeddings)
+        super().__init__(vocab_size, config.encoder, config.freeze_embeddings)
         self.head_state = config.head_state
         self.similarity = SimilarityHead(self.out_dim, config.hidden_size, config.num_classes)
 
@@ -134,6 +203,11 @@ class SentimentModelConfig(Section):
     dropout: Probability = 0.5  # on the classifier's input
     freeze_embeddings: bool = False
 
+    @property
+    def encoder(self) -> TreeEncoderConfig:
+        """The config of the encoder `name` names."""
+        return chosen_encoder(TreeEncoderConfig, self)
+
     def build(self, vocab_size: int, num_classes: int) -> SentimentModel:
         return SentimentModel(vocab_size, self, num_classes)
 
@@ -148,8 +222,7 @@ class SentimentModel(TreeModel):
     """
 
     def __init__(self, vocab_size: int, config: SentimentModelConfig, num_classes: int):
-        super().__init__(vocab_size, config.name, config.emb_size, config.mem_size, config.freeze_embeddings,
-                         emb_std=0.05)
+        super().__init__(vocab_size, config.encoder, config.freeze_embeddings, emb_std=0.05)
         self.classifier = nn.Linear(self.out_dim, num_classes)
         self.dropout = nn.Dropout(config.dropout)
 

@@ -1,8 +1,11 @@
-"""The base of every predictor: load from a checkpoint, save, predict."""
+"""The base of every predictor: load from a checkpoint, save, predict; the inputs it declares for `treenets
+predict`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
@@ -14,8 +17,48 @@ from treenets.nn.utils import build_within_memory
 from treenets.vocab import Vocab
 
 
+@dataclass(frozen=True)
+class PredictionInput:
+    """An input that a predictor reads (`Predictor.inputs`), as `treenets predict` takes it: the option `--NAME`
+    followed by `values` values, handed to `Predictor.predict_inputs` under `name`."""
+
+    name: str
+    help: str  # what the value is, and for which models
+    values: int = 1  # how many values follow the option (a pair: 2)
+    metavar: str | tuple[str, ...] | None = None  # how the help names the values (default: NAME)
+
+    @property
+    def option(self) -> str:
+        return f"--{self.name}"
+
+
+def prediction_inputs() -> list[PredictionInput]:
+    """Every input that the predictors of the registered tasks read (`treenets predict`'s options), once per
+    name, in the order of the task registry; the helps of the predictors that share a name are joined.
+
+    Raises:
+        ValueError: for two predictors that read an input of one name with other numbers of values.
+    """
+    from treenets.tasks import all_tasks
+
+    specs: dict[str, PredictionInput] = {}
+    helps: dict[str, list[str]] = {}
+    for predictor in dict.fromkeys(task.Predictor for task in all_tasks().values()):
+        for spec in predictor.inputs:
+            known = specs.setdefault(spec.name, spec)
+            if (known.values, known.metavar) != (spec.values, spec.metavar):
+                raise ValueError(f"{predictor.__name__} reads --{spec.name} with {spec.values} value(s) named "
+                                 f"{spec.metavar}, another predictor with {known.values} named {known.metavar}")
+            if spec.help not in helps.setdefault(spec.name, []):
+                helps[spec.name].append(spec.help)
+    return [replace(spec, help="; ".join(helps[name])) for name, spec in specs.items()]
+
+
 class Predictor:
     """A trained network with its vocabulary and config, in eval mode.
+
+    A subclass declares `inputs`, what its `predict_inputs` reads (the options of `treenets predict`), and
+    `reads`, saying so for messages.
 
     Args:
         net: the task's network (`Task.build_net`), with trained weights.
@@ -23,6 +66,9 @@ class Predictor:
         config: the validated config it was trained with.
         device: where it runs.
     """
+
+    inputs: ClassVar[tuple[PredictionInput, ...]] = ()
+    reads: ClassVar[str] = ""  # e.g. "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas)"
 
     def __init__(self, net: torch.nn.Module, vocab: Vocab, config, device="cpu"):
         self.device = resolve_device(device, "device")
@@ -74,7 +120,15 @@ class Predictor:
         """The prediction for the inputs (see each predictor)."""
         raise NotImplementedError
 
-    def predict_command(self, args):
-        """`predict` for the `treenets predict` command's options (`--sentence`, `--pair`, `--parents`,
-        `--tree`); a clear error when the options this predictor needs are missing."""
+    def predict_inputs(self, inputs: dict, pretokenized: bool = False):
+        """`predict` for inputs named as this predictor declares them (`inputs`: `treenets predict`'s options),
+        the text read as `pretokenized` where the predictor reads typed text; a clear error naming the inputs
+        it does not read or (`_predict_inputs`) those it misses."""
+        unread = [f"--{name}" for name in inputs if name not in {spec.name for spec in self.inputs}]
+        if unread:
+            raise TreenetsError(f"predict: {self.reads}, not {' / '.join(unread)}")
+        return self._predict_inputs(pretokenized=pretokenized, **inputs)
+
+    def _predict_inputs(self, pretokenized: bool = False, **inputs):
+        """`predict_inputs` once the inputs are known to be this predictor's (see each predictor)."""
         raise NotImplementedError

@@ -14,7 +14,7 @@ import nltk
 import torch
 
 from treenets.errors import TreenetsError
-from treenets.predictors.base import Predictor
+from treenets.predictors.base import PredictionInput, Predictor
 from treenets.text import checked_text, get_normalizer, is_number
 from treenets.trees import tree_from_distances
 
@@ -85,6 +85,9 @@ class LanguageModel(Predictor):
     sides for a stream language model, as the official ON-LSTM parsing code does; `<s>`, `</s>` for a
     sentence-level one, as PRPN's).
     """
+
+    inputs = (PredictionInput("sentence", "a language model: a sentence to score"),)
+    reads = "a language model reads --sentence only"
 
     def __init__(self, net, vocab, config, device="cpu"):
         from treenets.tasks import task_class
@@ -210,17 +213,11 @@ class LanguageModel(Predictor):
         """What a language model predicts: the tokens' log-probabilities (`score`)."""
         return self.score(sentences, pretokenized)
 
-    def predict_command(self, args) -> SentenceScore:
-        # A bracketed --tree would otherwise be read as words, brackets and all.
-        options = (("--tree", args.tree), ("--pair", args.pair), ("--parents", args.parents), ("--parser", args.parser))
-        given = [option for option, value in options if value is not None]
-        if given:
-            raise TreenetsError(f"predict: a language model reads --sentence only, not {' '.join(given)} (those are "
-                                "for relatedness, sentiment and logic models; `treenets parse` draws its trees)")
-        if args.sentence is None:
+    def _predict_inputs(self, pretokenized: bool = False, sentence: str | None = None) -> SentenceScore:
+        if sentence is None:
             raise TreenetsError("predict: a language model needs --sentence (or use `treenets parse`)")
-        self.read(args.sentence, args.pretokenized, "--sentence")  # nothing to read: an error naming the option
-        return self.score(args.sentence, args.pretokenized)
+        self.read(sentence, pretokenized, "--sentence")  # nothing to read: an error naming the option
+        return self.score(sentence, pretokenized)
 
     # --- syntactic distances and trees ----------------------------------------------------------------------
     @property

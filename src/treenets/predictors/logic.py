@@ -8,7 +8,7 @@ import torch
 
 from treenets.data.logic import LABELS, RELATIONS, LogicBatch, LogicPair, parse_formula
 from treenets.errors import TreenetsError
-from treenets.predictors.base import Predictor
+from treenets.predictors.base import PredictionInput, Predictor
 
 
 @dataclass
@@ -21,6 +21,9 @@ class Relation:
 class LogicClassifier(Predictor):
     """A trained logic model with its vocabulary (from `treenets.load`): classifies formula pairs."""
 
+    inputs = (PredictionInput("pair", "logic: two bracketed formulas (premise, hypothesis)", 2, ("A", "B")),)
+    reads = "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas)"
+
     @torch.no_grad()
     def predict(self, premise: str, hypothesis: str) -> Relation:
         """The relation of `premise` to `hypothesis`, each a bracketed formula such as `( a ( and ( not b ) ) )`
@@ -31,7 +34,7 @@ class LogicClassifier(Predictor):
         best = LABELS[int(probs.argmax())]
         return Relation(best, RELATIONS[best], {label: round(float(p), 6) for label, p in zip(LABELS, probs)})
 
-    def predict_command(self, args) -> Relation:
-        if not args.pair:
+    def _predict_inputs(self, pretokenized: bool = False, pair: list[str] | None = None) -> Relation:
+        if not pair:
             raise TreenetsError("predict: a logic model needs --pair PREMISE HYPOTHESIS (bracketed formulas)")
-        return self.predict(*args.pair)
+        return self.predict(*pair)  # formulas are tokenised already: `pretokenized` changes nothing

@@ -8,8 +8,8 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn.tree_models import expected_score
-from treenets.predictors.base import Predictor
-from treenets.predictors.tree_sources import sentence_tokens, tree_for
+from treenets.predictors.base import PredictionInput, Predictor
+from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for
 from treenets.text import checked_text
 from treenets.trees.parents import ParentTree, binarize, parse_parents
 
@@ -30,6 +30,13 @@ def chain(words: list[str]) -> ParentTree:
 
 class RelatednessPredictor(Predictor):
     """A trained relatedness model with its vocabulary (from `treenets.load`): scores sentence pairs."""
+
+    inputs = (PredictionInput("pair", "relatedness: two sentences as typed", 2, ("A", "B")),
+              PredictionInput("parents", "relatedness with a Tree-LSTM: each sentence's parents as in SICK's .parents "
+                              "(dependency) or .cparents (constituency) files, over its tokens split on white space "
+                              "(default for a constituency model: the trees --parser induces)", 2, ("PA", "PB")),
+              PARSER)
+    reads = "a relatedness model reads --pair A B (with --parents PA PB for a dependency Tree-LSTM)"
 
     def _tree(self, sentence: str, parents: str | None, side: str, parser: str | None,
               pretokenized: bool) -> tuple[ParentTree, str | None]:
@@ -74,12 +81,10 @@ class RelatednessPredictor(Predictor):
         return Relatedness(float(expected_score(log_probs)[0]), [round(p, 6) for p in log_probs[0].exp().tolist()],
                            unknown, [list(left.words), list(right.words)], left_source)
 
-    def predict_command(self, args) -> Relatedness:
-        if args.tree or args.sentence:
-            raise TreenetsError("predict: a relatedness model reads --pair A B (with --parents PA PB for a "
-                                "dependency Tree-LSTM), not --sentence / --tree")
-        if not args.pair:
+    def _predict_inputs(self, pretokenized: bool = False, pair: list[str] | None = None,
+                        parents: list[str] | None = None, parser: str | None = None) -> Relatedness:
+        if not pair:
             raise TreenetsError("predict: a relatedness model needs --pair A B (and --parents for a dependency "
                                 "Tree-LSTM)")
-        parents = args.parents or (None, None)
-        return self.predict(args.pair[0], args.pair[1], parents[0], parents[1], args.parser, args.pretokenized)
+        a_parents, b_parents = parents or (None, None)
+        return self.predict(pair[0], pair[1], a_parents, b_parents, parser, pretokenized)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import torch
 
 from treenets.errors import TreenetsError
-from treenets.predictors.base import Predictor
+from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.relatedness import chain
-from treenets.predictors.tree_sources import sentence_tokens, tree_for
+from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for
 from treenets.text import checked_text
 from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
 
@@ -42,6 +42,13 @@ def labelled_tree(tree: ParentTree, labels: list[int]) -> str:
 
 class SentimentClassifier(Predictor):
     """A trained sentiment model with its vocabulary (from `treenets.load`): classifies sentences and phrases."""
+
+    inputs = (PredictionInput("sentence", "sentiment: a sentence as typed (a Tree-LSTM reads it over the tree --parser "
+                              "induces)"),
+              PredictionInput("tree", "sentiment with a Tree-LSTM, instead of --sentence: a bracketed binary tree of "
+                              "tokens, e.g. '(X (X It) (X works))' (labels are ignored)"),
+              PARSER)
+    reads = "a sentiment model reads --sentence (or --tree)"
 
     @torch.no_grad()
     def predict(self, sentence: str | None = None, tree: str | None = None, parser: str | None = None,
@@ -85,11 +92,10 @@ class SentimentClassifier(Predictor):
             result.tree = labelled_tree(parsed, labels)
         return result
 
-    def predict_command(self, args) -> Sentiment:
-        if args.pair or args.parents:
-            raise TreenetsError("predict: a sentiment model reads --sentence (or --tree), not --pair / --parents")
-        if args.tree is None and args.sentence is None:
+    def _predict_inputs(self, pretokenized: bool = False, sentence: str | None = None, tree: str | None = None,
+                        parser: str | None = None) -> Sentiment:
+        if tree is None and sentence is None:
             raise TreenetsError("predict: a sentiment model needs --sentence (or, for a Tree-LSTM, --tree)")
-        if args.tree is not None and args.sentence is not None:
+        if tree is not None and sentence is not None:
             raise TreenetsError("predict: give --sentence or --tree, not both")
-        return self.predict(args.sentence, args.tree, args.parser, args.pretokenized)
+        return self.predict(sentence, tree, parser, pretokenized)

@@ -26,6 +26,7 @@ import time
 from functools import cache
 
 from treenets.errors import TreenetsError
+from treenets.predictors.base import PredictionInput
 from treenets.text import checked_text, get_normalizer
 from treenets.trees.build import attach_dropped, balanced, right_branching, tree_from_distances
 from treenets.trees.parents import ParentTree, check_parents, from_nested, to_nested
@@ -33,6 +34,9 @@ from treenets.trees.parents import ParentTree, check_parents, from_nested, to_ne
 SHAPES = {"right-branching": right_branching, "balanced": balanced}
 TREES_VERSION = 2  # of the way dropped tokens are attached (`attach_dropped`): part of the cache's key
 DEFAULT_PARSER = "onlstm-ptb-small"  # the shipped parser that reads text best (README: parsing results)
+PARSER = PredictionInput("parser", "Tree-LSTMs: the language model that induces the tree of a sentence (a zoo name, "
+                         "model folder or checkpoint that gives syntactic distances; default: the model's "
+                         f"data.parser, {DEFAULT_PARSER})", metavar="LM")  # the input of `tree_for`'s `parser`
 
 
 class ShapeTrees:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -81,12 +82,18 @@ class Task:
         """The network to train (tasks with pretrained word vectors load them here)."""
         return self.build_net(self.config, len(self.vocab))
 
-    def data_folder(self, expected: str):
-        """The folder of `data.path` under the data root; a clear error naming `expected` if it is missing."""
-        folder = data.resolve(self.config.data.path, self.root)
-        if not folder.is_dir():
-            raise TreenetsError(f"data.path: {folder} does not exist (expected {expected})")
-        return folder
+    def data_folder(self, expected: str) -> Path:
+        """The folder `data.path`: under the data root (unless absolute), else from the current folder where it
+        exists there (a corpus of one's own: `--set data.path=corpora/mine`); a clear error naming `expected` if it
+        is neither."""
+        given = Path(self.config.data.path).expanduser()
+        folder = data.resolve(given, self.root)
+        if folder.is_dir():
+            return folder
+        if given.is_dir():
+            return given
+        where = "" if given.is_absolute() else f" (nor {given} from the current folder)"
+        raise TreenetsError(f"data.path: {folder} does not exist{where}; expected {expected}")
 
     def batches_per_epoch(self) -> int:
         return len(self.batches)

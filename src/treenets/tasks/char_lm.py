@@ -46,6 +46,7 @@ class CharLMTask(LMTask):
     units = "characters"
     token_unit = "character"
     read_corpus = staticmethod(read_char_lm_file)
+    level = "char"
 
     @staticmethod
     def split_words(words: list[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Word-level language modelling on a Mikolov-format corpus (Penn Treebank), as in AWD-LSTM and ON-LSTM.
+"""Word-level language modelling on a Mikolov-format corpus (Penn Treebank), as in AWD-LSTM and ON-LSTM, or on
+a corpus prepared by `treenets data prepare` (memory-mapped ids, `treenets.data.corpus`).
 
 The corpus is one token stream cut into `batch_size` columns and read time-major in windows of about `bptt`
 steps (`treenets.data.lm`); the hidden state is carried from window to window. Loss: cross-entropy plus
@@ -14,7 +15,8 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.config import TrainConfig
-from treenets.data.lm import EOS, UNK, BPTTStream, Window, batchify, encode_stream, read_lm_file, shard_columns
+from treenets.data.corpus import PreparedCorpus, is_prepared
+from treenets.data.lm import EOS, UNK, BPTTStream, StreamColumns, Window, encode_stream, read_lm_file
 from treenets.nn.lstm import LSTMConfig
 from treenets.nn.onlstm import ONLSTMConfig
 from treenets.nn.prpn import PRPNConfig
@@ -33,9 +35,10 @@ LanguageModelConfig = Annotated[ONLSTMConfig | PRPNConfig | LSTMConfig, Field(di
 
 
 class PTBDataConfig(Section):
-    """A word-level corpus in the Mikolov PTB format: one sentence per line, `<eos>` appended to each."""
+    """A word-level corpus: a folder of files in the Mikolov PTB format (one sentence per line, `<eos>` appended
+    to each), or a corpus prepared by `treenets data prepare` (then the file names below are not read)."""
 
-    path: str = "ptb_lm"  # folder, relative to the data root unless absolute
+    path: str = "ptb_lm"  # folder under the data root, else from the current folder (or absolute)
     train: str = "ptb.train.txt"
     valid: str = "ptb.valid.txt"
     test: str = "ptb.test.txt"
@@ -87,16 +90,27 @@ class LMTask(Task):
     units = "tokens"
     boundaries = (EOS, EOS)  # the tokens around a sentence read on its own, as this task trains models to see them
     read_corpus = staticmethod(read_lm_file)  # path -> sentences (token lists ending in <eos>)
+    level = "word"  # the prepared corpora it reads (`treenets data prepare`)
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         cfg = config.data
-        folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}")
-        files = {"train": folder / cfg.train, "valid": folder / cfg.valid, "test": folder / cfg.test}
-        sentences = {split: self.read_corpus(files[split]) for split in self.splits}
-        if self.vocab is None:
-            self.vocab = Vocab.from_corpus(sentences["train"], unk=UNK)
-        self.streams = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
+        folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}, or a prepared corpus")
+        self.folder, self.id_map, self.vocab_size = folder, None, None
+        if is_prepared(folder):
+            corpus = PreparedCorpus.open(folder)
+            corpus.check_level(self.level, self.name)
+            if self.vocab is None:
+                self.vocab = corpus.vocab
+            # a model trained on another vocabulary reads the corpus through its own ids
+            self.id_map, self.vocab_size = corpus.id_map(self.vocab), len(corpus.vocab)
+            self.streams = {split: corpus.ids(split) for split in self.splits}
+        else:
+            files = {"train": folder / cfg.train, "valid": folder / cfg.valid, "test": folder / cfg.test}
+            sentences = {split: self.read_corpus(files[split]) for split in self.splits}
+            if self.vocab is None:
+                self.vocab = Vocab.from_corpus(sentences["train"], unk=UNK)
+            self.streams = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
         if "train" in self.splits:
             self.train_stream = BPTTStream(self._cut_train(0), cfg.bptt, cfg.variable_bptt, config.train.seed)
             self.hidden = None
@@ -105,10 +119,13 @@ class LMTask(Task):
     def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
         return config.model.build(vocab_size)
 
-    def _cut_train(self, offset: int) -> torch.Tensor:
+    def _columns(self, split: str, batch_size: int, offset: int = 0, rank: int = 0, world: int = 1) -> StreamColumns:
+        return StreamColumns(self.streams[split], batch_size, offset, rank, world, self.device, self.vocab_size,
+                             self.id_map, where=f"{self.folder} ({split})")
+
+    def _cut_train(self, offset: int) -> StreamColumns:
         """This process's columns of the training stream, cut from `offset` on."""
-        batched = batchify(self.streams["train"][offset:], self.config.data.batch_size)
-        return shard_columns(batched, self.rank, self.world).to(self.device)
+        return self._columns("train", self.config.data.batch_size, offset, self.rank, self.world)
 
     def batches_per_epoch(self) -> int:
         return len(self.train_stream)
@@ -116,7 +133,7 @@ class LMTask(Task):
     def next_batch(self) -> Window | None:
         stream = self.train_stream
         if stream.position == 0 and self.config.data.random_offset:  # PRPN: a new cut every epoch
-            stream.batched = self._cut_train(stream.draw_offset(self.streams["train"].numel() %
+            stream.columns = self._cut_train(stream.draw_offset(len(self.streams["train"]) %
                                                                 self.config.data.batch_size))
         window = stream.next_window()
         if window is None:
@@ -138,18 +155,19 @@ class LMTask(Task):
     def eval_units(self, split: str, batch_size: int | None = None) -> int:
         """The targets an evaluation reads: every token after the first of each batch column."""
         size = self._eval_batch_size(split, batch_size)
-        return (self.streams[split].numel() // size - 1) * size
+        return (len(self.streams[split]) // size - 1) * size
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Perplexity:
         """Mean cross-entropy over every target of `split` and its perplexity, as the task's `Metric` (all
         processes together)."""
         size = self._eval_batch_size(split, batch_size)
-        batched = batchify(self.streams[split], size)
         if size % self.world == 0:
-            batched = shard_columns(batched, self.rank, self.world)
-        elif self.rank != 0:  # columns cannot be shared out: process 0 evaluates alone
-            batched = batched[:0]
-        stream = BPTTStream(batched.to(self.device), self.config.data.bptt, variable=False, seed=0)
+            columns = self._columns(split, size, rank=self.rank, world=self.world)
+        else:  # columns cannot be shared out: process 0 evaluates alone (every process checks the split's size)
+            columns = self._columns(split, size)
+            if self.rank != 0:
+                return self.Metric(self.device).reduce(self.world)
+        stream = BPTTStream(columns, self.config.data.bptt, variable=False, seed=0)
         metric = self.Metric(self.device)
         state = None
         with evaluating(model) as net:
@@ -170,9 +188,9 @@ class LMTask(Task):
     def load_state_dict(self, state: dict, model) -> None:
         """Restore the data position and the hidden state (shaped like `model`'s)."""
         self.train_stream.load_state_dict(state["stream"])
-        self.train_stream.batched = self._cut_train(self.train_stream.offset)
+        self.train_stream.columns = self._cut_train(self.train_stream.offset)
         hidden = state["hidden"]
         if hidden is not None:
-            template = unwrap(model).initial_state(self.train_stream.batched.size(1))
+            template = unwrap(model).initial_state(self.train_stream.columns.size(1))
             hidden = unflatten_state(template, [h.to(self.device) for h in hidden])
         self.hidden = hidden

@@ -97,7 +97,7 @@ class RelatednessTask(Task):
         if self.vocab is None:
             self.vocab = read_vocab(folder / cfg.vocab)
         build = None
-        if cfg.trees not in ("dependency", "constituency") and config.model.name not in ("lstm", "bilstm"):
+        if cfg.trees not in ("dependency", "constituency") and config.model.encoder.reads_trees:
             source = tree_source(cfg.trees, cfg.parser)
             build = lambda sentences, what: cached_trees(source, sentences, what)  # noqa: E731
         self.pairs = {split: read_split(folder / SPLIT_FOLDERS[split], cfg.trees, build) for split in self.splits}

@@ -1,4 +1,5 @@
-"""Sentence-level language modelling on treebank sentences (the PRPN unsupervised-parsing recipe).
+"""Sentence-level language modelling on treebank sentences, or on the lines of a corpus prepared by `treenets data
+prepare` (the PRPN unsupervised-parsing recipe).
 
 Each sentence is read on its own, `<s> w_1 ... w_n </s>`, from the model's initial state; sentences are
 batched with padding, and the loss is averaged over the real tokens only (a mask). Metric: perplexity.
@@ -14,7 +15,8 @@ import torch.nn.functional as F
 
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
-from treenets.data.sentences import BOS, EOS, UNK, SentenceBatch, make_batch, read_sentences
+from treenets.data.corpus import PreparedCorpus
+from treenets.data.sentences import BOS, EOS, UNK, SentenceBatch, SentenceIds, make_batch, read_sentences
 from treenets.errors import TreenetsError
 from treenets.nn.prpn import PRPNConfig
 from treenets.nn.utils import unwrap
@@ -34,8 +36,11 @@ class SentenceDataConfig(Section):
 
     Treebanks are paths (files or folders of .mrg), paths under the data root, or the names nltk-sample,
     wsj22, wsj24. Words are preprocessed as for parsing evaluation (word tags only, lower-cased, digits -> N).
+    Or `path`: a word-level corpus prepared by `treenets data prepare`, each line a sentence (e.g. Mikolov's PTB
+    text, WSJ 0-20), whose train and valid splits replace the treebanks and whose vocabulary replaces `min_count`.
     """
 
+    path: str | None = None  # a prepared corpus: a folder under the data root, else from the current folder
     train: list[str] = ["nltk-sample", "wsj22"]
     valid: list[str] = ["wsj24"]
     min_count: PositiveInt = 3  # training words seen fewer times are read as <unk> (official: 3)
@@ -75,24 +80,42 @@ class SentenceLMTask(Task):
     units = "tokens"
     all_splits = ("train", "valid")
     boundaries = (BOS, EOS)
+    level = "word"  # the prepared corpora it reads
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         cfg = config.data
         if cfg.batch_size % self.world:
             raise TreenetsError(f"data.batch_size {cfg.batch_size} is not divisible by the {self.world} processes")
-        specs = {"train": cfg.train, "valid": cfg.valid}
-        self.sentences = {split: read_sentences(specs[split], self.root) for split in self.splits}
-        if self.vocab is None:
-            counts = Counter(w for s in self.sentences["train"] for w in s)
-            frequent = [w for w in dict.fromkeys(w for s in self.sentences["train"] for w in s)
-                        if counts[w] >= cfg.min_count]
-            self.vocab = Vocab([UNK, BOS, EOS] + frequent, unk=UNK)
+        if cfg.path is not None:
+            self.sentences = self._read_prepared(self.data_folder("a corpus prepared by `treenets data prepare`"))
+        else:
+            specs = {"train": cfg.train, "valid": cfg.valid}
+            words = {split: read_sentences(specs[split], self.root) for split in self.splits}
+            if self.vocab is None:
+                counts = Counter(w for s in words["train"] for w in s)
+                frequent = [w for w in dict.fromkeys(w for s in words["train"] for w in s)
+                            if counts[w] >= cfg.min_count]
+                self.vocab = Vocab([UNK, BOS, EOS] + frequent, unk=UNK)
+            self.sentences = {split: SentenceIds.from_words(words[split], self.vocab) for split in self.splits}
         if "train" in self.splits:
-            if not self.sentences["train"]:
-                raise TreenetsError(f"data.train: no sentences in {cfg.train}")
+            if not len(self.sentences["train"]):
+                raise TreenetsError(f"data.train: no sentences in {cfg.path or cfg.train}")
             self.batches = ShuffledBatches(len(self.sentences["train"]), cfg.batch_size, config.train.seed,
                                            shuffle=cfg.shuffle, rank=self.rank, world=self.world)
+
+    def _read_prepared(self, folder) -> dict[str, SentenceIds]:
+        """The lines of a prepared corpus as sentences, memory-mapped. A new model's vocabulary is the corpus's
+        with the sentence boundaries this task reads (`<eos>` written `</s>`, `<s>` and `<unk>` added where
+        missing), so that the corpus's ids are the model's; a trained model reads it through its own ids."""
+        corpus = PreparedCorpus.open(folder)
+        corpus.check_level("word", self.name)
+        if self.vocab is None:
+            words = [EOS if word == corpus.eos else word for word in corpus.vocab.words]
+            self.vocab = Vocab(words + [token for token in (BOS, UNK) if token not in words], unk=UNK)
+        id_map, eos = corpus.id_map(self.vocab, eos=EOS), corpus.vocab.index[corpus.eos]
+        return {split: SentenceIds.from_stream(corpus.ids(split), eos, len(corpus.vocab), id_map,
+                                               where=f"{folder} ({split})") for split in self.splits}
 
     @classmethod
     def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
@@ -112,15 +135,16 @@ class SentenceLMTask(Task):
 
     def eval_units(self, split: str, batch_size: int | None = None) -> int:
         """The targets an evaluation reads: each sentence's words and its closing `</s>`."""
-        return sum(len(words) + 1 for words in self.sentences[split][self.rank :: self.world])
+        return int((self.sentences[split].lengths()[self.rank :: self.world] + 1).sum())
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Perplexity:
         size = batch_size or self.config.data.eval_batch_size
-        sentences = self.sentences[split][self.rank :: self.world]
+        sentences = self.sentences[split]
+        mine = range(self.rank, len(sentences), self.world)
         metric = Perplexity(self.device)
         with evaluating(model) as net:
-            for start in range(0, len(sentences), size):
-                batch = make_batch(sentences[start : start + size], self.vocab, self.device)
+            for start in range(0, len(mine), size):
+                batch = make_batch([sentences[i] for i in mine[start : start + size]], self.vocab, self.device)
                 metric.add(masked_cross_entropy(net, batch), batch.mask.sum().double())
                 if progress is not None:
                     progress(batch.size)

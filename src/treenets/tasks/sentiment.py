@@ -90,7 +90,7 @@ class SentimentTask(Task):
         cfg = config.data
         folder = self.data_folder("train.txt, dev.txt, test.txt")
         self.trees = {split: read_trees(folder / SPLIT_FILES[split], cfg.classes) for split in self.splits}
-        if cfg.trees != "gold" and config.model.name not in ("lstm", "bilstm"):
+        if cfg.trees != "gold" and config.model.encoder.reads_trees:
             source = tree_source(cfg.trees, cfg.parser)
             for split, gold in self.trees.items():
                 built = cached_trees(source, [list(tree.words) for tree in gold], f"SST {split}")
