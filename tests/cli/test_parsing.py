@@ -359,3 +359,35 @@ def test_a_language_model_refuses_what_is_not_text_as_the_tree_lstms_do(run, tmp
     sentences.write_text("the dog\nthe \x01 fish\n")
     assert main(["parse", str(run / "run" / "best.pt"), "--file", str(sentences)]) == 2
     assert f"{sentences}:2: not text (the control character U+0001)" in capsys.readouterr().err
+
+
+def test_a_treebank_trained_sentence_lm_reads_a_prepared_corpus_of_the_same_sentences_alike(tmp_path, capsys):
+    # `eval --corpus`: the corpus's <eos> is the model's </s>, its ids go through the model's vocabulary
+    train_trees = _random_treebank(tmp_path / "train.trees")
+    valid_trees = _random_treebank(tmp_path / "valid.trees", count=10, seed=1)
+    config = {"task": "sentence-lm",
+              "data": {"train": [str(train_trees)], "valid": [str(valid_trees)], "min_count": 1, "batch_size": 8,
+                       "eval_batch_size": 4},
+              "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 4,
+                        "nlookback": 2, "dropout": 0.1, "idropout": 0.1, "rdropout": 0.0},
+              "train": {"max_steps": 2, "seed": 3, "threads": 1}}
+    (tmp_path / "up.yaml").write_text(yaml.safe_dump(config))
+    assert main(["train", str(tmp_path / "up.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    lm = treenets.load(tmp_path / "run" / "best.pt")
+    texts = {}
+    for name, trees in (("train", train_trees), ("valid", valid_trees)):
+        texts[name] = tmp_path / f"{name}.txt"
+        texts[name].write_text("".join(" ".join(s.words) + "\n" for s in load_gold(trees)))
+    (tmp_path / "vocab.txt").write_text("\n".join(lm.vocab.words) + "\n")
+    for vocab in ([], ["--vocab", str(tmp_path / "vocab.txt")]):  # the corpus's own ids, or the model's order
+        capsys.readouterr()
+        assert main(["data", "prepare", str(texts["train"]), "--valid", str(texts["valid"]), "--test",
+                     str(texts["valid"]), "--out", str(tmp_path / "corpus"), "--overwrite", "--no-progress",
+                     *vocab]) == 0
+        results = []
+        for corpus in ([], ["--corpus", str(tmp_path / "corpus")]):
+            capsys.readouterr()
+            assert main(["eval", str(tmp_path / "run" / "best.pt"), *corpus]) == 0
+            results.append(json.loads(capsys.readouterr().out.splitlines()[0]))
+        assert results[1]["tokens"] == results[0]["tokens"]
+        assert results[1]["ppl"] == pytest.approx(results[0]["ppl"], rel=1e-6)
