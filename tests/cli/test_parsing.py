@@ -285,16 +285,21 @@ def _random_treebank(path, count=60, seed=0):
     return path
 
 
+def _sentence_prpn(train_trees, valid_trees, **sections) -> dict:
+    """A tiny sentence-level PRPN config on two treebank files."""
+    return {"task": "sentence-lm",
+            "data": {"train": [str(train_trees)], "valid": [str(valid_trees)], "min_count": 1, "batch_size": 8,
+                     "eval_batch_size": 4},
+            "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 4, "nlookback": 2,
+                      "dropout": 0.1, "idropout": 0.1, "rdropout": 0.0},
+            **sections}
+
+
 def test_sentence_level_prpn_trains_and_parses(tmp_path, capsys):
     train_trees = _random_treebank(tmp_path / "train.trees")
     valid_trees = _random_treebank(tmp_path / "valid.trees", count=10, seed=1)
-    config = {"task": "sentence-lm",
-              "data": {"train": [str(train_trees)], "valid": [str(valid_trees)], "min_count": 1, "batch_size": 8,
-                       "eval_batch_size": 4},
-              "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 4,
-                        "nlookback": 2, "dropout": 0.1, "idropout": 0.1, "rdropout": 0.0},
-              "optim": {"name": "adam", "lr": 0.003},
-              "train": {"epochs": 2, "seed": 3, "threads": 1, "log_interval": 1}}
+    config = _sentence_prpn(train_trees, valid_trees, optim={"name": "adam", "lr": 0.003},
+                            train={"epochs": 2, "seed": 3, "threads": 1, "log_interval": 1})
     path = tmp_path / "up.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["train", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
@@ -365,12 +370,7 @@ def test_a_treebank_trained_sentence_lm_reads_a_prepared_corpus_of_the_same_sent
     # `eval --corpus`: the corpus's <eos> is the model's </s>, its ids go through the model's vocabulary
     train_trees = _random_treebank(tmp_path / "train.trees")
     valid_trees = _random_treebank(tmp_path / "valid.trees", count=10, seed=1)
-    config = {"task": "sentence-lm",
-              "data": {"train": [str(train_trees)], "valid": [str(valid_trees)], "min_count": 1, "batch_size": 8,
-                       "eval_batch_size": 4},
-              "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 4,
-                        "nlookback": 2, "dropout": 0.1, "idropout": 0.1, "rdropout": 0.0},
-              "train": {"max_steps": 2, "seed": 3, "threads": 1}}
+    config = _sentence_prpn(train_trees, valid_trees, train={"max_steps": 2, "seed": 3, "threads": 1})
     (tmp_path / "up.yaml").write_text(yaml.safe_dump(config))
     assert main(["train", str(tmp_path / "up.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     lm = treenets.load(tmp_path / "run" / "best.pt")
