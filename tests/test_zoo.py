@@ -278,7 +278,9 @@ def test_every_shipped_model_is_in_the_repository_and_listed(capsys):
         assert all((folder / f).is_file() for f in zoo.FILES), name
         assert name in listing
     sizes = sum((zoo.repository_models() / n / f).stat().st_size for n in SHIPPED for f in zoo.FILES)
-    assert sizes < 50e6  # the zoo stays small enough to keep in the repository (46 MB in 0.4)
+    # the zoo stays small enough to keep in the repository: 46 MB in 0.4, 51 MB in 0.9 (prpn-up-small's PTB
+    # vocabulary); room for the three small logic models
+    assert sizes < 64e6
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from treenets.config import build_config, to_dict
 from treenets.errors import TreenetsError
 from treenets.predictors import LanguageModel, Predictor, RelatednessPredictor, SentenceScore
 from treenets.train import Trainer
+from treenets.vocab import Vocab
 
 
 @pytest.fixture(scope="module")
@@ -128,10 +129,13 @@ def test_bad_arguments_of_the_api_raise_errors_naming_them(best, call, error, me
         call(treenets.load(best))
 
 
-def test_a_list_of_words_keeps_the_words_of_the_vocabulary_as_they_are():
+def test_a_list_of_words_keeps_the_words_of_the_vocabulary_as_they_are(best):
     # Before: PTB's number token N was lower-cased into <unk>, also in parse-eval's treebank words; 1987 too.
     lm = treenets.load("onlstm-ptb-small")
     assert lm.tokenize(["The", "N", "1987", "3.5", "%", "1950s"]) == ["the", "N", "N", "N", "N", "1950s"]
     assert lm.parse("in 1987 the cat sat", pretokenized=True).unknown == []
-    sentence_lm = treenets.load("prpn-up-small")  # the treebank's words: digit runs as N, N.N kept
+    # a vocabulary of treebank words (`treenets.trees.tree_words`): every digit run as N, N.N kept
+    tiny = treenets.load(best)
+    treebank_words = Vocab(["<unk>", "<s>", "</s>", "the", "N", "N.N", "%"], unk="<unk>")
+    sentence_lm = LanguageModel(tiny.net, treebank_words, build_config({"task": "sentence-lm"}))
     assert sentence_lm.tokenize(["The", "N.N", "3.5", "1950s"]) == ["the", "N.N", "N.N", "Ns"]
