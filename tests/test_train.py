@@ -76,6 +76,21 @@ def test_resume_continues_bit_for_bit(tmp_path, corpus, monkeypatch, sections):
             assert torch.equal(tensor, optim_b["state"]["state"][key][field]), (key, field)
 
 
+def test_training_stops_when_the_validation_score_stops_improving(tmp_path, corpus):
+    # A learning rate too small to move any weight: the first validation is the best, the next ones equal it.
+    frozen = {"optim": {"lr": 1e-30, "nt_asgd": False}}
+    result = _trainer(corpus, tmp_path / "run", sections=frozen, epochs=10, patience=2).run()
+    assert result.reason == "converged" and result.exit_code == 0
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r["event"] == "eval"]
+    assert [r["epoch"] for r in evals] == [1, 2, 3]  # no validation after the last epoch's
+    assert result.state.epoch == 4 and result.state.best_step == evals[0]["step"]  # epochs 2, 3 were no better
+    assert checkpoint.load(tmp_path / "run" / "last.pt")["trainer"]["epochs_without_better"] == 2
+    improving = _trainer(corpus, tmp_path / "improving", epochs=3, patience=1).run()
+    assert improving.reason in ("finished", "converged")
+    assert (improving.reason == "finished") == (improving.state.best_step == improving.state.step)
+
+
 def test_run_writes_metrics_best_and_config(tmp_path, corpus):
     result = _trainer(corpus, tmp_path / "run", epochs=1).run()
     assert result.reason == "finished"

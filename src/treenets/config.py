@@ -32,6 +32,8 @@ class TrainConfig(Section):
     checkpoint_minutes: PositiveFloat = 10.0  # also saved at every epoch end and on stop
     max_steps: PositiveInt | None = None  # stop after this many optimizer steps in all (resume included)
     max_minutes: PositiveFloat | None = None  # stop after this much training time in this run
+    # stop when the validation score has not improved for this many epochs in a row (converged); None: never
+    patience: PositiveInt | None = None
     device: str = "auto"  # auto, cpu, cuda, cuda:1, ...
     threads: PositiveInt | None = None  # torch intra-op threads; None = torch's default
     # kernels (treenets.nn.backend); None: $TREENETS_BACKEND

@@ -2,7 +2,7 @@
 
 A task (e.g. `treenets.tasks.lm.LMTask`) supplies data, model, loss and metric; this loop supplies the rest:
 optimizers (SGD with the non-monotonically triggered switch to averaged SGD, or Adam), gradient clipping,
-limits (`max_steps`, `max_minutes`), a progress bar, metrics as JSONL (and TensorBoard when installed),
+limits (`max_steps`, `max_minutes`; `patience`: stop when converged), a progress bar, metrics as JSONL (and TensorBoard when installed),
 atomic checkpoints that resume bit for bit, a checkpoint on SIGTERM/SIGINT, and DistributedDataParallel
 when started by `torchrun`.
 
@@ -70,11 +70,12 @@ class TrainerState:
     best_step: int | None = None
     history: list = field(default_factory=list)  # end-of-epoch validation losses (the NT-ASGD trigger)
     train_seconds: float = 0.0  # training time over all runs of this training
+    epochs_without_better: int = 0  # end-of-epoch validations since the best one (`train.patience`)
 
 
 @dataclass
 class TrainResult:
-    reason: str  # "finished", "max_steps", "max_minutes", "SIGTERM", "SIGINT"
+    reason: str  # "finished", "converged" (train.patience), "max_steps", "max_minutes", "SIGTERM", "SIGINT"
     state: TrainerState
     valid: Metric | None  # the last validation result
     out_dir: Path
@@ -346,6 +347,7 @@ class Trainer:
             self.optimizer = optim.make_optimizer(config, self.model, "asgd")
             self.scheduler = self._make_scheduler()
         state.history.append(loss)
+        state.epochs_without_better = 0 if state.best_step == state.step else state.epochs_without_better + 1
         if self.scheduler is not None:
             self.scheduler.step(result.score if config.lr_plateau_on == "score" else loss)
         return result
@@ -399,7 +401,11 @@ class Trainer:
                     state.epoch_step = 0
                     self.save_last()
                     last_save, saved = time.monotonic(), True
-            if reason is not None:
+                    if cfg.patience is not None and state.epochs_without_better >= cfg.patience:
+                        self.log(f"epoch {state.epoch - 1}: no better validation {valid.key} in {cfg.patience} "
+                                 f"epochs (train.patience): converged")
+                        reason = "converged"
+            if reason not in (None, "converged"):
                 # Save, validate, save again: last.pt then records the best metric including this validation
                 # (resuming must never replace best.pt by a worse model), and nothing is lost if the process is
                 # killed during the validation. A signal skips the validation, to exit within seconds.
