@@ -192,14 +192,15 @@ def write_card(metrics: dict, config, recipe: str = "") -> str:
     if not metrics["splits"]:
         lines += ["None were measured: `treenets export MODEL DIR --measure` measures them on the written files.", ""]
     else:
+        # every figure of any split, in the order they first appear (a split may have more: e.g. the logic
+        # test split's accuracy by number of operators goes beyond the training lengths of the validation split)
+        columns = list(dict.fromkeys(k for values in metrics["splits"].values() for k in values if k != "key"))
         lines += [f"Measured with the files of this folder ({metrics['measured_on']}), by "
-                  f"`treenets export --measure`.", "", "| split | " + " | ".join(
-                      k for k in next(iter(metrics["splits"].values())) if k != "key") + " |"]
-        first = next(iter(metrics["splits"].values()))
-        lines.append("|" + " --- |" * len(first))
+                  f"`treenets export --measure`.", "", "| split | " + " | ".join(columns) + " |",
+                  "| --- |" + " ---: |" * len(columns)]
         for split, values in metrics["splits"].items():
-            lines.append(f"| {split} | " + " | ".join(format_figure(v) for k, v in values.items() if k != "key")
-                         + " |")
+            lines.append(f"| {split} | " + " | ".join(format_figure(values[k]) if k in values else ""
+                                                      for k in columns) + " |")
         lines.append("")
     if metrics["parsing"]:
         lines += ["### Unsupervised parsing", "",

@@ -2,9 +2,9 @@
 
 A task (e.g. `treenets.tasks.lm.LMTask`) supplies data, model, loss and metric; this loop supplies the rest:
 optimizers (SGD with the non-monotonically triggered switch to averaged SGD, or Adam), gradient clipping,
-limits (`max_steps`, `max_minutes`; `patience`: stop when converged), a progress bar, metrics as JSONL (and TensorBoard when installed),
-atomic checkpoints that resume bit for bit, a checkpoint on SIGTERM/SIGINT, and DistributedDataParallel
-when started by `torchrun`.
+limits (`max_steps`, `max_minutes`; `patience`: stop when converged), a progress bar, metrics as JSONL (and
+TensorBoard when installed), atomic checkpoints that resume bit for bit, a checkpoint on SIGTERM/SIGINT, and
+DistributedDataParallel when started by `torchrun`.
 
 Files in the run folder: `last.pt` (everything to resume), `best.pt` (the weights with the best validation
 metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml`. `run_training` is `treenets
@@ -127,6 +127,7 @@ class Trainer:
         if saved is not None:
             _check_same_words(config, vocab, root, resume)
         self.task = make_task(config, vocab, root, device, self.rank, self.world)
+        config = self.config = self.task.config  # with what the data says of itself (a corpus's normaliser)
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         check_fits(lambda: self.task.build_net(config, len(self.task.vocab)), "config")
         self.model = self.task.build_model().to(device)

@@ -14,6 +14,7 @@ import pytest
 import torch
 from helpers import tiny_config, write_corpus
 
+import treenets
 from treenets import checkpoint
 from treenets.cli import main
 from treenets.config import build_config
@@ -267,3 +268,24 @@ def test_the_sentence_lm_reads_each_line_of_a_prepared_corpus_as_a_sentence(tmp_
     assert task.vocab.words[-1] == "<s>" and "</s>" in task.vocab and "<eos>" not in task.vocab
     assert task.eval_units("valid") == sum(len(line.split()) + 1 for line in lines)
     assert trainer.run().valid.score > 0
+
+
+def test_a_corpus_prepared_with_a_normaliser_gives_it_to_the_model_unless_the_config_names_one(tmp_path):
+    corpus = write_corpus(tmp_path / "text")
+    for normalize in ("lower", "none"):
+        _prepare(corpus, tmp_path / normalize, normalize=normalize)
+    sentence_lm = {"task": "sentence-lm", "data": {"batch_size": 8, "eval_batch_size": 5},
+                   "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3,
+                             "nlookback": 2},
+                   "train": {"seed": 3, "max_steps": 1, "threads": 1}}
+
+    def trained(name: str, **data):
+        raw = {**sentence_lm, "data": {**sentence_lm["data"], **data}}
+        Trainer(build_config(raw), tmp_path / name, progress=False, log=lambda *_: None).run()
+        return treenets.load(tmp_path / name / "best.pt")
+
+    assert trained("lower", path=str(tmp_path / "lower")).normalizer.name == "lower"  # as the corpus was prepared
+    assert trained("named", path=str(tmp_path / "lower"), normalizer="ptb").normalizer.name == "ptb"
+    assert trained("none", path=str(tmp_path / "none")).normalizer.name == "treebank"  # the task's default
+    saved = checkpoint.load(tmp_path / "lower" / "last.pt")
+    assert saved["config"]["data"]["normalizer"] == "lower"  # what a resumed run reads

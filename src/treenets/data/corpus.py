@@ -109,6 +109,10 @@ class PreparedCorpus:
         return self.meta["level"]
 
     @property
+    def normalizer(self) -> str:
+        return self.meta["normalizer"]
+
+    @property
     def eos(self) -> str:
         return self.meta["vocabulary"]["eos"]
 

@@ -9,6 +9,7 @@ from typing import ClassVar
 import torch
 
 from treenets import data
+from treenets.data.corpus import PreparedCorpus
 from treenets.errors import TreenetsError
 from treenets.nn.utils import unwrap
 from treenets.tasks.metrics import Metric
@@ -28,6 +29,8 @@ class Task:
         token_unit: what one input token of its network is ("word" unless declared otherwise, e.g.
             "character"), with `split_words` saying how a sentence's words become those tokens (predictors
             read both to take text).
+        level: for a task that reads a corpus prepared by `treenets data prepare` (`open_corpus`), the corpus's
+            level ("word" or "char").
 
     and implements `build_net` (the network for a config and vocabulary size), reading its data in
     `__init__` (building the vocabulary when none is given), `batches_per_epoch()`, `next_batch()` (None at
@@ -52,6 +55,7 @@ class Task:
     units: ClassVar[str]
     all_splits: ClassVar[tuple[str, ...]] = ("train", "valid", "test")
     token_unit: ClassVar[str] = "word"
+    level: ClassVar[str | None] = None
 
     @staticmethod
     def split_words(words: list[str]) -> list[str]:
@@ -94,6 +98,18 @@ class Task:
             return given
         where = "" if given.is_absolute() else f" (nor {given} from the current folder)"
         raise TreenetsError(f"data.path: {folder} does not exist{where}; expected {expected}")
+
+    def open_corpus(self, folder: Path) -> PreparedCorpus:
+        """The corpus prepared by `treenets data prepare` in `folder`, checked to be of the task's `level`. Its
+        normaliser becomes the model's (`data.normalizer`: how it reads the raw text a person types) unless the
+        config names one or the text was prepared as it was (`none`)."""
+        corpus = PreparedCorpus.open(folder)
+        corpus.check_level(self.level, self.name)
+        data_config = self.config.data
+        if corpus.normalizer != "none" and "normalizer" not in data_config.model_fields_set:
+            data_config = data_config.model_copy(update={"normalizer": corpus.normalizer})
+            self.config = self.config.model_copy(update={"data": data_config})
+        return corpus
 
     def batches_per_epoch(self) -> int:
         return len(self.batches)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.config import TrainConfig
-from treenets.data.corpus import PreparedCorpus, is_prepared
+from treenets.data.corpus import is_prepared
 from treenets.data.lm import EOS, UNK, BPTTStream, StreamColumns, Window, encode_stream, read_lm_file
 from treenets.nn.lstm import LSTMConfig
 from treenets.nn.onlstm import ONLSTMConfig
@@ -98,8 +98,7 @@ class LMTask(Task):
         folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}, or a prepared corpus")
         self.folder, self.id_map, self.vocab_size = folder, None, None
         if is_prepared(folder):
-            corpus = PreparedCorpus.open(folder)
-            corpus.check_level(self.level, self.name)
+            corpus = self.open_corpus(folder)
             if self.vocab is None:
                 self.vocab = corpus.vocab
             # a model trained on another vocabulary reads the corpus through its own ids

@@ -15,7 +15,6 @@ import torch.nn.functional as F
 
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
-from treenets.data.corpus import PreparedCorpus
 from treenets.data.sentences import BOS, EOS, UNK, SentenceBatch, SentenceIds, make_batch, read_sentences
 from treenets.errors import TreenetsError
 from treenets.nn.prpn import PRPNConfig
@@ -108,8 +107,7 @@ class SentenceLMTask(Task):
         """The lines of a prepared corpus as sentences, memory-mapped. A new model's vocabulary is the corpus's
         with the sentence boundaries this task reads (`<eos>` written `</s>`, `<s>` and `<unk>` added where
         missing), so that the corpus's ids are the model's; a trained model reads it through its own ids."""
-        corpus = PreparedCorpus.open(folder)
-        corpus.check_level("word", self.name)
+        corpus = self.open_corpus(folder)
         if self.vocab is None:
             words = [EOS if word == corpus.eos else word for word in corpus.vocab.words]
             self.vocab = Vocab(words + [token for token in (BOS, UNK) if token not in words], unk=UNK)
