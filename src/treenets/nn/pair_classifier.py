@@ -12,7 +12,7 @@ The MLP: dropout, linear 4H -> H, ELU, dropout, linear H -> classes (as the offi
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 import torch.nn as nn
@@ -34,6 +34,7 @@ class _SequenceEncoderConfig(Section):
     num_layers: PositiveInt
     dropout: Probability  # between layers
     weight_drop: Probability  # DropConnect on the hidden-to-hidden weights
+    reads_trees: ClassVar[bool] = False  # it reads each formula's tokens in order
 
     @property
     def sizes(self) -> list[int]:
@@ -71,6 +72,7 @@ class TreeLSTMPairEncoderConfig(Section):
     name: Literal["binary-treelstm"] = "binary-treelstm"
     emb_size: PositiveInt
     hidden_size: PositiveInt  # the memory size
+    reads_trees: ClassVar[bool] = True
 
     def build(self) -> NaryTreeLSTM:
         return NaryTreeLSTM(self.emb_size, self.hidden_size, 2)
@@ -125,13 +127,10 @@ class PairClassifier(nn.Module):
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
         self.dropout = nn.Dropout(config.dropout)
         self.encoder = config.encoder.build()
+        # whether the encoder reads each formula's tree (the Tree-LSTM) rather than its tokens in order
+        self.reads_trees = config.encoder.reads_trees
         self.mlp = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(4 * hidden, hidden), nn.ELU(),
                                  nn.Dropout(config.dropout), nn.Linear(hidden, num_classes))
-
-    @property
-    def reads_trees(self) -> bool:
-        """Whether the encoder reads each formula's tree (the Tree-LSTM) rather than its tokens in order."""
-        return isinstance(self.encoder, NaryTreeLSTM)
 
     def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids) -> torch.Tensor:
         """One vector per formula, [N, hidden]: the sequence encoders' state at the last token of each

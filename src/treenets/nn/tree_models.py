@@ -112,14 +112,11 @@ class TreeModel(nn.Module):
         if emb_std is not None:
             nn.init.normal_(self.emb.weight, 0.0, emb_std)
         self.encoder = encoder.build()
+        # whether the encoder reads the words in order (LSTM, BiLSTM) rather than over the tree: its config says
+        self.sequential = not encoder.reads_trees
         self.out_dim = self.encoder.out_dim if self.sequential else encoder.mem_size
         if freeze_embeddings:
             self.emb.weight.requires_grad_(False)
-
-    @property
-    def sequential(self) -> bool:
-        """Whether the encoder reads the words in order (LSTM, BiLSTM) rather than over the tree."""
-        return isinstance(self.encoder, SequenceLSTM)
 
     def encode(self, trees: list[ParentTree], word_ids: list[torch.Tensor]) -> tuple[States, TreeBatch | None]:
         """States of every node of a batch of trees (`[num_nodes, dim]`, with the batch's `TreeBatch`), or for
