@@ -289,3 +289,28 @@ def test_a_corpus_prepared_with_a_normaliser_gives_it_to_the_model_unless_the_co
     assert trained("none", path=str(tmp_path / "none")).normalizer.name == "treebank"  # the task's default
     saved = checkpoint.load(tmp_path / "lower" / "last.pt")
     assert saved["config"]["data"]["normalizer"] == "lower"  # what a resumed run reads
+
+
+def test_the_sentence_lm_batches_sentences_of_similar_length_when_asked(tmp_path):
+    # Lines of 1 to 40 words: batches drawn at random pad to nearly the longest; by length they pad little.
+    lines = [" ".join(["w"] * (1 + (7 * i) % 40)) for i in range(400)]
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    prepare_corpus([tmp_path / "train.txt"], tmp_path / "prepared", valid=[tmp_path / "valid.txt"],
+                   test=[tmp_path / "test.txt"], progress=False)
+    raw = {"task": "sentence-lm", "data": {"path": str(tmp_path / "prepared"), "batch_size": 16},
+           "model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3, "nlookback": 2}}
+
+    def padding(by_length: bool) -> tuple[float, list[int]]:
+        config = build_config({**raw, "data": {**raw["data"], "by_length": by_length}})
+        task = Trainer(config, tmp_path / f"run-{by_length}", progress=False, log=lambda *_: None).task
+        batches = iter(task.next_batch, None)
+        masks = [batch.mask for batch in batches]
+        real = sum(float(mask.sum()) for mask in masks)
+        return 1 - real / sum(mask.numel() for mask in masks), sorted(int(mask.sum()) for mask in masks)
+
+    shuffled, by_length = padding(False), padding(True)
+    assert sum(shuffled[1]) == sum(by_length[1]) == sum(len(line.split()) + 1 for line in lines)  # every sentence
+    assert by_length[0] < 0.1 < 0.3 < shuffled[0]
+    with pytest.raises(TreenetsError, match="by_length .* needs shuffle: true"):
+        build_config({**raw, "data": {**raw["data"], "by_length": True, "shuffle": False}})
