@@ -86,6 +86,10 @@ def test_training_stops_when_the_validation_score_stops_improving(tmp_path, corp
     assert [r["epoch"] for r in evals] == [1, 2, 3]  # no validation after the last epoch's
     assert result.state.epoch == 4 and result.state.best_step == evals[0]["step"]  # epochs 2, 3 were no better
     assert checkpoint.load(tmp_path / "run" / "last.pt")["trainer"]["epochs_without_better"] == 2
+    # resumed, a converged run stops at once (before: it trained one more epoch at every resume)
+    resumed = _trainer(corpus, tmp_path / "run", resume=tmp_path / "run" / "last.pt", sections=frozen, epochs=10,
+                       patience=2).run()
+    assert resumed.reason == "converged" and resumed.state.step == result.state.step
     improving = _trainer(corpus, tmp_path / "improving", epochs=3, patience=1).run()
     assert improving.reason in ("finished", "converged")
     assert (improving.reason == "finished") == (improving.state.best_step == improving.state.step)

@@ -14,6 +14,7 @@ from helpers import train_tiny_lm
 import treenets
 from treenets import cards, zoo
 from treenets.cli import main
+from treenets.config import build_config
 from treenets.data import sha256_of
 from treenets.errors import TreenetsError
 from treenets.predictors import LanguageModel, RelatednessPredictor
@@ -313,3 +314,18 @@ def test_every_command_takes_a_zoo_name(tiny_run, tmp_path, monkeypatch, capsys,
         capsys.readouterr()
         assert main(command) == 0, (command, capsys.readouterr().err)
         assert "tiny-lm" in capsys.readouterr().out or command[0] in ("parse", "predict")
+
+
+def test_a_card_lists_every_figure_of_every_split_each_in_its_column():
+    # The logic test split reports accuracy at more operator counts than the validation split: before, its row had
+    # more cells than the header.
+    metrics = {"name": "m", "summary": "", "task": "logic", "model": "onlstm", "parameters": 1, "parsing": {},
+               "check": {}, "measured_on": "here",
+               "splits": {"valid": {"accuracy": 0.9, "accuracy_ops_0": 1.0, "key": "accuracy"},
+                          "test": {"accuracy": 0.8, "accuracy_ops_0": 0.95, "accuracy_ops_12+": 0.5,
+                                   "key": "accuracy"}}}
+    card = cards.write_card(metrics, build_config({"task": "logic"}))
+    table = [line for line in card.splitlines() if line.startswith("| ")]
+    assert table[0] == "| split | accuracy | accuracy_ops_0 | accuracy_ops_12+ |"
+    assert table[1:] == ["| --- | ---: | ---: | ---: |", "| valid | 0.9000 | 1.0000 |  |",
+                         "| test | 0.8000 | 0.9500 | 0.5000 |"]

@@ -40,7 +40,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
         return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized)
     config = predictor.config
     if corpus is not None:
-        if not hasattr(task_class(config.task), "level"):
+        if task_class(config.task).level is None:
             raise TreenetsError(f"eval --corpus: {ref} is a {config.task} model; --corpus is for language models")
         config = config.model_copy(update={"data": config.data.model_copy(update={"path": str(corpus)})})
     task = make_task(config, predictor.vocab, root, device, splits=(split,))

@@ -348,7 +348,10 @@ class Trainer:
             self.optimizer = optim.make_optimizer(config, self.model, "asgd")
             self.scheduler = self._make_scheduler()
         state.history.append(loss)
-        state.epochs_without_better = 0 if state.best_step == state.step else state.epochs_without_better + 1
+        # this epoch brought a better score if the best came after its first step (also at a validation that a
+        # stop in the middle of the epoch ran before a resume)
+        improved = state.best_step is not None and state.best_step > state.step - state.epoch_step
+        state.epochs_without_better = 0 if improved else state.epochs_without_better + 1
         if self.scheduler is not None:
             self.scheduler.step(result.score if config.lr_plateau_on == "score" else loss)
         return result
@@ -363,6 +366,8 @@ class Trainer:
         # matters) shrink into denormal floats, which make the CPU's matrix products tens of times slower:
         # flush them to zero while training (the setting is process-wide, so it is switched back after).
         flush_denormals = self.device.type == "cpu" and torch.set_flush_denormal(True)
+        if cfg.patience is not None and state.epochs_without_better >= cfg.patience:
+            reason = "converged"  # a converged run resumed: nothing to train
         try:
             while state.epoch <= cfg.epochs and reason is None:
                 bar = tqdm(total=self.task.batches_per_epoch(), initial=state.epoch_step,

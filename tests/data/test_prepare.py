@@ -167,6 +167,9 @@ def test_a_model_reads_a_corpus_prepared_with_another_vocabulary_through_its_own
     assert results["other"]["ppl"] == pytest.approx(results["masked"]["ppl"], rel=1e-6)
     assert results["other"]["tokens"] == results["same"]["tokens"]
     assert results["other"]["ppl"] != pytest.approx(results["same"]["ppl"])
+    # a model of another task has no use for a corpus: one line, exit 2
+    assert main(["eval", "treelstm-sick", "--split", "test", "--corpus", str(tmp_path / "same")]) == 2
+    assert "--corpus is for language models" in capsys.readouterr().err
 
 
 def test_a_word_level_task_refuses_a_character_corpus(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -34,12 +35,12 @@ class ShuffledBatches:
     BUCKET_BATCHES = 50
 
     def __init__(self, count: int, batch_size: int, seed: int, shuffle: bool = True, rank: int = 0, world: int = 1,
-                 lengths: list[int] | None = None):
+                 lengths: Sequence[int] | None = None):
         self.count, self.batch_size, self.shuffle, self.rank, self.world = count, batch_size, shuffle, rank, world
         self.generator = torch.Generator().manual_seed(seed)
         self.order = torch.arange(count)
         self.position = 0
-        self.lengths = None if lengths is None else torch.tensor(lengths)
+        self.lengths = None if lengths is None else torch.as_tensor(lengths)
 
     def _epoch_order(self) -> torch.Tensor:
         order = torch.randperm(self.count, generator=self.generator)

@@ -27,6 +27,7 @@ import numpy as np
 
 from treenets.errors import TreenetsError
 from treenets.files import read_text
+from treenets.text import NORMALIZERS
 from treenets.vocab import Vocab
 
 FORMAT = "treenets-corpus"
@@ -79,16 +80,17 @@ class PreparedCorpus:
                                 f"treenets; this one reads version {VERSION}: upgrade treenets, or prepare the corpus "
                                 "again with this one")
         try:
-            level, dtype = meta["level"], np.dtype(meta["dtype"])
+            level, dtype, normalizer = meta["level"], np.dtype(meta["dtype"]), meta["normalizer"]
             size, unk, eos = (meta["vocabulary"][key] for key in ("size", "unk", "eos"))
             splits = {split: (meta["splits"][split]["file"], int(meta["splits"][split]["tokens"]))
                       for split in SPLITS}
         except (KeyError, TypeError, ValueError) as exc:
             raise TreenetsError(f"{meta_path}: damaged meta data ({type(exc).__name__}: {exc}); prepare the corpus "
                                 "again") from None
-        if level not in LEVELS or dtype.name not in ("uint16", "uint32"):
-            raise TreenetsError(f"{meta_path}: damaged meta data (level {level!r}, dtype {dtype.name!r}); expected a "
-                                f"level of {', '.join(LEVELS)} and a dtype of uint16 or uint32")
+        if level not in LEVELS or dtype.name not in ("uint16", "uint32") or normalizer not in NORMALIZERS:
+            raise TreenetsError(f"{meta_path}: damaged meta data (level {level!r}, dtype {dtype.name!r}, normalizer "
+                                f"{normalizer!r}); expected a level of {', '.join(LEVELS)}, a dtype of uint16 or "
+                                f"uint32 and a normalizer of {', '.join(NORMALIZERS)}")
         vocab = read_vocabulary(folder / VOCAB, unk)
         if len(vocab) != size or eos not in vocab:
             raise TreenetsError(f"{folder / VOCAB}: {len(vocab):,} tokens, but {META} says {size:,} with {eos!r}; "

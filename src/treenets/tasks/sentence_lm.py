@@ -111,7 +111,7 @@ class SentenceLMTask(Task):
         if "train" in self.splits:
             if not len(self.sentences["train"]):
                 raise TreenetsError(f"data.train: no sentences in {cfg.path or cfg.train}")
-            lengths = self.sentences["train"].lengths().tolist() if cfg.by_length else None
+            lengths = self.sentences["train"].lengths() if cfg.by_length else None
             self.batches = ShuffledBatches(len(self.sentences["train"]), cfg.batch_size, config.train.seed,
                                            shuffle=cfg.shuffle, rank=self.rank, world=self.world, lengths=lengths)
 
