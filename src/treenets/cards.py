@@ -26,6 +26,7 @@ from treenets.runlog import format_figure, read_metrics
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
 CHECK_SENTENCES = 200  # sentences of the NLTK sample in the parsing check
 CHECK_BATCH = 80  # the check's evaluation batch (tasks other than language modelling)
+CHECK_EXAMPLES = 5000  # a larger split is checked on every k-th example, so that the test suite stays quick
 
 
 def _parses_words(predictor) -> bool:
@@ -37,7 +38,8 @@ def _parses_words(predictor) -> bool:
 def check_figures(predictor, root=None) -> dict:
     """The figures the tests recompute. A language model: the perplexity of the first `CHECK_SENTENCES`
     sentences of the NLTK sample (each read on its own, as `LanguageModel.score` does) and, for a parser, the
-    sentence-F1 of its default layer on them; another task: the score of its last held-out split."""
+    sentence-F1 of its default layer on them; another task: the score of its last held-out split, or of every
+    k-th of its examples where it has more than `CHECK_EXAMPLES` (the logic test split)."""
     from treenets.data.treebanks import resolve_treebank
     from treenets.predictors.lm import LanguageModel
     from treenets.tasks import make_task, task_class
@@ -48,8 +50,12 @@ def check_figures(predictor, root=None) -> dict:
         config = predictor.config
         split = [s for s in task_class(config.task).all_splits if s != "train"][-1]
         task = make_task(config, predictor.vocab, root, predictor.device, splits=(split,))
+        every = math.ceil((task.eval_units(split) or 0) / CHECK_EXAMPLES)
+        if every > 1:
+            task.keep_every(split, every)
         result = task.evaluate(predictor.net, split, batch_size=CHECK_BATCH)
-        return {f"{split} {result.key} (batch {CHECK_BATCH})": result.score}
+        sample = f", every {every}th of its {task.units}" if every > 1 else ""
+        return {f"{split} {result.key} (batch {CHECK_BATCH}{sample})": result.score}
     sentences = load_gold(resolve_treebank("nltk-sample", root))[:CHECK_SENTENCES]
     scores = predictor.score([s.words for s in sentences if s.words])
     logprobs = [p for score in scores for p in score.logprobs]

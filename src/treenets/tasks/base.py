@@ -82,6 +82,10 @@ class Task:
         None if the task does not say."""
         return None
 
+    def keep_every(self, split: str, every: int) -> None:
+        """Keep every `every`-th example of `split` only (a model card's quick check of a large split)."""
+        raise NotImplementedError(f"task {self.name} cannot keep a part of a split")
+
     def build_model(self) -> torch.nn.Module:
         """The network to train (tasks with pretrained word vectors load them here)."""
         return self.build_net(self.config, len(self.vocab))
