@@ -247,6 +247,9 @@ def test_a_damaged_or_newer_corpus_folder_gets_one_clear_line(tmp_path):
     meta_path.write_text(json.dumps({**meta, "version": 99}))
     with pytest.raises(TreenetsError, match="format version 99, written by a newer treenets"):
         PreparedCorpus.open(tmp_path / "out")
+    meta_path.write_text(json.dumps({**meta, "normalizer": "nltk"}))  # it becomes a model's normaliser
+    with pytest.raises(TreenetsError, match="damaged meta data .*normalizer 'nltk'.*expected .* a normalizer of ptb"):
+        PreparedCorpus.open(tmp_path / "out")
     meta_path.write_text(json.dumps(meta))
     train = tmp_path / "out" / "train.bin"
     train.write_bytes(train.read_bytes()[:-3])
