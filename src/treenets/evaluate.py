@@ -11,6 +11,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from treenets import zoo
+from treenets.config import to_dict
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
 from treenets.files import json_text, output_folder, plot_file, read_sentences
@@ -22,13 +23,16 @@ from treenets.tasks.metrics import Metric
 
 
 def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str, str]] | None = None,
-                   batch_size: int | None = None, pretokenized: bool = False, root=None, corpus=None) -> Metric:
+                   batch_size: int | None = None, pretokenized: bool = False, root=None,
+                   corpus=None) -> tuple[Metric, dict]:
     """The metric of the model `ref` (a checkpoint, model folder or zoo name) on `split` of its dataset (of the
     folder `corpus` instead, for a task whose data is a folder: a prepared corpus or Mikolov files), or, given
     `sentences` (`(where, text)` pairs, e.g. from `treenets.files.read_sentences`), of a language model on them,
-    each read on its own as `LanguageModel.score` reads it. A progress bar shows on a terminal only."""
+    each read on its own as `LanguageModel.score` reads it; and its network's config (the `model` section as a
+    dict: models with the same one are seeds of one architecture). A progress bar shows on a terminal only."""
     saved = zoo.read(ref)
     predictor = Predictor.from_checkpoint(saved, ref, device)
+    network = to_dict(predictor.config)["model"]
     if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
         print(f"note: {ref} is a train state; the averaged weights are in best.pt", file=sys.stderr)
     if sentences is not None:
@@ -37,7 +41,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
                                 "models (the other tasks are evaluated on --split)")
         for where, text in sentences:  # a line with nothing to read: an error naming it
             predictor.read(text, pretokenized, where)
-        return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized)
+        return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized), network
     config = predictor.config
     if corpus is not None:
         if task_class(config.task).level is None:
@@ -47,7 +51,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
     # disable=None: a progress bar on a terminal only, not in a log file
     with tqdm(total=task.eval_units(split, batch_size), unit=task.units, desc=f"eval {split}", leave=False,
               disable=None) as bar:
-        return task.evaluate(predictor.net, split, batch_size=batch_size, progress=bar.update)
+        return task.evaluate(predictor.net, split, batch_size=batch_size, progress=bar.update), network
 
 
 def summarize(results: list[dict]) -> dict | None:
@@ -65,7 +69,8 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
     """`treenets eval`: evaluate each model of `refs` (`evaluate_model`) on `split` (default: valid) of its data
     (of the folder `corpus` instead), or each language model on the sentences of the text `file`, and print one
     JSON line each; for metrics by group a table of every model's groups (drawn to the PNG file `plot`); with
-    several models a last line with the mean and standard deviation of every figure; with `output`, every value
+    several models of one architecture (seeds) a last line with the mean and standard deviation of every figure;
+    with `output`, every value
     in `output/eval.json` and an HTML report beside it."""
     if file and split:
         raise TreenetsError("eval: give --split or --file, not both")
@@ -82,10 +87,11 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
     sentences = read_sentences(file, "--file") if file else None
     source = ({"file": str(file), "sentences": len(sentences)} if file else
               {"split": split, **({"corpus": str(corpus)} if corpus else {})})
-    results, breakdowns = [], {}
+    results, breakdowns, networks = [], {}, []
     for path in refs:
-        result = evaluate_model(path, device, split, sentences, batch_size, pretokenized, root, corpus)
+        result, network = evaluate_model(path, device, split, sentences, batch_size, pretokenized, root, corpus)
         results.append(result.values())
+        networks.append(network)
         print(json_text({"checkpoint": str(path), **source, **results[-1]}))
         if result.breakdown() is not None:
             title, breakdowns[f"[{len(results)}]"] = result.breakdown()
@@ -98,7 +104,8 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
             print(f"plot: {plot}")
     elif plot:
         raise TreenetsError(f"--plot: the metric {result.key} has no groups to draw")
-    summary = summarize(results)
+    # mean and spread over seeds: only of models of one architecture (not, e.g., an ON-LSTM beside an LSTM)
+    summary = summarize(results) if all(network == networks[0] for network in networks) else None
     if summary is not None:
         print(json_text({"checkpoints": len(results), **source, **summary}))
     if output:

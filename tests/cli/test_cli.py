@@ -99,6 +99,13 @@ def test_eval_of_several_checkpoints_adds_mean_and_std(trained, capsys):
     assert lines[2]["ppl"]["mean"] == pytest.approx(lines[0]["ppl"]) and lines[2]["ppl"]["std"] == 0.0
 
 
+def test_eval_of_models_of_different_architectures_has_no_mean(capsys):
+    # a Binary Tree-LSTM beside a Child-Sum one are two models, not two seeds: before, their mean was printed
+    assert main(["eval", "treelstm-sick", "treelstm-sick-dependency", "--split", "test"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [line["checkpoint"] for line in lines] == ["treelstm-sick", "treelstm-sick-dependency"]
+
+
 def test_load_scores_sentences_and_reads_distances(trained):
     lm = treenets.load(trained / "run" / "best.pt")
     one = lm.score("the dog of bird")
