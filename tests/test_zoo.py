@@ -329,3 +329,27 @@ def test_a_card_lists_every_figure_of_every_split_each_in_its_column():
     assert table[0] == "| split | accuracy | accuracy_ops_0 | accuracy_ops_12+ |"
     assert table[1:] == ["| --- | ---: | ---: | ---: |", "| valid | 0.9000 | 1.0000 |  |",
                          "| test | 0.8000 | 0.9500 | 0.5000 |"]
+
+
+def test_export_writes_the_reproducing_config_when_only_train_differs(tiny_run, tmp_path, capsys):
+    import yaml
+
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    config["train"]["max_minutes"] = None  # the run was stopped and resumed with time limits
+    config["train"]["patience"] = 4
+    (tmp_path / "reproduce.yaml").write_text(yaml.safe_dump(config))
+    out = tmp_path / "out"
+    assert main(["export", str(tiny_run / "best.pt"), str(out), "--config", str(tmp_path / "reproduce.yaml")]) == 0
+    written = json.loads((out / "config.json").read_text())
+    assert written["train"]["patience"] == 4 and written["model"] == config["model"]
+    assert "patience: 4" in (out / "README.md").read_text()
+    assert treenets.load(out).config.train.patience == 4
+    config["model"]["hidden_size"] += 4
+    config["optim"]["lr"] = 0.5
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(config))
+    assert main(["export", str(tiny_run / "best.pt"), str(tmp_path / "x"), "--config", str(tmp_path / "other.yaml")]) == 2
+    error = capsys.readouterr().err
+    assert "other.yaml: does not describe this model (only `train` may differ)" in error
+    assert f"model.hidden_size: {config['model']['hidden_size'] - 4} in the model, {config['model']['hidden_size']}" \
+        in error and "optim.lr" in error
+    assert not (tmp_path / "x").exists()

@@ -123,7 +123,7 @@ def training_info(checkpoint_path: Path, saved: dict) -> dict:
 
 def export_model(ref: str | Path, out: str | Path, name: str | None = None, summary: str = "",
                  notes_file: str | Path | None = None, half: bool = False, measure: bool = False, device="cpu",
-                 root=None, overwrite: bool = False, log=zoo.note) -> dict:
+                 root=None, overwrite: bool = False, log=zoo.note, config_file: str | Path | None = None) -> dict:
     """`treenets export`: write a trained model (a checkpoint, a model folder or a zoo name) as a model folder
     `out` with its card (`notes_file`, a markdown file, its Training section), print the folder and the card's
     headline figures, and return the card's figures (`metrics.json`); `log` reports progress.
@@ -131,7 +131,9 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
     With `measure`, the figures are measured on the written files (`measure`); else they are the training
     run's last validation (`metrics.jsonl` beside a checkpoint), or a model folder's own card figures, or none.
     The target is checked before anything is read or written (`treenets.zoo.check_target`): a new or empty
-    folder, or with `overwrite` a model folder, whose model files only are replaced.
+    folder, or with `overwrite` a model folder, whose model files only are replaced. `config_file`, the YAML
+    config that reproduces the model, becomes the folder's config (`config.json`, the card) in place of the
+    run's, which may differ from it in `train` alone (a run resumed with other time limits, say).
     """
     from treenets.predictors import Predictor
 
@@ -140,6 +142,8 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
     source = zoo.locate(str(ref)) if not Path(ref).exists() and str(ref) in zoo.registry() else Path(ref)
     saved = zoo.read(ref)
     predictor = Predictor.from_checkpoint(saved, ref, "cpu")
+    if config_file is not None:
+        predictor.config = reproducing_config(predictor.config, config_file)
     name = name or target.name
     before = {}  # a model folder's own card figures: its summary and training carry over
     if source.is_dir() and (source / "metrics.json").is_file():
@@ -178,6 +182,26 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
     for key, value in metrics["headline"].items():
         print(f"  {key}: {format_figure(value)}")
     return metrics
+
+
+def reproducing_config(config, config_file: str | Path):
+    """The config of YAML file `config_file`, checked to describe the model of `config` (a run's): every section
+    but `train` equal, field by field."""
+    from treenets.config import load_config, to_dict
+
+    wanted, run = to_dict(load_config(config_file)), to_dict(config)
+    differences = []
+    for section, values in wanted.items():
+        if section == "train":
+            continue
+        for key, value in values.items() if isinstance(values, dict) else [("", values)]:
+            have = run[section].get(key) if key else run[section]
+            if have != value:
+                differences.append(f"{section}{'.' * bool(key)}{key}: {have!r} in the model, {value!r} in the file")
+    if differences:
+        raise TreenetsError(f"{config_file}: does not describe this model (only `train` may differ): "
+                            + "; ".join(differences))
+    return load_config(config_file)
 
 
 def write_card(metrics: dict, config, recipe: str = "") -> str:

@@ -343,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--summary", default="", help="one line for the card: what the model is")
     export.add_argument("--notes", metavar="MD", help="a markdown file for the card's Training section (recipe, "
                                                       "hardware, time, the command that reproduces it)")
+    export.add_argument("--config", metavar="YAML", help="the config file that reproduces the model, written as the "
+                                                         "folder's config in place of the run's (only its `train` "
+                                                         "section may differ: time limits of resumed runs)")
     export.add_argument("--half", action="store_true", help="store the weights in float16 (half the size)")
     export.add_argument("--measure", action="store_true", help="measure the card's figures on the written files")
     _add_device(export, default="cpu", default_text="cpu")
@@ -467,7 +470,7 @@ def _cmd_export(args) -> int:
     from treenets.cards import export_model
 
     export_model(args.checkpoint, args.out, args.name, args.summary, args.notes, args.half, args.measure,
-                 args.device, args.data, args.overwrite)
+                 args.device, args.data, args.overwrite, config_file=args.config)
     return 0
 
 

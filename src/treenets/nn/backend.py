@@ -243,6 +243,15 @@ def step_function(step, device: torch.device):
     return _compiled[step]
 
 
+def initial_state(state: torch.Tensor) -> torch.Tensor:
+    """A recurrence's initial state as its steps should take it: a tensor of its own (never the same tensor as
+    another state, nor a view of one) that requires a gradient while autograd records, as every state a step
+    computes does. Then the first steps look like the later ones to `torch.compile`, which guards on both and
+    would compile the step again for each mix (the ON-LSTM's first step, PRPN's first S steps: S + 1 graphs,
+    minutes on a GPU before the first batch)."""
+    return state.clone().requires_grad_(torch.is_grad_enabled())
+
+
 class _FirstCallTimed:
     """A compiled function that says, at its first call (where torch compiles it), how long that took."""
 

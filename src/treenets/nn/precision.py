@@ -91,6 +91,12 @@ def low_precision_copy(weight: torch.Tensor) -> torch.Tensor | None:
     return weight.to(low) if low is not None and weight.dtype == torch.float32 else None
 
 
+def log_softmax(logits: torch.Tensor, dim: int) -> torch.Tensor:
+    """Log-probabilities in float32 at least: float32 when the products ran in bfloat16 (a softmax over bfloat16
+    logits would lose most of their digits), float64 for a float64 model (gradient checks)."""
+    return torch.log_softmax(logits, dim, dtype=torch.promote_types(logits.dtype, torch.float32))
+
+
 def full_precision():
     """A `with` block without autocast: for code that chooses the dtype of each product itself."""
     return torch.autocast("cpu", enabled=False)

@@ -47,7 +47,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from pydantic import Field
 
-from treenets.nn.backend import kernels_for, step_function
+from treenets.nn.backend import initial_state, kernels_for, step_function
 from treenets.nn.language_model import LanguageModelBase
 from treenets.nn.precision import full_precision, low_precision_copy
 from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
@@ -330,7 +330,7 @@ class ReadingLayer(nn.Module):
             return hs[slots:], Memory(hs[steps:].flip(0).transpose(0, 1), cs[steps:].flip(0).transpose(0, 1))
         # The memory as lists of the last S states, most recent first: indexing a stacked tensor step after
         # step would make autograd fill and add full-size gradients at every step.
-        mem_h, mem_c = list(memory.h.unbind(1)), list(memory.c.unbind(1))
+        mem_h, mem_c = ([initial_state(slot) for slot in states.unbind(1)] for states in memory)
         outputs = []
         no_masks = [None] * steps
         h_masks = no_masks if h_masks is None else h_masks.unbind(0)

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 from pydantic import Field
 
+from treenets.nn import precision
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 from treenets.trees.parents import ParentTree
@@ -227,5 +228,4 @@ class SentimentModel(TreeModel):
         """Log-probabilities: for Tree-LSTMs of every node `[nodes, classes]` with the batch's `TreeBatch`;
         for sequential encoders of every sentence `[B, classes]` (and None)."""
         states, batch = self.encode(trees, word_ids)
-        # float32 log-probabilities, also when the classifier's product ran in bfloat16 (treenets.nn.precision)
-        return torch.log_softmax(self.classifier(self.dropout(states.h)).float(), dim=-1), batch
+        return precision.log_softmax(self.classifier(self.dropout(states.h)), dim=-1), batch

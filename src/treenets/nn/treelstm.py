@@ -37,6 +37,7 @@ import torch
 import torch.nn as nn
 
 from treenets.errors import TreenetsError
+from treenets.nn import precision
 from treenets.nn.backend import kernels_for
 from treenets.trees.parents import ParentTree
 
@@ -330,5 +331,4 @@ class SimilarityHead(nn.Module):
     def forward(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         """Log-probabilities [B, num_classes]."""
         features = torch.cat([left * right, (left - right).abs()], dim=1)
-        # float32 log-probabilities, also when the products ran in bfloat16 (treenets.nn.precision)
-        return torch.log_softmax(self.wp(torch.sigmoid(self.wh(features))).float(), dim=1)
+        return precision.log_softmax(self.wp(torch.sigmoid(self.wh(features))), dim=1)

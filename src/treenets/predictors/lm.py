@@ -14,6 +14,7 @@ import nltk
 import torch
 
 from treenets.errors import TreenetsError
+from treenets.nn import precision
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.text import checked_text, get_normalizer, is_number
 from treenets.trees import tree_from_distances
@@ -188,7 +189,7 @@ class LanguageModel(Predictor):
         tokens = [self.read(sentence, pretokenized) for sentence in sentences]
         rows, batch = self._encode_batch(sentences, tokens)
         out = self.net(batch[:-1])
-        logp = torch.log_softmax(self.net.decoder(out.output).float(), dim=-1)  # fp32 under bf16 products too
+        logp = precision.log_softmax(self.net.decoder(out.output), dim=-1)
         token_logp = logp.gather(-1, batch[1:].unsqueeze(-1)).squeeze(-1).cpu()
         return [SentenceScore(words, token_logp[: len(ids) - 1, j].tolist(), unknown)
                 for j, (words, (ids, unknown)) in enumerate(zip(tokens, rows))]
