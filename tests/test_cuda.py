@@ -151,8 +151,8 @@ def test_tree_batches_are_built_on_the_gpu():
 
 @pytest.mark.parametrize("backend", ["torch", "compile", "auto"])
 def test_training_on_cuda_through_the_command_line_resumes(tmp_path, capsys, monkeypatch, backend):
-    """`auto` on CUDA trains with the fused steps (Triton is there wherever torch has CUDA) and says once what
-    compiling cost; `torch` compiles nothing."""
+    """`auto` on CUDA trains with the fused steps (where Triton is installed) and says once what compiling cost;
+    `torch` compiles nothing."""
     from treenets.cli import main
     from treenets.nn import backend as backends
 
@@ -162,7 +162,8 @@ def test_training_on_cuda_through_the_command_line_resumes(tmp_path, capsys, mon
     config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 1, "device": "cuda", "backend": backend})))
     assert main(["train", str(config), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     compiled = [line for line in capsys.readouterr().err.splitlines() if "compiled by torch.compile" in line]
-    assert len(compiled) == (0 if backend == "torch" else 1), compiled
+    fused = backend == "compile" or (backend == "auto" and backends._has_triton())  # no Triton on Windows
+    assert len(compiled) == (1 if fused else 0), compiled
     saved = torch.load(tmp_path / "run" / "last.pt", weights_only=True, map_location="cpu")
     assert saved["config"]["train"]["device"] == "cuda"
     resume = ["train", "--resume", str(tmp_path / "run" / "last.pt"), "--set", "train.epochs=2", "--no-progress"]

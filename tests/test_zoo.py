@@ -347,7 +347,8 @@ def test_export_writes_the_reproducing_config_when_only_train_differs(tiny_run, 
     config["model"]["hidden_size"] += 4
     config["optim"]["lr"] = 0.5
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(config))
-    assert main(["export", str(tiny_run / "best.pt"), str(tmp_path / "x"), "--config", str(tmp_path / "other.yaml")]) == 2
+    other = ["export", str(tiny_run / "best.pt"), str(tmp_path / "x"), "--config", str(tmp_path / "other.yaml")]
+    assert main(other) == 2
     error = capsys.readouterr().err
     assert "other.yaml: does not describe this model (only `train` may differ)" in error
     assert f"model.hidden_size: {config['model']['hidden_size'] - 4} in the model, {config['model']['hidden_size']}" \

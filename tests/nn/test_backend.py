@@ -102,6 +102,22 @@ def _lm_loss(model, batch):
     return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+def test_initial_states_are_copied_for_compiled_steps_only_and_need_a_gradient_only_where_the_steps_do():
+    weight, h0 = torch.randn(3, 3, requires_grad=True), torch.zeros(2, 3)
+    with use_backend("torch"):  # the PyTorch steps take the states as they are (no graph for frozen models)
+        assert all(s is h0 for s in backend.as_step_states([h0, h0], [weight]))
+    with use_backend("compile"):
+        h, c = backend.as_step_states([h0, h0], [weight])
+        assert h is not c and h.requires_grad and c.requires_grad and h.is_leaf
+        assert not backend.as_step_states([h0], [weight.detach()])[0].requires_grad  # frozen: no graph
+        with torch.no_grad():
+            assert not backend.as_step_states([h0], [weight])[0].requires_grad
+        carried = torch.ones(2, 3, requires_grad=True) * 2
+        state = backend.as_step_states([carried], [])[0]
+        state.sum().backward()  # a gradient still reaches a state that needs one
+        assert state.grad_fn is not None
+
+
 @pytest.mark.parametrize("build", [
     lambda: ONLSTMConfig(emb_size=8, hidden_size=8, num_layers=2, chunk_size=4).build(20),
     lambda: PRPNConfig(emb_size=8, hidden_size=8, num_layers=2, nslots=3, nlookback=2, res=1).build(20),

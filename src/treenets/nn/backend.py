@@ -243,13 +243,17 @@ def step_function(step, device: torch.device):
     return _compiled[step]
 
 
-def initial_state(state: torch.Tensor) -> torch.Tensor:
-    """A recurrence's initial state as its steps should take it: a tensor of its own (never the same tensor as
-    another state, nor a view of one) that requires a gradient while autograd records, as every state a step
-    computes does. Then the first steps look like the later ones to `torch.compile`, which guards on both and
-    would compile the step again for each mix (the ON-LSTM's first step, PRPN's first S steps: S + 1 graphs,
-    minutes on a GPU before the first batch)."""
-    return state.clone().requires_grad_(torch.is_grad_enabled())
+def as_step_states(states: list[torch.Tensor], inputs) -> list[torch.Tensor]:
+    """A recurrence's initial `states` as its steps should take them. Where the steps are compiled
+    (`fuses_steps`): tensors of their own (not one tensor twice, nor views of one) that require a gradient
+    exactly when the states the steps compute will (autograd records, and a state or one of `inputs`, the
+    steps' weights and inputs, requires one). Then the first steps look like the later ones to `torch.compile`,
+    which guards on both and would compile the step again for each mix (the ON-LSTM's first step, PRPN's first S
+    steps: S + 1 graphs, minutes on a GPU before the first batch). Elsewhere the states as they are."""
+    if not states or not fuses_steps(states[0].device):
+        return states
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in [*states, *inputs])
+    return [state.clone().requires_grad_(needs_grad) for state in states]
 
 
 class _FirstCallTimed:

@@ -38,7 +38,7 @@ import torch
 import torch.nn as nn
 from pydantic import model_validator
 
-from treenets.nn.backend import initial_state, kernels_for, step_function
+from treenets.nn.backend import as_step_states, kernels_for, step_function
 from treenets.nn.dropout import dropconnect, locked_dropout
 from treenets.nn.language_model import RecurrentStackLanguageModel
 from treenets.nn.precision import full_precision, low_precision_copy
@@ -98,7 +98,7 @@ def recurrence(x_proj, w_hh, h0, c0, n_chunks) -> tuple[torch.Tensor, torch.Tens
         return hs, c_last, master
     step = step_function(recurrent_step, x_proj.device)
     w_t = (w_hh if w_low is None else w_low).t()
-    h, c = initial_state(h0), initial_state(c0)
+    h, c = as_step_states([h0, c0], [x_proj, w_hh])
     hs, masters = [], []
     for t in range(x_proj.size(0)):
         h, c, master = step(x_proj[t], h, c, w_t, n_chunks)

@@ -47,7 +47,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from pydantic import Field
 
-from treenets.nn.backend import initial_state, kernels_for, step_function
+from treenets.nn.backend import as_step_states, kernels_for, step_function
 from treenets.nn.language_model import LanguageModelBase
 from treenets.nn.precision import full_precision, low_precision_copy
 from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
@@ -330,7 +330,8 @@ class ReadingLayer(nn.Module):
             return hs[slots:], Memory(hs[steps:].flip(0).transpose(0, 1), cs[steps:].flip(0).transpose(0, 1))
         # The memory as lists of the last S states, most recent first: indexing a stacked tensor step after
         # step would make autograd fill and add full-size gradients at every step.
-        mem_h, mem_c = ([initial_state(slot) for slot in states.unbind(1)] for states in memory)
+        step_inputs = [query_x, gates_x, memory_gate, *self.parameters()]
+        mem_h, mem_c = (as_step_states(list(states.unbind(1)), step_inputs) for states in memory)
         outputs = []
         no_masks = [None] * steps
         h_masks = no_masks if h_masks is None else h_masks.unbind(0)
