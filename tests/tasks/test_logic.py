@@ -162,6 +162,12 @@ def test_a_logic_model_predicts_a_relation(logic_run, capsys):
     assert json.loads(capsys.readouterr().out)["relation"] in LABELS
     assert main(["predict", str(best), "--pair", "( not a", "a"]) == 2
     assert "premise: 1 bracket(s) not closed" in capsys.readouterr().err
+    # As a person types them: no spaces at the brackets, capitals (before: "unknown token '(a'").
+    assert model.predict("(A (AND b))", " a") == relation
+    assert main(["predict", str(best), "--pair", "(not a", "a"]) == 2
+    assert "premise: 1 bracket(s) not closed" in capsys.readouterr().err
+    assert main(["predict", str(best), "--pair", "(a (and g))", "a"]) == 2
+    assert "premise: unknown token 'g' at token 5; expected a variable (a, b, c, d, e, f)" in capsys.readouterr().err
     # Before: a sentence or a parser beside the pair was ignored without a word.
     assert main(["predict", str(best), "--pair", "( not a )", "a", "--sentence", "a"]) == 2
     assert "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas), not --sentence" in \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -26,9 +27,10 @@ class LogicClassifier(Predictor):
 
     @torch.no_grad()
     def predict(self, premise: str, hypothesis: str) -> Relation:
-        """The relation of `premise` to `hypothesis`, each a bracketed formula such as `( a ( and ( not b ) ) )`
-        (tokens separated by spaces)."""
-        pair = LogicPair(0, parse_formula(premise, "premise"), parse_formula(hypothesis, "hypothesis"))
+        """The relation of `premise` to `hypothesis`, each a bracketed formula such as `( a ( and ( not b ) ) )`,
+        typed as a person types it: `(A (and (not B)))` reads the same (`typed_formula`)."""
+        pair = LogicPair(0, parse_formula(typed_formula(premise), "premise"),
+                         parse_formula(typed_formula(hypothesis), "hypothesis"))
         batch = LogicBatch.build([pair], self.vocab)
         probs = torch.softmax(self.net(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids), dim=-1)[0].cpu()
         best = LABELS[int(probs.argmax())]
@@ -38,3 +40,9 @@ class LogicClassifier(Predictor):
         if not pair:
             raise TreenetsError("predict: a logic model needs --pair PREMISE HYPOTHESIS (bracketed formulas)")
         return self.predict(*pair)  # formulas are tokenised already: `pretokenized` changes nothing
+
+
+def typed_formula(text: str) -> str:
+    """A formula typed by a person in the tokens of the data files: brackets need no spaces around them, and
+    capitals read as lower case (`(A (and B))` is `( a ( and b ) )`). What is left is checked by `parse_formula`."""
+    return " ".join(re.sub(r"([()])", r" \1 ", text).lower().split())
