@@ -4,7 +4,7 @@ Under the `compile` backend (and `auto` in training on a GPU) each ON-LSTM and P
 torch.compile at its first call. This times the first training steps and the first evaluation step of a
 language model from `lm_throughput.py`'s configs and counts the graphs compiled (torch._dynamo's
 `unique_graphs`): one per layer size in training and one in inference when every step of a sequence looks
-alike to the compiler (`treenets.nn.backend.initial_state`). On the CPU torch compiles to C++ (Inductor), on a
+alike to the compiler (`treenets.nn.backend.as_step_states`). On the CPU torch compiles to C++ (Inductor), on a
 GPU to Triton.
 
     python benchmarks/compile_warmup.py --configs prpn-small --device cpu

@@ -189,7 +189,8 @@ def reproducing_config(config, config_file: str | Path):
     but `train` equal, field by field."""
     from treenets.config import load_config, to_dict
 
-    wanted, run = to_dict(load_config(config_file)), to_dict(config)
+    reproducing = load_config(config_file)
+    wanted, run = to_dict(reproducing), to_dict(config)
     differences = []
     for section, values in wanted.items():
         if section == "train":
@@ -201,7 +202,7 @@ def reproducing_config(config, config_file: str | Path):
     if differences:
         raise TreenetsError(f"{config_file}: does not describe this model (only `train` may differ): "
                             + "; ".join(differences))
-    return load_config(config_file)
+    return reproducing
 
 
 def write_card(metrics: dict, config, recipe: str = "") -> str:
