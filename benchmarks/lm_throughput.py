@@ -20,8 +20,9 @@ matrix product in that column's precision, measured in the same run. The last tw
 against the reference: `floor ms` is the time of an ON-LSTM step's per-time-step recurrent products alone in
 fp32 as the kernels run them (`recurrent_floor`: they run one after another whatever the implementation; none for
 PRPN), and `bound`
-the reference's step time over the fastest an fp32 step could be: that floor, plus the step's other
-matrix-product FLOPs at the fp32 peak measured in the same run.
+the reference's step time over the fastest an fp32 step doing the reference's work could be: that floor, plus the
+step's other matrix-product FLOPs at the fp32 peak measured in the same run. (PRPN's training step skips the
+products of the features its recurrent dropout drops, so it may pass that bound.)
 """
 
 from __future__ import annotations

@@ -42,18 +42,19 @@ def test_which_sequences_are_packed():
 
 
 @settings(deadline=None, max_examples=60)
-@given(rows=st.integers(1, 60), inner=st.integers(1, 40), cols=st.integers(1, 50), transposed=st.booleans(),
-       with_bias=st.booleans(), seed=st.integers(0, 2**16))
+@given(rows=st.integers(1, 60), inner=st.integers(1, 40) | st.integers(250, 800), cols=st.integers(1, 50),
+       transposed=st.booleans(), with_bias=st.booleans(), seed=st.integers(0, 2**16))
 def test_packed_product_equals_the_float64_product(rows, inner, cols, transposed, with_bias, seed):
     """Any shape: every row tile of the build (1 to 24 rows with AVX-512, 1 to 6 with AVX2; more rows: several
-    tiles), a last panel of 1 to 16 columns."""
+    tiles), a last panel of 1 to 16 columns, a depth of a few or of hundreds (as the models' weights)."""
     module = _packing()
     a, w, bias = _operands(rows, inner, cols, transposed, with_bias, seed)
     got = module.PackedWeight(w, transposed).multiply(a, bias)
     b = w.t() if transposed else w
     want = a.double() @ b.double() + (bias.double() if with_bias else 0)
     assert got.shape == (rows, cols) and got.dtype == torch.float32
-    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+    # float32 rounding grows with the depth; a lost or repeated term is off by about 1
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5 * max(1.0, inner / 40))
 
 
 @settings(deadline=None, max_examples=60)
@@ -153,12 +154,13 @@ module = kernels("packed_gemm")
 assert module.instructions() == "AVX2", module.instructions()
 assert not module.packed_products(1000, 1, bfloat16=True)
 g = torch.Generator().manual_seed(0)
-for rows, inner, cols, transposed in [(1, 5, 3, False), (6, 40, 33, True), (7, 17, 16, False), (20, 64, 50, True)]:
+for rows, inner, cols, transposed in [(1, 5, 3, False), (6, 40, 33, True), (7, 17, 16, False), (20, 64, 50, True),
+                                      (13, 600, 21, False), (64, 513, 40, True)]:
     w = torch.randn((cols, inner) if transposed else (inner, cols), generator=g)
     a, bias = torch.randn(rows, inner, generator=g), torch.randn(rows, cols, generator=g)
     got = module.PackedWeight(w, transposed).multiply(a, bias)
     want = a.double() @ (w.t() if transposed else w).double() + bias.double()
-    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5 * max(1.0, inner / 40))
 """
 
 

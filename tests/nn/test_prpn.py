@@ -202,7 +202,8 @@ def test_compiled_training_matches_pytorch(two_threads, nslots, res, hidden, bat
 
 def test_fused_functions_gradcheck():
     """The hand-derived backwards of the reading recurrence (with dropout masks, a carried memory and
-    gradients reaching hs and cs), the attention and the layer norm, against finite differences."""
+    gradients reaching hs and cs), the attention and the layer norm, against finite differences. The recurrent
+    dropout mask drops some features (the hidden product then runs over the kept ones), none, or all."""
     from treenets.nn import prpn
     from treenets.nn.backend import kernels
 
@@ -217,17 +218,21 @@ def test_fused_functions_gradcheck():
         return (torch.randn(*shape, **d) * scale).requires_grad_()
 
     masks = [(torch.rand(steps, batch, hidden, **d) > 0.3).double() / 0.7 for _ in range(2)]
-    rmask = (torch.rand(hidden, **d) > 0.3).double() / 0.7
+    rmasks = [torch.tensor([0.0, 2.0, 0.0, 2.0], **d), torch.full((hidden,), 1.25, **d), torch.zeros(hidden, **d)]
     inputs = (leaf(steps, batch, 4 * hidden), leaf(steps, batch, hidden),
               torch.rand(steps, batch, slots, **d).requires_grad_(), leaf(batch, slots, hidden),
               leaf(batch, slots, hidden), leaf(hidden, hidden, scale=0.5), leaf(4 * hidden, hidden, scale=0.5),
               leaf(4 * hidden), leaf(4 * hidden), leaf(4 * hidden), leaf(hidden), leaf(hidden))
 
-    def reading(*args):
-        hs, cs = prpn._FusedReading.apply(native, (None, None), *args, rmask, *masks, 1e-6, 1e-6)
-        return hs.sin(), cs.cos()
+    for rmask in rmasks:
+        def reading(*args, rmask=rmask):
+            hs, cs = prpn._FusedReading.apply(native, (None, None), *args, rmask, *masks, 1e-6, 1e-6)
+            return hs.sin(), cs.cos()
 
-    assert torch.autograd.gradcheck(reading, inputs)
+        assert torch.autograd.gradcheck(reading, inputs), rmask
+    # the hidden product ran over the two kept features of the first mask (what the backward keeps of h~ * rmask)
+    saved = native.forward(*(x.detach() for x in inputs), rmasks[0], *masks, 1e-6, 1e-6, True, None, None)
+    assert saved["rhm"].shape == (steps, batch, 2)
     history, query = leaf(slots + steps, batch, hidden), leaf(steps, batch, hidden)
     gate = torch.rand(steps, batch, slots, **d).requires_grad_()
     assert torch.autograd.gradcheck(lambda *a: prpn._FusedAttention.apply(native, *a), (history, query, gate))

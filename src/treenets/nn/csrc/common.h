@@ -3,6 +3,8 @@
 
 #include <torch/extension.h>
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -14,6 +16,18 @@ inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
 // Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
 inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
+
+// Sums over the rows of a parallel loop without a [rows, F] temporary: each thread adds its rows into its own row of
+// `partial` [threads, F] (zeros, made with `partial_sums`), `partial.sum(0)` adds the threads' rows. The split of
+// rows among threads depends on the thread count alone, so a run's numbers do not change from one call to the next.
+inline torch::Tensor partial_sums(int64_t features, const torch::TensorOptions& options) {
+  return torch::zeros({at::get_num_threads(), features}, options);
+}
+
+template <typename T>
+T* thread_row(torch::Tensor& partial) {
+  return partial.data_ptr<T>() + at::get_thread_num() * partial.size(1);
+}
 
 // The data of an optional tensor, or nullptr when it is undefined.
 template <typename T>

@@ -2,9 +2,10 @@
 // hidden-to-gates) and everything element-wise between them (attention over the slots, masked softmax, both
 // layer norms, the LSTM cell) in fused loops over the batch rows; and its hand-derived backward, which runs
 // the steps in reverse and forms the weight gradients once per segment ([out, T*B] x [T*B, in] products)
-// instead of once per step. Also the predict network's attention (all steps at once), PRPN's layer norm and
-// dropout masks. In prpn.py, `ReadingLayer.forward`, `attend` and `LayerNorm.forward` are the specification
-// and the path for other devices; tests check that both agree, values and gradients.
+// instead of once per step. The hidden-to-gates products skip the features the recurrent dropout drops (one
+// mask for the whole segment: `kept_features`). Also the predict network's attention (all steps at once), PRPN's
+// layer norm and dropout masks. In prpn.py, `ReadingLayer.forward`, `attend` and `LayerNorm.forward` are the
+// specification and the path for other devices; tests check that both agree, values and gradients.
 //
 // States are kept by absolute time: hs/cs [S + T, B, H], indices 0..S-1 the carried memory (oldest first),
 // index S + t the state of step t; so slot k of step t (the state of step t-1-k) is index S + t - 1 - k.
@@ -159,6 +160,31 @@ void check_low_weights(const c10::optional<Tensor>& w_query_low, const Tensor& w
   check_low_weight(w_hh_low, w_hh, fn, "w_hh_low", "w_hh");
 }
 
+// The features the recurrent dropout keeps: rmask [H] is one mask for the whole batch and every step, so a
+// dropped feature of h~ * rmask is zero in every row and its column of U multiplies nothing. The hidden product
+// runs over the kept columns alone (U [4H, K], K about H (1 - rdropout)): fewer FLOPs than the official code, the
+// same result. All features (no compaction) when none is dropped, or all are.
+struct KeptFeatures {
+  Tensor index;  // [K] int64, ascending
+  bool compact;  // K < H: U and h~ * rmask are taken at `index` only
+};
+
+KeptFeatures kept_features(const Tensor& rmask) {
+  const int64_t H = rmask.size(0);
+  auto index = rmask.nonzero().flatten();
+  const bool compact = index.size(0) > 0 && index.size(0) < H;
+  return {compact ? index : torch::arange(H, rmask.options().dtype(torch::kLong)), compact};
+}
+
+// U, or its kept columns [4H, K] (also for its bfloat16 copy under mixed precision).
+Tensor kept_columns(const Tensor& w, const KeptFeatures& kept) {
+  return kept.compact ? w.index_select(1, kept.index) : w;
+}
+
+c10::optional<Tensor> kept_columns(const c10::optional<Tensor>& w, const KeptFeatures& kept) {
+  return w.has_value() ? c10::optional<Tensor>(kept_columns(*w, kept)) : w;
+}
+
 }  // namespace
 
 // gates_x [T, B, 4H] (the input projection, already layer-normalised), query_x [T, B, H] (its part of the
@@ -199,14 +225,18 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
   auto hq = torch::empty({kept, B, H}, opts), q = torch::empty({kept, B, H}, opts);
   auto ex = torch::empty({kept, B, S}, opts), z = torch::empty({kept, B}, opts);
   auto amax = torch::empty({kept, B}, opts.dtype(torch::kLong));
-  auto rhm = torch::empty({kept, B, H}, opts), rc = torch::empty({kept, B, H}, opts);
+  const auto features = kept_features(rmask);
+  const int64_t K = features.index.size(0);
+  // rhm: h~ * rmask at the K kept features
+  auto rhm = torch::empty({kept, B, K}, opts), rc = torch::empty({kept, B, H}, opts);
   auto hh_xhat = torch::empty({kept, B, 4 * H}, opts), act = torch::empty({kept, B, 4 * H}, opts);
   auto c_xhat = torch::empty({kept, B, H}, opts);
   auto hh_stats = torch::empty({kept, B, 2}, opts), c_stats = torch::empty({kept, B, 2}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
   RecurrentProduct query_product(w_query_h, w_query_low, /*transposed=*/true, steps, B);  // h W_qh^T
-  RecurrentProduct hidden_product(w_hh, w_hh_low, /*transposed=*/true, steps, B);       // h~ U^T
+  RecurrentProduct hidden_product(kept_columns(w_hh, features), kept_columns(w_hh_low, features),
+                                  /*transposed=*/true, steps, B);  // (h~ * rmask) U^T over the kept features
   auto query = torch::empty({B, H}, opts), hidden = torch::empty({B, 4 * H}, opts);
   AT_DISPATCH_FLOATING_TYPES(gates_x.scalar_type(), "prpn_reading_forward", [&] {
     using T = scalar_t;
@@ -214,6 +244,7 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
     const T *hg = hh_gamma.data_ptr<T>(), *hb = hh_beta.data_ptr<T>(), *BH = b_hh.data_ptr<T>();
     const T *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>(), *RM = rmask.data_ptr<T>();
     const T *HM = data_or_null<T>(hm), *QM = data_or_null<T>(qm);
+    const int64_t* KEPT = features.index.data_ptr<int64_t>();
     T *HS = hs.data_ptr<T>(), *CS = cs.data_ptr<T>();
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t j = S + t, u = keep ? t : 0;  // u: this step's row in the kept buffers
@@ -230,12 +261,14 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
       int64_t* AM = amax[u].data_ptr<int64_t>();
       T *RHM = rhm[u].data_ptr<T>(), *RC = rc[u].data_ptr<T>();
       at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+        std::vector<T> read_h(H);
         for (int64_t b = b0; b < b1; ++b) {
           const T *qx = QX + (t * B + b) * H, *qmask = QM ? QM + (t * B + b) * H : nullptr;
-          T *qb = Q + b * H, *rh = RHM + b * H;
+          T *qb = Q + b * H, *rh = RHM + b * K;
           for (int64_t x = 0; x < H; ++x) qb[x] = (QW[b * H + x] + qx[x]) * (qmask ? qmask[x] : T(1));
-          attend_row(HS, CS, j, b, B, H, S, qb, MG + (t * B + b) * S, EX + b * S, Z + b, AM + b, rh, RC + b * H);
-          for (int64_t x = 0; x < H; ++x) rh[x] *= RM[x];  // the cell reads h~ * rmask
+          attend_row(HS, CS, j, b, B, H, S, qb, MG + (t * B + b) * S, EX + b * S, Z + b, AM + b, read_h.data(),
+                     RC + b * H);
+          for (int64_t k = 0; k < K; ++k) rh[k] = read_h[KEPT[k]] * RM[KEPT[k]];  // the cell reads h~ * rmask
         }
       });
       hidden_product.multiply(rhm[u], Tensor(), hidden);  // U h~, [B, 4H]
@@ -305,7 +338,9 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   };
   const auto &hs = get("hs", {S + steps, B, H}), &cs = get("cs", {S + steps, B, H});
   const auto &hq = get("hq", {steps, B, H}), &q = get("q", {steps, B, H}), &ex = get("ex", {steps, B, S});
-  const auto &z = get("z", {steps, B}), &amax = get("amax", {steps, B}, true), &rhm = get("rhm", {steps, B, H});
+  const auto features = kept_features(rmask);
+  const int64_t K = features.index.size(0);
+  const auto &z = get("z", {steps, B}), &amax = get("amax", {steps, B}, true), &rhm = get("rhm", {steps, B, K});
   const auto &rc = get("rc", {steps, B, H}), &hh_xhat = get("hh_xhat", {steps, B, 4 * H});
   const auto &hh_stats = get("hh_stats", {steps, B, 2}), &act = get("act", {steps, B, 4 * H});
   const auto &c_xhat = get("c_xhat", {steps, B, H}), &c_stats = get("c_stats", {steps, B, 2});
@@ -314,35 +349,42 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   auto d_hs = d_hs_in.has_value() ? d_hs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
   auto d_cs = d_cs_in.has_value() ? d_cs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
   auto d_gates_x = torch::empty({steps, B, 4 * H}, opts), d_u = torch::empty({steps, B, 4 * H}, opts);
-  auto d_query_x = torch::empty({steps, B, H}, opts), d_n = torch::empty({steps, B, H}, opts);
+  auto d_query_x = torch::empty({steps, B, H}, opts);
+  // per thread: the sums over rows of d_b_hh, d_hh_gamma, d_hh_beta (4H each), d_c_gamma, d_c_beta (H each)
+  auto sums = partial_sums(14 * H, opts);
   auto d_memory_gate = torch::empty({steps, B, S}, opts);
-  auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, H}, opts), d_hq = torch::empty({B, H}, opts);
+  auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, K}, opts), d_hq = torch::empty({B, H}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
   RecurrentProduct query_gradient(w_query_h, w_query_low, /*transposed=*/false, steps, B);  // d W_qh
-  RecurrentProduct hidden_gradient(w_hh, w_hh_low, /*transposed=*/false, steps, B);       // d U
+  RecurrentProduct hidden_gradient(kept_columns(w_hh, features), kept_columns(w_hh_low, features),
+                                   /*transposed=*/false, steps, B);  // d U, at the kept features
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "prpn_reading_backward", [&] {
     using T = scalar_t;
     const T *hg = hh_gamma.data_ptr<T>(), *cg = c_gamma.data_ptr<T>(), *cb = c_beta.data_ptr<T>();
     const T *RM = rmask.data_ptr<T>(), *MG = memory_gate.data_ptr<T>(), *QM = data_or_null<T>(qm);
+    const int64_t* KEPT = features.index.data_ptr<int64_t>();
     const T *HS = hs.data_ptr<T>(), *CS = cs.data_ptr<T>();
     T *DHS = d_hs.data_ptr<T>(), *DCS = d_cs.data_ptr<T>(), *DRC = d_rc.data_ptr<T>();
     for (int64_t t = steps - 1; t >= 0; --t) {
       const int64_t j = S + t;  // every use of state j is in a later step: its gradient is complete
       const T *ACT = act[t].data_ptr<T>(), *XC = c_xhat[t].data_ptr<T>(), *CST = c_stats[t].data_ptr<T>();
       const T *XH = hh_xhat[t].data_ptr<T>(), *HST = hh_stats[t].data_ptr<T>(), *RCD = rc[t].data_ptr<T>();
-      T *DGX = d_gates_x[t].data_ptr<T>(), *DU = d_u[t].data_ptr<T>(), *DN = d_n[t].data_ptr<T>();
+      T *DGX = d_gates_x[t].data_ptr<T>(), *DU = d_u[t].data_ptr<T>();
       at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
         std::vector<T> g(4 * H), dx(4 * H), d_o(H);
+        T* sum = thread_row<T>(sums);
+        T *sum_b_hh = sum, *sum_hh_gamma = sum + 4 * H, *sum_hh_beta = sum + 8 * H;
+        T *sum_c_gamma = sum + 12 * H, *sum_c_beta = sum + 13 * H;
         for (int64_t b = b0; b < b1; ++b) {
           const T *dh = DHS + (j * B + b) * H, *a = ACT + b * 4 * H, *xc = XC + b * H;
-          T* dn = DN + b * H;
 SIMD
           for (int64_t x = 0; x < H; ++x) {  // h = o tanh(n), n = LN(c)
             const T tn = std::tanh(cg[x] * xc[x] + cb[x]), o = a[3 * H + x];
+            const T dn = dh[x] * o * (T(1) - tn * tn);
             d_o[x] = dh[x] * tn;
-            dn[x] = dh[x] * o * (T(1) - tn * tn);
-            g[x] = dn[x] * cg[x];
+            g[x] = dn * cg[x];
+            sum_c_gamma[x] += dn * xc[x], sum_c_beta[x] += dn;
           }
           normalise_backward(g.data(), xc, CST[2 * b], CST[2 * b + 1], H, dx.data());
           const T *dc_in = DCS + (j * B + b) * H, *crd = RCD + b * H;
@@ -358,19 +400,26 @@ SIMD
             drc[x] = dc * f;
           }
           // The gates' pre-activation is LN(W x) + LN(U h~ + b): the same gradient reaches both layer norms.
-          for (int64_t y = 0; y < 4 * H; ++y) g[y] = dgx[y] * hg[y];
-          normalise_backward(g.data(), XH + b * 4 * H, HST[2 * b], HST[2 * b + 1], 4 * H, DU + b * 4 * H);
+          const T *xh = XH + b * 4 * H, *du = DU + b * 4 * H;
+SIMD
+          for (int64_t y = 0; y < 4 * H; ++y) {
+            g[y] = dgx[y] * hg[y];
+            sum_hh_gamma[y] += dgx[y] * xh[y], sum_hh_beta[y] += dgx[y];
+          }
+          normalise_backward(g.data(), xh, HST[2 * b], HST[2 * b + 1], 4 * H, DU + b * 4 * H);
+SIMD
+          for (int64_t y = 0; y < 4 * H; ++y) sum_b_hh[y] += du[y];
         }
       });
-      hidden_gradient.multiply(d_u[t], Tensor(), d_rhm);  // gradient w.r.t. h~ * rmask
+      hidden_gradient.multiply(d_u[t], Tensor(), d_rhm);  // gradient w.r.t. h~ * rmask, at the kept features
       const T *DRHM = d_rhm.data_ptr<T>(), *Q = q[t].data_ptr<T>(), *EX = ex[t].data_ptr<T>();
       const T* Z = z[t].data_ptr<T>();
       const int64_t* AM = amax[t].data_ptr<int64_t>();
       T *DQX = d_query_x[t].data_ptr<T>(), *DMG = d_memory_gate[t].data_ptr<T>();
       at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
-        std::vector<T> drh(H), work(3 * S);
+        std::vector<T> drh(H, T(0)), work(3 * S);  // d h~: zero at the dropped features
         for (int64_t b = b0; b < b1; ++b) {
-          for (int64_t x = 0; x < H; ++x) drh[x] = DRHM[b * H + x] * RM[x];
+          for (int64_t k = 0; k < K; ++k) drh[KEPT[k]] = DRHM[b * K + k] * RM[KEPT[k]];
           T* dq = DQX + b * H;
           attend_row_backward(HS, CS, DHS, DCS, j, b, B, H, S, Q + b * H, MG + (t * B + b) * S, EX + b * S, Z[b],
                               AM[b], drh.data(), DRC + b * H, dq, DMG + b * S, work.data());
@@ -388,10 +437,12 @@ SIMD
   });
   const int64_t rows = steps * B;
   // One [out, T*B] x [T*B, in] product per weight instead of T small ones accumulated.
-  auto d_w_hh = weight_gradient(d_u.view({rows, 4 * H}), rhm.view({rows, H}), w_hh_low.has_value());
+  auto d_w_hh = weight_gradient(d_u.view({rows, 4 * H}), rhm.view({rows, K}), w_hh_low.has_value());
+  if (features.compact)  // the dropped features' columns of U had no effect: their gradient is zero
+    d_w_hh = torch::zeros({4 * H, H}, opts).index_copy_(1, features.index, d_w_hh);
   auto d_w_query_h = weight_gradient(d_query_x.view({rows, H}), hq.view({rows, H}), w_query_low.has_value());
-  // (a named list of dimensions: `sum({0, 1})` is ambiguous among torch 2.11's overloads)
-  const std::vector<int64_t> steps_and_rows{0, 1};
+  const auto total = sums.sum(0);
+  const auto part = [&](int64_t from, int64_t size) { return total.narrow(0, from, size).clone(); };
   return {d_gates_x,
           d_query_x,
           d_memory_gate,
@@ -399,11 +450,11 @@ SIMD
           d_cs.narrow(0, 0, S).flip(0).transpose(0, 1).contiguous(),
           d_w_query_h,
           d_w_hh,
-          d_u.sum(steps_and_rows),
-          (d_gates_x * hh_xhat).sum(steps_and_rows),
-          d_gates_x.sum(steps_and_rows),
-          (d_n * c_xhat).sum(steps_and_rows),
-          d_n.sum(steps_and_rows)};
+          part(0, 4 * H),
+          part(4 * H, 4 * H),
+          part(8 * H, 4 * H),
+          part(12 * H, H),
+          part(13 * H, H)};
 }
 
 // The predict network's attention, all steps at once (it has no recurrence): history [S + T, B, H] in the
@@ -512,22 +563,27 @@ std::vector<Tensor> layer_norm_backward(const Tensor& dy, const Tensor& xhat, co
   check_tensor(gamma, xhat, {F}, true, fn, "gamma");
   const auto d = dy.contiguous();
   auto dx = torch::empty_like(xhat);
+  auto sums = partial_sums(2 * F, xhat.options());  // per thread: d_gamma, d_beta
   AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "prpn_layer_norm_backward", [&] {
     using T = scalar_t;
     const T *G = gamma.data_ptr<T>(), *XH = xhat.data_ptr<T>(), *ST = stats.data_ptr<T>(), *D = d.data_ptr<T>();
     T* DX = dx.data_ptr<T>();
     at::parallel_for(0, N, grain_for(F), [&](int64_t r0, int64_t r1) {
       std::vector<T> g(F);
+      T *d_gamma = thread_row<T>(sums), *d_beta = d_gamma + F;
       for (int64_t r = r0; r < r1; ++r) {
-        const T* dr = D + r * F;
+        const T *dr = D + r * F, *xh = XH + r * F;
 SIMD
-        for (int64_t j = 0; j < F; ++j) g[j] = dr[j] * G[j];
-        normalise_backward(g.data(), XH + r * F, ST[2 * r], ST[2 * r + 1], F, DX + r * F);
+        for (int64_t j = 0; j < F; ++j) {
+          g[j] = dr[j] * G[j];
+          d_gamma[j] += dr[j] * xh[j], d_beta[j] += dr[j];
+        }
+        normalise_backward(g.data(), xh, ST[2 * r], ST[2 * r + 1], F, DX + r * F);
       }
     });
   });
-  const auto rows_d = d.view({N, F});
-  return {dx, (rows_d * xhat.view({N, F})).sum(0), rows_d.sum(0)};
+  const auto total = sums.sum(0);
+  return {dx, total.narrow(0, 0, F).clone(), total.narrow(0, F, F).clone()};
 }
 
 // Dropout masks (0 or 1 / (1 - p), p the probability of a zero) of `numel` values, from a counter-based
