@@ -153,10 +153,12 @@ def test_prpn_kernels_take_bfloat16_products(monkeypatch):
         assert 1e-4 < _max_error(fused, exact) < 2 * rounding
 
 
-def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights():
+@pytest.mark.parametrize("drops", [False, True])
+def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights(drops):
     """Given the weights in bfloat16 the reading recurrence's per-step products (forward and backward) and its
     weight gradients are bfloat16 products: from the same float32 inputs, results off float32 by bfloat16's
-    rounding; without them, the float32 results."""
+    rounding; without them, the float32 results. With a recurrent dropout mask that drops features the hidden
+    product runs over the kept columns of both copies of U."""
     from treenets.nn.prpn import _FusedReading
 
     module = kernels("prpn")
@@ -172,7 +174,8 @@ def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights():
               torch.rand(steps, batch, slots, generator=g).requires_grad_(), leaf(batch, slots, hidden),
               leaf(batch, slots, hidden), leaf(hidden, hidden, scale=0.5), leaf(4 * hidden, hidden, scale=0.5),
               leaf(4 * hidden), leaf(4 * hidden), leaf(4 * hidden), leaf(hidden), leaf(hidden))
-    rest = (torch.ones(hidden), None, None, 1e-6, 1e-6)
+    rmask = (torch.arange(hidden) % 2).float() * 2 if drops else torch.ones(hidden)
+    rest = (rmask, None, None, 1e-6, 1e-6)
     upstream = torch.randn(slots + steps, batch, hidden, generator=g)
 
     def run(low_weights):

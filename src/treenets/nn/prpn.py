@@ -24,18 +24,17 @@ The semantics follow the official code (yikangshen/PRPN): its LayerNorm (unbiase
 added to it), its masked softmax (`exp(x - max) * mask / (sum + 1e-8)`), dropout placement, and the initial
 parsing state (zero embeddings, gate history +inf, i.e. nothing to attend to before the first word).
 
-Speed: the parsing network (its convolution as one matrix product over windows), the input projections of
-every reading layer and the whole predict network run over all steps at once; only the reading layers'
-recurrence runs step by step, one layer after another. Where the compiled kernels apply
-(`treenets.nn.backend`: CPU, float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the
-two matrix products, on weights packed once per segment (csrc/recurrent_product.h, csrc/packed_gemm.h), and fused
-loops for the rest) with a hand-derived backward that forms the weight
-gradients once per segment. The recurrent dropout mask is one per forward for the whole batch, so the hidden
-product `U (h~ * rmask)` and its gradients run over the kept features alone (half of U's columns at the paper's
-rdropout 0.5): fewer FLOPs than the official code for the same numbers. The predict network's attention, PRPN's
-layer norm and the dropout masks are compiled too. `reading_step`, `attend` and `LayerNorm.forward` hold the
-PyTorch code (the specification, run everywhere else; the `compile` backend, for GPUs, fuses each `reading_step`
-with `torch.compile`); tests check that they agree. Both draw the same dropout masks
+Speed: the parsing network (its convolution as one matrix product over windows), the input projections of every
+reading layer and the whole predict network run over all steps at once; only the reading layers' recurrence runs
+step by step, one layer after another. Where the compiled kernels apply (`treenets.nn.backend`: CPU,
+float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the two matrix products, on weights packed
+once per segment (csrc/recurrent_product.h, csrc/packed_gemm.h), and fused loops for the rest) with a hand-derived
+backward that forms the weight gradients once per segment. The recurrent dropout mask is one per forward for the
+whole batch, so the hidden product `U (h~ * rmask)` and its gradients run over the kept features alone (half of U's
+columns at the paper's rdropout 0.5): fewer FLOPs than the official code, the same values up to rounding. The
+predict network's attention, PRPN's layer norm and the dropout masks are compiled too. `reading_step`, `attend` and
+`LayerNorm.forward` hold the PyTorch code (the specification, run everywhere else; the `compile` backend, for GPUs,
+fuses each `reading_step` with `torch.compile`); tests check that they agree. Both draw the same dropout masks
 (`_dropout_mask`), so a run's numbers do not depend on the backend.
 """
 

@@ -17,17 +17,31 @@ inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 // Rows are independent; small problems stay on one thread (a fork/join costs more than they do).
 inline int64_t grain_for(int64_t hidden) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)); }
 
-// Sums over the rows of a parallel loop without a [rows, F] temporary: each thread adds its rows into its own row of
-// `partial` [threads, F] (zeros, made with `partial_sums`), `partial.sum(0)` adds the threads' rows. The split of
-// rows among threads depends on the thread count alone, so a run's numbers do not change from one call to the next.
-inline torch::Tensor partial_sums(int64_t features, const torch::TensorOptions& options) {
-  return torch::zeros({at::get_num_threads(), features}, options);
-}
+// Sums over rows without a [rows, F] temporary: `PartialSums` cuts rows 0..n into fixed chunks (as many as the
+// threads, fewer for a small n), `for_rows` runs f(r0, r1, sums) on each chunk in parallel, where `sums` [F] is the
+// chunk's own row of partial sums, and `total` adds the chunks' rows. Which thread runs a chunk does not matter,
+// so the numbers depend on the thread count alone, not on the scheduling.
+class PartialSums {
+ public:
+  PartialSums(int64_t n, int64_t grain, int64_t features, const torch::TensorOptions& options)
+      : n_(n), chunks_(std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), (n + grain - 1) / grain))),
+        sums_(torch::zeros({chunks_, features}, options)) {}
 
-template <typename T>
-T* thread_row(torch::Tensor& partial) {
-  return partial.data_ptr<T>() + at::get_thread_num() * partial.size(1);
-}
+  template <typename T, typename F>
+  void for_rows(const F& f) {
+    T* sums = sums_.data_ptr<T>();
+    const int64_t features = sums_.size(1);
+    at::parallel_for(0, chunks_, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) f(c * n_ / chunks_, (c + 1) * n_ / chunks_, sums + c * features);
+    });
+  }
+
+  torch::Tensor total() const { return sums_.sum(0); }
+
+ private:
+  int64_t n_, chunks_;
+  torch::Tensor sums_;
+};
 
 // The data of an optional tensor, or nullptr when it is undefined.
 template <typename T>

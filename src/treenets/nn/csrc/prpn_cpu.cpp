@@ -163,7 +163,8 @@ void check_low_weights(const c10::optional<Tensor>& w_query_low, const Tensor& w
 // The features the recurrent dropout keeps: rmask [H] is one mask for the whole batch and every step, so a
 // dropped feature of h~ * rmask is zero in every row and its column of U multiplies nothing. The hidden product
 // runs over the kept columns alone (U [4H, K], K about H (1 - rdropout)): fewer FLOPs than the official code, the
-// same result. All features (no compaction) when none is dropped, or all are.
+// same values up to rounding (for finite weights: the PyTorch code's 0 * inf would be NaN). All features (no
+// compaction) when none is dropped, or all are.
 struct KeptFeatures {
   Tensor index;  // [K] int64, ascending
   bool compact;  // K < H: U and h~ * rmask are taken at `index` only
@@ -350,8 +351,8 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   auto d_cs = d_cs_in.has_value() ? d_cs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
   auto d_gates_x = torch::empty({steps, B, 4 * H}, opts), d_u = torch::empty({steps, B, 4 * H}, opts);
   auto d_query_x = torch::empty({steps, B, H}, opts);
-  // per thread: the sums over rows of d_b_hh, d_hh_gamma, d_hh_beta (4H each), d_c_gamma, d_c_beta (H each)
-  auto sums = partial_sums(14 * H, opts);
+  // the sums over steps and rows of d_b_hh, d_hh_gamma, d_hh_beta (4H each), d_c_gamma, d_c_beta (H each)
+  PartialSums sums(B, grain_for(H), 14 * H, opts);
   auto d_memory_gate = torch::empty({steps, B, S}, opts);
   auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, K}, opts), d_hq = torch::empty({B, H}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
@@ -371,9 +372,8 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
       const T *ACT = act[t].data_ptr<T>(), *XC = c_xhat[t].data_ptr<T>(), *CST = c_stats[t].data_ptr<T>();
       const T *XH = hh_xhat[t].data_ptr<T>(), *HST = hh_stats[t].data_ptr<T>(), *RCD = rc[t].data_ptr<T>();
       T *DGX = d_gates_x[t].data_ptr<T>(), *DU = d_u[t].data_ptr<T>();
-      at::parallel_for(0, B, grain_for(H), [&](int64_t b0, int64_t b1) {
+      sums.for_rows<T>([&](int64_t b0, int64_t b1, T* sum) {
         std::vector<T> g(4 * H), dx(4 * H), d_o(H);
-        T* sum = thread_row<T>(sums);
         T *sum_b_hh = sum, *sum_hh_gamma = sum + 4 * H, *sum_hh_beta = sum + 8 * H;
         T *sum_c_gamma = sum + 12 * H, *sum_c_beta = sum + 13 * H;
         for (int64_t b = b0; b < b1; ++b) {
@@ -441,7 +441,7 @@ SIMD
   if (features.compact)  // the dropped features' columns of U had no effect: their gradient is zero
     d_w_hh = torch::zeros({4 * H, H}, opts).index_copy_(1, features.index, d_w_hh);
   auto d_w_query_h = weight_gradient(d_query_x.view({rows, H}), hq.view({rows, H}), w_query_low.has_value());
-  const auto total = sums.sum(0);
+  const auto total = sums.total();
   const auto part = [&](int64_t from, int64_t size) { return total.narrow(0, from, size).clone(); };
   return {d_gates_x,
           d_query_x,
@@ -563,14 +563,14 @@ std::vector<Tensor> layer_norm_backward(const Tensor& dy, const Tensor& xhat, co
   check_tensor(gamma, xhat, {F}, true, fn, "gamma");
   const auto d = dy.contiguous();
   auto dx = torch::empty_like(xhat);
-  auto sums = partial_sums(2 * F, xhat.options());  // per thread: d_gamma, d_beta
+  PartialSums sums(N, grain_for(F), 2 * F, xhat.options());  // d_gamma, d_beta
   AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "prpn_layer_norm_backward", [&] {
     using T = scalar_t;
     const T *G = gamma.data_ptr<T>(), *XH = xhat.data_ptr<T>(), *ST = stats.data_ptr<T>(), *D = d.data_ptr<T>();
     T* DX = dx.data_ptr<T>();
-    at::parallel_for(0, N, grain_for(F), [&](int64_t r0, int64_t r1) {
+    sums.for_rows<T>([&](int64_t r0, int64_t r1, T* d_gamma) {
       std::vector<T> g(F);
-      T *d_gamma = thread_row<T>(sums), *d_beta = d_gamma + F;
+      T* d_beta = d_gamma + F;
       for (int64_t r = r0; r < r1; ++r) {
         const T *dr = D + r * F, *xh = XH + r * F;
 SIMD
@@ -582,7 +582,7 @@ SIMD
       }
     });
   });
-  const auto total = sums.sum(0);
+  const auto total = sums.total();
   return {dx, total.narrow(0, 0, F).clone(), total.narrow(0, F, F).clone()};
 }
 
