@@ -282,7 +282,7 @@ def test_dropout_masks(p, backend):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5, 11), (35, 4, 33)])
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5, 11), (35, 4, 33), (3, 33335)])  # the last: several chunks
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.7])
 def test_both_backends_draw_the_same_dropout_masks(shape, p, dtype):
     from treenets.nn.backend import kernels, use_backend
