@@ -55,3 +55,71 @@ def test_the_readme_is_a_front_page():
     assert words <= 2_200, f"README.md has {words} words: detail belongs in docs/"
     assert (ROOT / "README.md").read_text().split("## Quick start")[1].split("```")[1].split() == ["make", "demo",
                                                                                                  "make", "test"]
+
+
+def _zoo_rows() -> dict[str, list[str]]:
+    """The README's table of shipped models: name -> its cells (size, trained here, figures)."""
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        found = re.match(r"\| \[`([\w-]+)`\]\(models/\1/README\.md\) \|", line)
+        if found:
+            rows[found[1]] = [cell.strip() for cell in line.strip("|").split("|")[2:]]
+    return rows
+
+
+def _as_written(key: str, value: float) -> str:
+    """A headline figure as the README writes it: F1 in percent, perplexity to 2 places, the rest to 4."""
+    label = re.sub(r" \(layer \d+\)$", "", key)
+    if "F1" in label:
+        return f"{label} {100 * value:.1f}"
+    return f"{label} {value:.2f}" if label.endswith("ppl") else f"{label} {value:.4f}"
+
+
+def test_the_readme_lists_every_shipped_model_with_its_cards_figures():
+    """The README's table of shipped models is written by hand: each row must say what the model's card
+    (`metrics.json`, measured on the shipped files by `treenets export --measure`) says, so that a model exported
+    again cannot leave the front page with the old figures."""
+    import json
+
+    rows = _zoo_rows()
+    folders = sorted(p.parent.name for p in (ROOT / "models").glob("*/metrics.json"))
+    assert sorted(rows) == folders
+    stale = []
+    for name, (size, trained, figures, *_) in rows.items():
+        card = json.loads((ROOT / "models" / name / "metrics.json").read_text())
+        megabytes = sum(p.stat().st_size for p in (ROOT / "models" / name).iterdir()) / 1e6
+        training = card["training"]
+        expected = [f"{megabytes:.1f} MB", f"{training['minutes']:.1f} min, {training['steps']:,} steps"]
+        expected += [_as_written(key, value) for key, value in card["headline"].items()]
+        stale += [f"{name}: {text!r}" for text in expected if text not in " | ".join([size, trained, figures])]
+    assert not stale, f"README.md's models table differs from the cards: {stale}"
+
+
+def test_the_logic_tables_give_the_shipped_models_figures():
+    """The tables of logical inference by number of operators (README, docs/experiments.md) name a shipped model
+    per row: each cell must be its card's test accuracy at that many operators (two decimals), the mean over 7 to
+    12+, the whole test set's (`all`) or the validation accuracy (`valid`)."""
+    import json
+
+    operators = [str(n) for n in range(12)] + ["12+"]
+    checked, wrong = 0, []
+    for page in (ROOT / "README.md", ROOT / "docs" / "experiments.md"):
+        header = None
+        for line in page.read_text().splitlines():
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.startswith("|") else None
+            if cells and cells[1:] and cells[1] in ("0", "7"):
+                header = cells
+            found = re.search(r"`((?:\w+-)?\w+-logic)`", cells[0]) if cells and header else None
+            if not found:
+                header = header if cells else None
+                continue
+            card = json.loads((ROOT / "models" / found[1] / "metrics.json").read_text())["splits"]
+            test = card["test"]
+            figures = {n: test[f"accuracy_ops_{n}"] for n in operators}
+            figures["mean 7-12+"] = sum(figures[n] for n in operators[7:]) / 6
+            figures.update({"all": test["accuracy"], "valid": card["valid"]["accuracy"]})
+            for column, cell in zip(header[1:], cells[1:], strict=True):
+                checked += 1
+                if cell != f"{figures[column]:.2f}":
+                    wrong.append(f"{page.name} {found[1]} column {column}: {cell}, the card {figures[column]:.4f}")
+    assert checked >= 3 * 7 + 3 * 16 and not wrong, wrong
