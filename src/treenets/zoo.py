@@ -55,6 +55,17 @@ class ZooModel:
     headline: dict  # figure name -> value, for `treenets models`
     files: dict[str, ZooFile]
 
+    @property
+    def size_mb(self) -> float:
+        """Its files' size in megabytes, one decimal."""
+        return round(sum(f.bytes for f in self.files.values()) / 1e6, 1)
+
+    @property
+    def figures(self) -> list[str]:
+        """Its headline figures for people, `name value`: F1 in percent as `parse-eval` prints it, the rest as
+        `format_figure` does."""
+        return [f"{k} {100 * v:.1f}" if "F1" in k else f"{k} {format_figure(v)}" for k, v in self.headline.items()]
+
 
 @cache
 def registry(path: Path = _REGISTRY) -> dict[str, ZooModel]:
@@ -123,15 +134,12 @@ def print_models(as_json: bool = False) -> None:
                  if (f / "model.safetensors").is_file()]
         where = str(local[0]) if local else ("download" if all(f.url for f in model.files.values()) else "absent")
         rows.append({"name": model.name, "task": model.task, "summary": model.summary, "where": where,
-                     "size_mb": round(sum(f.bytes for f in model.files.values()) / 1e6, 1), **model.headline})
+                     "size_mb": model.size_mb, **model.headline})
+        if not as_json:
+            print(f"{model.name}  ({model.task}, {model.size_mb} MB, {where})\n  {model.summary}")
+            print("  " + "; ".join(model.figures))
     if as_json:
         print(json.dumps(rows, indent=1))
-        return
-    for row in rows:
-        print(f"{row['name']}  ({row['task']}, {row['size_mb']} MB, {row['where']})\n  {row['summary']}")
-        figures = [f"{k} {100 * v:.1f}" if "F1" in k else f"{k} {format_figure(v)}"
-                   for k, v in row.items() if isinstance(v, float) and k != "size_mb"]
-        print("  " + "; ".join(figures))
 
 
 def read_folder(folder: str | Path) -> dict:
