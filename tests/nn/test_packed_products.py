@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from treenets.nn import backend as kernel_build
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.onlstm import ONLSTMLayer
 from treenets.nn.prpn import Memory, PRPNLanguageModel
@@ -173,6 +175,29 @@ def test_the_avx2_build_multiplies_like_the_float64_product():
     done = subprocess.run([sys.executable, "-c", AVX2_BUILD], env=environment, capture_output=True, text=True,
                           cwd=Path(__file__).parent)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+ARM_TOOLS = ("aarch64-linux-gnu-g++", "qemu-aarch64")
+
+
+@pytest.mark.skipif(not all(shutil.which(tool) for tool in ARM_TOOLS),
+                    reason="needs a cross compiler and an emulator for 64-bit ARM (Debian: apt install "
+                           "g++-aarch64-linux-gnu qemu-user)")
+@pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+sve"])
+def test_the_arm_build_multiplies_like_the_float64_product(tmp_path, march):
+    """What a 64-bit ARM CPU runs (NEON: 4-float vectors, tiles of up to 6 rows, four vectors per panel; with SVE
+    enabled too), built from csrc/packed_gemm.h by a cross compiler with the kernels' flags and run in an emulator:
+    400 random products against the float64 product (packed_product_alone/check.cpp, with a stand-in for the few
+    torch types the header uses, as no torch for ARM is installed)."""
+    here = Path(__file__).parent / "packed_product_alone"
+    flags = [flag for flag in kernel_build._flags() if not flag.startswith("-march") and flag != "-fopenmp"]
+    binary = tmp_path / "check"
+    built = subprocess.run([ARM_TOOLS[0], "-std=c++17", *flags, f"-march={march}", "-static", f"-I{here}",
+                            f"-I{kernel_build._SOURCES}", str(here / "check.cpp"), "-o", str(binary)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    done = subprocess.run([ARM_TOOLS[1], "-cpu", "max", str(binary)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith("NEON: 400 products"), done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("batch", [5, 30])

@@ -1,0 +1,2 @@
+// (torch/extension.h here has at::parallel_for.)
+#pragma once
