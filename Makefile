@@ -8,7 +8,7 @@ DEMO_RESUMED_MINUTES ?= 0.5
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean browser
+.PHONY: setup demo test test-arm lint bench clean browser
 
 setup: $(STAMP)
 
@@ -43,6 +43,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pytest -q
+
+# The tests of the networks and kernels on 64-bit ARM, emulated (Debian x86-64; see tests/arm/run.sh).
+test-arm: $(STAMP)
+	bash tests/arm/run.sh
 
 # The report and `treenets serve` in headless Chromium: Debian's (Playwright drives it and downloads no browser of
 # its own; installing it needs root). `make test` runs the same tests, skipped with the reason when no Chromium is

@@ -61,7 +61,8 @@ def test_without_a_compiler_the_models_run_their_pytorch_code_after_one_warning(
     monkeypatch.setattr(backend, "_failures", {})
     with pytest.warns(UserWarning) as caught:
         assert kernels("onlstm") is None and kernels("prpn") is None and kernels("packed_gemm") is None
-    assert [str(w.message).split(" (")[0] for w in caught] == ["treenets: compiled CPU kernels unavailable"]
+    ours = [str(w.message).split(" (")[0] for w in caught if str(w.message).startswith("treenets:")]
+    assert ours == ["treenets: compiled CPU kernels unavailable"]  # (torch 2.6 also warns, of the compiler)
     assert set(backend._failures) == {"onlstm", "prpn", "packed_gemm"}
     model = ONLSTMConfig(emb_size=6, hidden_size=8, chunk_size=2, num_layers=1).build(10)
     assert model(torch.randint(0, 10, (4, 2))).output.shape[:2] == (4, 2)
