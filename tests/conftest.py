@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import tiny_config, write_corpus
+from hypothesis import HealthCheck, settings
 
 from treenets import data
 from treenets.errors import TreenetsError
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Under an emulator (tests/arm/run.sh) drawing an example can take many seconds: `--hypothesis-profile emulated`.
+settings.register_profile("emulated", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _require(path_name: str):

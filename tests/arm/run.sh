@@ -62,6 +62,9 @@ export CXX=aarch64-linux-gnu-g++
 export CPLUS_INCLUDE_PATH=$ARM/root/usr/include      # Python's pyconfig.h for ARM
 export TORCH_EXTENSIONS_DIR=$ARM/extensions          # the ARM builds of the kernels, apart from the host's
 export PATH=$ARM/bin:$PATH
+[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || echo "tests/arm/run.sh: the emulator is not registered with the" \
+  "kernel: the tests that start Python in a subprocess will fail (as root: mount -t binfmt_misc binfmt_misc" \
+  "/proc/sys/fs/binfmt_misc; cat /usr/lib/binfmt.d/qemu-aarch64.conf > /proc/sys/fs/binfmt_misc/register)" >&2
 # (the torch.compile tests left out by default: the inductor inside the emulator aborted)
 [ $# -gt 0 ] || set -- tests/nn -k "not step_is_compiled_once and not (either_backend and compile)"
-exec qemu-aarch64 "$ARM/root/usr/bin/python3.11" -m pytest -p no:cacheprovider "$@"
+exec qemu-aarch64 "$ARM/root/usr/bin/python3.11" -m pytest -p no:cacheprovider --hypothesis-profile emulated "$@"
