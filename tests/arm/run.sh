@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite (tests/nn by default) on 64-bit ARM without an ARM machine, on a Debian x86-64 one: an ARM Python and
 # torch's ARM CPU wheel run in qemu's user-mode emulator, and the kernels are built for ARM (NEON) by a cross compiler
-# that torch's extension loader calls from inside the emulated Python. Slow (about 10 times the native time).
+# that torch's extension loader calls from inside the emulated Python. Slow: tests/nn took 10 minutes on a 2-core
+# AMD EPYC (2026-11-26).
 #
 #   make test-arm                      # tests/nn, but for the torch.compile tests
 #   bash tests/arm/run.sh tests/nn/test_prpn.py -k kernels
