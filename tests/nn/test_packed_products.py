@@ -178,26 +178,33 @@ def test_the_avx2_build_multiplies_like_the_float64_product():
 
 
 ARM_TOOLS = ("aarch64-linux-gnu-g++", "qemu-aarch64")
+_ARM = pytest.mark.skipif(not all(shutil.which(tool) for tool in ARM_TOOLS),
+                          reason="needs a cross compiler and an emulator for 64-bit ARM (Debian: apt install "
+                                 "g++-aarch64-linux-gnu qemu-user)")
+_X86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not shutil.which("c++"),
+                          reason="an x86-64 build, by this machine's compiler")
 
 
-@pytest.mark.skipif(not all(shutil.which(tool) for tool in ARM_TOOLS),
-                    reason="needs a cross compiler and an emulator for 64-bit ARM (Debian: apt install "
-                           "g++-aarch64-linux-gnu qemu-user)")
-@pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+sve"])
-def test_the_arm_build_multiplies_like_the_float64_product(tmp_path, march):
-    """What a 64-bit ARM CPU runs (NEON: 4-float vectors, tiles of up to 6 rows, four vectors per panel; with SVE
-    enabled too), built from csrc/packed_gemm.h by a cross compiler with the kernels' flags and run in an emulator:
-    400 random products against the float64 product (packed_product_alone/check.cpp, with a stand-in for the few
-    torch types the header uses, as no torch for ARM is installed)."""
+@pytest.mark.parametrize("compiler,march,runner,instructions", [
+    pytest.param("c++", "x86-64", [], "SSE2", marks=_X86, id="sse2"),
+    pytest.param(ARM_TOOLS[0], "armv8-a", [ARM_TOOLS[1], "-cpu", "max"], "NEON", marks=_ARM, id="neon"),
+    pytest.param(ARM_TOOLS[0], "armv8.2-a+sve", [ARM_TOOLS[1], "-cpu", "max"], "NEON", marks=_ARM, id="neon+sve"),
+])
+def test_builds_for_other_cpus_multiply_like_the_float64_product(tmp_path, compiler, march, runner, instructions):
+    """The float32 product of builds that no CPU here runs: x86-64's baseline (SSE2: 4-float vectors, tiles of up to 3
+    rows) and 64-bit ARM (NEON: 4-float vectors, tiles of up to 6 rows; with SVE enabled too; run in an emulator), built
+    from csrc/packed_gemm.h with the kernels' flags: 400 random products against the float64 product
+    (packed_product_alone/check.cpp, with a stand-in for the few torch types the header uses, so that it needs no
+    torch for that CPU; `make test-arm` runs the kernels in torch for ARM)."""
     here = Path(__file__).parent / "packed_product_alone"
     flags = [flag for flag in kernel_build._flags() if not flag.startswith("-march") and flag != "-fopenmp"]
     binary = tmp_path / "check"
-    built = subprocess.run([ARM_TOOLS[0], "-std=c++17", *flags, f"-march={march}", "-static", f"-I{here}",
+    built = subprocess.run([compiler, "-std=c++17", *flags, f"-march={march}", "-static", f"-I{here}",
                             f"-I{kernel_build._SOURCES}", str(here / "check.cpp"), "-o", str(binary)],
                            capture_output=True, text=True)
     assert built.returncode == 0, built.stderr[-3000:]
-    done = subprocess.run([ARM_TOOLS[1], "-cpu", "max", str(binary)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.startswith("NEON: 400 products"), done.stdout + done.stderr
+    done = subprocess.run([*runner, str(binary)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith(f"{instructions}: 400 products"), done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("batch", [5, 30])
