@@ -8,7 +8,7 @@
 #   bash tests/arm/run.sh tests/nn/test_prpn.py -k kernels
 #
 # Needs, once (root): apt-get install g++-aarch64-linux-gnu qemu-user; dpkg --add-architecture arm64; apt-get update.
-# Downloads into build/arm (about 400 MB): Debian's ARM Python 3.11 and its libraries, unpacked (not installed), and
+# Fills build/arm (1.1 GB once unpacked): Debian's ARM Python 3.11 and its libraries, unpacked (not installed), and
 # from PyPI torch $ARM_TORCH (the newest ARM wheel there without CUDA) with the tests' dependencies. Tests that start
 # Python in a subprocess also need the emulator registered with the kernel (binfmt_misc); without it they fail with
 # "Exec format error".
