@@ -191,9 +191,9 @@ _X86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not s
     pytest.param(ARM_TOOLS[0], "armv8.2-a+sve", [ARM_TOOLS[1], "-cpu", "max"], "NEON", marks=_ARM, id="neon+sve"),
 ])
 def test_builds_for_other_cpus_multiply_like_the_float64_product(tmp_path, compiler, march, runner, instructions):
-    """The float32 product of builds that no CPU here runs: x86-64's baseline (SSE2: 4-float vectors, tiles of up to 3
-    rows) and 64-bit ARM (NEON: 4-float vectors, tiles of up to 6 rows; with SVE enabled too; run in an emulator), built
-    from csrc/packed_gemm.h with the kernels' flags: 400 random products against the float64 product
+    """The float32 product of builds for CPUs other than this one: x86-64's baseline (SSE2: 4-float vectors, tiles
+    of up to 3 rows) and 64-bit ARM (NEON: 4-float vectors, tiles of up to 6 rows; with SVE enabled too; run in an
+    emulator), built from csrc/packed_gemm.h with the kernels' flags: 400 random products against the float64 product
     (packed_product_alone/check.cpp, with a stand-in for the few torch types the header uses, so that it needs no
     torch for that CPU; `make test-arm` runs the kernels in torch for ARM)."""
     here = Path(__file__).parent / "packed_product_alone"
