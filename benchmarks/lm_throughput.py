@@ -28,6 +28,8 @@ products of the features its recurrent dropout drops, so it may pass that bound.
 from __future__ import annotations
 
 import argparse
+import copy
+import math
 import statistics
 import sys
 import time
@@ -36,12 +38,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from treenets.graphs import EvaluationWindows, TrainingWindows, capture_refusal
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.precision import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import ReferenceLM, ReferencePRPN  # noqa: E402 - the references the tests use
 
+from treenets.nn.lstm import LSTMLanguageModel  # noqa: E402
 from treenets.nn.onlstm import ONLSTMLanguageModel  # noqa: E402
 from treenets.nn.prpn import PRPNLanguageModel  # noqa: E402
 
@@ -55,6 +59,7 @@ PRPN_CONFIGS = {
     "paper": (800, 1200, 2, 15, 5, 64, 10, 35, 0.7, 0.5, 0.5),
     "small": (200, 400, 2, 15, 5, 64, 10, 35, 0.5, 0.3, 0.3),
 }
+AWD_DROPOUTS = (0.4, 0.25, 0.4, 0.1, 0.5)  # AWD-LSTM's PTB run: dropout, dropouth, dropouti, dropoute, wdrop
 VOCAB = 10000
 
 
@@ -67,13 +72,18 @@ def make_models(name: str):
         ours = ONLSTMLanguageModel(VOCAB, emb, hid, layers, chunk, dropout, dropouth, dropouti, dropoute, wdrop)
         ref = ReferenceLM(VOCAB, emb, hid, layers, chunk, dropout, dropouth, dropouti, dropoute, wdrop)
         return ours, ref, batch, eval_batch, bptt, True
+    if model == "lstm":  # the reference: the same cuDNN layers run from Python, as AWD-LSTM's code runs them
+        emb, hid, layers, _, batch, eval_batch, bptt, *_ = CONFIGS[size]
+        ours = LSTMLanguageModel(VOCAB, emb, hid, layers, *AWD_DROPOUTS)
+        return ours, copy.deepcopy(ours), batch, eval_batch, bptt, True
     emb, hid, layers, slots, lookback, batch, eval_batch, bptt, dropout, idropout, rdropout = PRPN_CONFIGS[size]
     ours = PRPNLanguageModel(VOCAB, emb, hid, layers, slots, lookback, 0.1, dropout, idropout, rdropout)
     ref = ReferencePRPN(VOCAB, emb, hid, layers, slots, lookback, dropout, idropout, rdropout)
     return ours, ref, batch, eval_batch, bptt, False
 
 
-def loss_of(model, tokens, targets, reference, ar_tar=True):
+def losses_of(model, tokens, targets, reference, ar_tar=True):
+    """(loss to minimise: the cross-entropy, plus AR and TAR where `ar_tar`; the cross-entropy)."""
     if reference:
         output, last = model(tokens)
     else:
@@ -82,8 +92,12 @@ def loss_of(model, tokens, targets, reference, ar_tar=True):
     logits = model.decoder(output)
     xent = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
     if not ar_tar:
-        return xent
-    return xent + 2.0 * last.pow(2).mean() + 1.0 * (last[1:] - last[:-1]).pow(2).mean()
+        return xent, xent
+    return xent + 2.0 * last.pow(2).mean() + 1.0 * (last[1:] - last[:-1]).pow(2).mean(), xent
+
+
+def loss_of(model, tokens, targets, reference, ar_tar=True):
+    return losses_of(model, tokens, targets, reference, ar_tar)[0]
 
 
 def train_step(model, tokens, targets, reference, opt, ar_tar, precision="fp32"):
@@ -102,28 +116,78 @@ def eval_step(model, tokens, targets, reference, _opt, ar_tar, precision="fp32")
         loss_of(model, tokens, targets, reference, ar_tar).item()
 
 
-def measure(models, step, batch, bptt, steps, ar_tar, device):
-    """Tokens/s of each model, median over `steps` timed steps. The models take turns step by step, so
-    that a slow spell of the machine affects both alike. `models`: (model, is reference, backend, precision)."""
+class Side:
+    """One side of a comparison: a model run one way (`train(tokens, targets)` / `evaluate(tokens, targets)`), with a
+    name for the table. treenets under `auto` on CUDA runs its windows as CUDA graphs (`treenets.graphs`), as
+    `treenets train` and `treenets eval` do; every other side runs `train_step` / `eval_step` step by step."""
+
+    def __init__(self, name, model, reference, backend="torch", precision="fp32", ar_tar=True, device="cpu"):
+        self.name, self.model, self.reference, self.backend, self.precision = name, model, reference, backend, precision
+        self.ar_tar, self.optimizer = ar_tar, torch.optim.SGD(model.parameters(), lr=1.0)
+        with use_backend(backend):
+            captured = not reference and capture_refusal(torch.device(device)) is None
+        self.windows = self.evaluation = None
+        if captured:
+            self.windows = TrainingWindows(model, self.optimizer, self._window_loss, 0.25, precision)
+            self.evaluation = EvaluationWindows(model, self._evaluation_window)
+
+    def _window_loss(self, model, tokens, targets, _state):  # every window from the initial state, as train_step
+        return (*losses_of(model, tokens, targets, False, self.ar_tar), [])
+
+    def _evaluation_window(self, model, tokens, targets, _state):
+        return loss_of(model, tokens, targets, False, ar_tar=False) * targets.numel(), []
+
+    def train(self, tokens, targets):
+        with use_backend(self.backend):
+            if self.windows is None:
+                return train_step(self.model, tokens, targets, self.reference, self.optimizer, self.ar_tar,
+                                  self.precision)
+            self.model.train()
+            xent, norm, _ = self.windows.forward_backward(tokens, targets, [])
+            if not (math.isfinite(xent.item()) and math.isfinite(norm.item())):  # the check treenets train makes
+                raise RuntimeError("loss or gradient norm not finite")
+            self.windows.step()
+
+    def evaluate(self, tokens, targets):
+        with use_backend(self.backend):
+            if self.evaluation is None:
+                return eval_step(self.model, tokens, targets, self.reference, None, self.ar_tar, self.precision)
+            self.model.eval()
+            with torch.no_grad(), autocast(self.precision, tokens.device):
+                self.evaluation(tokens, targets, [])[0].item()
+
+
+class OfficialSide(Side):
+    """The official code (`official.py`), run as its scripts run it."""
+
+    def __init__(self, name, official):
+        self.name, self.official, self.model = name, official, official.model
+
+    def train(self, tokens, targets):
+        self.official.train_step(tokens, targets)
+
+    def evaluate(self, tokens, targets):
+        self.official.eval_step(tokens, targets)
+
+
+def measure(sides, phase, batch, bptt, steps, device):
+    """Tokens/s of each side in `phase` ("train" or "eval"), median over `steps` timed steps. The sides take
+    turns step by step, so that a slow spell of the machine affects all alike."""
     tokens = torch.randint(0, VOCAB, (bptt, batch), device=device)
     targets = torch.randint(0, VOCAB, (bptt, batch), device=device)
-    opts = [torch.optim.SGD(m.parameters(), lr=1.0) for m, *_ in models]
-    for model, *_ in models:
-        model.train(step is train_step)
-    times = [[] for _ in models]
-    for i in range(steps + 2):
-        for k, ((model, reference, backend, precision), opt) in enumerate(zip(models, opts)):
-            with use_backend(backend):
-                _synchronize(device)
-                start = time.perf_counter()
-                step(model, tokens, targets, reference, opt, ar_tar, precision)
-                _synchronize(device)
-            if i >= 2:  # the first two steps warm up (and compile, for the compile backend)
+    times = [[] for _ in sides]
+    for i in range(steps + 3):
+        for k, side in enumerate(sides):
+            _synchronize(device)
+            start = time.perf_counter()
+            (side.train if phase == "train" else side.evaluate)(tokens, targets)
+            _synchronize(device)
+            if i >= 3:  # the first three steps warm up (compile; capture the windows at their second call)
                 times[k].append(time.perf_counter() - start)
     return [batch * bptt / statistics.median(t) for t in times]
 
 
-def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
+def step_flops(model, step, batch, bptt, ar_tar, device, reference=True) -> int:
     """The matrix-product FLOPs of one step of the reference `model` (forward, and backward for training)."""
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -131,7 +195,7 @@ def step_flops(model, step, batch, bptt, ar_tar, device) -> int:
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     model.train(step is train_step)
     with FlopCounterMode(display=False) as counter:
-        step(model, tokens, tokens, True, opt, ar_tar)
+        step(model, tokens, tokens, reference, opt, ar_tar)
     return counter.get_total_flops()
 
 
@@ -174,18 +238,26 @@ def recurrent_floor(model, step, batch, bptt, steps, device) -> tuple[float, int
 
 
 def gemm_peak(device, precision="fp32", size=2048, repeats=5) -> float:
-    """GFLOP/s of a size x size x size matrix product in `precision`: the rate the machine reaches on dense
+    """GFLOP/s of a size x size x size matrix product in `precision` (fp32, bf16, or tf32: float32 operands on a
+    GPU's tensor cores, which treenets and the official code do not use): the rate the machine reaches on dense
     work."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    if torch.device(device).type == "cuda":
+        size = 8192  # a GPU's peak needs a larger product
     a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
     times = []
-    for i in range(repeats + 1):
-        _synchronize(device)
-        start = time.perf_counter()
-        a @ b
-        _synchronize(device)
-        if i:
-            times.append(time.perf_counter() - start)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        for i in range(repeats + 1):
+            _synchronize(device)
+            start = time.perf_counter()
+            a @ b
+            _synchronize(device)
+            if i:
+                times.append(time.perf_counter() - start)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     return 2 * size**3 / statistics.median(times) / 1e9
 
 
@@ -194,9 +266,28 @@ def _synchronize(device):
         torch.cuda.synchronize(device)
 
 
+def official_side(name, args, device):
+    """The official code's side for benchmark entry `name`, when its folder was given; else None."""
+    import official
+
+    model, size = name.split("-")
+    folder = {"onlstm": args.official_onlstm, "prpn": args.official_prpn}.get(model)
+    if folder is None:
+        return None
+    if model == "onlstm":
+        emb, hid, layers, chunk, _, _, _, dropout, dropouth, dropouti, dropoute, wdrop = CONFIGS[size]
+        code = official.OfficialONLSTM(folder, VOCAB, emb, hid, layers, chunk, dropout, dropouth, dropouti, dropoute,
+                                       wdrop, device)
+    else:
+        emb, hid, layers, slots, lookback, _, _, _, dropout, idropout, rdropout = PRPN_CONFIGS[size]
+        code = official.OfficialPRPN(folder, VOCAB, emb, hid, layers, slots, lookback, dropout, idropout, rdropout,
+                                     device)
+    return OfficialSide("official", code)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    names = [f"{m}-{s}" for m in ("onlstm", "prpn") for s in ("paper", "small")]
+    names = [f"{m}-{s}" for m in ("onlstm", "prpn", "lstm") for s in ("paper", "small")]
     parser.add_argument("--configs", nargs="+", default=names, choices=names)
     parser.add_argument("--steps", type=int, default=5, help="timed steps per measurement (median)")
     parser.add_argument("--threads", type=int, default=2)
@@ -207,39 +298,55 @@ def main():
                         help="treenets precisions to time, each with every backend (default: fp32 bf16)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, metavar="B",
                         help="time training and evaluation at these batch sizes (default: each config's own)")
+    parser.add_argument("--phases", nargs="+", default=["train", "eval"], choices=["train", "eval"])
+    parser.add_argument("--official-onlstm", metavar="DIR", help="a clone of yikangshen/Ordered-Neurons: its code "
+                        "is timed too, and the ratios are given against it (official.py)")
+    parser.add_argument("--official-prpn", metavar="DIR", help="a clone of yikangshen/PRPN, likewise")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
-    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else f"{args.threads} threads"
+    cuda = args.device.startswith("cuda")
+    where = torch.cuda.get_device_name(args.device) if cuda else f"{args.threads} threads"
     peaks = {p: gemm_peak(args.device, p) for p in args.precisions}
+    if cuda and "fp32" in peaks:
+        peaks["tf32"] = gemm_peak(args.device, "tf32")
     print(f"torch {torch.__version__}, {where}, median of {args.steps} steps, tokens/s; GEMM peak "
-          + ", ".join(f"{p} {peak:.0f} GFLOP/s" for p, peak in peaks.items()))
+          + ", ".join(f"{p} {peak:.0f} GFLOP/s" for p, peak in peaks.items()), flush=True)
     variants = [(b, p) for b in args.backends for p in args.precisions]
-    columns = "".join(f" {b + ' ' + p:>12} {'ratio':>6}" for b, p in variants)
-    print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {'reference':>10}{columns} {'GFLOP/s':>8} {'%peak':>6}"
-          f" {'floor ms':>8} {'bound':>6}")
     for name in args.configs:
         torch.manual_seed(0)
         ours, ref, batch, eval_batch, bptt, ar_tar = make_models(name)
         ours, ref = ours.to(args.device), ref.to(args.device)
-        models = [(ref, True, "torch", "fp32")] + [(ours, False, b, p) for b, p in variants]
+        official = official_side(name, args, args.device)
+        plain = name.startswith("lstm")  # its reference is a treenets model run step by step (backend torch)
+        reference = Side("reference", ref, not plain, ar_tar=ar_tar, device=args.device)
+        base = official or reference
+        sides = [base] + ([reference] if official else [])
+        sides += [Side(f"{b} {p}", ours, False, b, p, ar_tar, args.device) for b, p in variants]
+        columns = "".join(f" {side.name:>12} {'ratio':>6}" for side in sides[1:])
+        print(f"{'config':13} {'phase':6} {'batch':>5} {'bptt':>4} {base.name:>10}{columns} {'GFLOP/s':>8} "
+              f"{'%peak':>6}{' %tf32' if 'tf32' in peaks else ''} {'floor ms':>8} {'bound':>6}", flush=True)
         for phase, step, sizes in (("train", train_step, args.batch_sizes or [batch]),
                                    ("eval", eval_step, args.batch_sizes or [eval_batch])):
+            if phase not in args.phases:
+                continue
             for size in sizes:
-                r, *ts = measure(models, step, size, bptt, args.steps, ar_tar, args.device)
+                r, *ts = measure(sides, phase, size, bptt, args.steps, args.device)
                 cells = "".join(f" {t:12.0f} {t / r:6.2f}" for t in ts)
-                fastest = max(range(len(ts)), key=ts.__getitem__)
-                flops = step_flops(ref, step, size, bptt, ar_tar, args.device)
-                gflops = flops * ts[fastest] / (size * bptt) / 1e9
+                ours_rates = ts[1:] if official else ts
+                fastest = max(range(len(ours_rates)), key=ours_rates.__getitem__)
+                flops = step_flops(ref, step, size, bptt, ar_tar, args.device, not plain)
+                gflops = flops * ours_rates[fastest] / (size * bptt) / 1e9
                 share = 100 * gflops / peaks[variants[fastest][1]]
+                tf32 = f" {100 * gflops / peaks['tf32']:5.1f}" if "tf32" in peaks else ""
                 bound = ""
                 if "fp32" in peaks:
                     floor, floor_flops = recurrent_floor(ours, step, size, bptt, args.steps, args.device)
                     fastest_fp32 = floor + (flops - floor_flops) / (peaks["fp32"] * 1e9)
                     floor_ms = f"{floor * 1e3:8.1f}" if floor else f"{'-':>8}"
                     bound = f" {floor_ms} {size * bptt / r / fastest_fp32:6.2f}"
-                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}{bound}",
-                      flush=True)
+                print(f"{name:13} {phase:6} {size:5d} {bptt:4d} {r:10.0f}{cells} {gflops:8.1f} {share:6.1f}{tf32}"
+                      f"{bound}", flush=True)
 
 
 if __name__ == "__main__":

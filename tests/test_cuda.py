@@ -203,3 +203,155 @@ def test_shipped_tree_lstms_predict_the_same_on_the_gpu(name):
                           on_cpu.predict(tree="(X (X (X A) (X (X moving) (X film))) (X .))")),
                          (on_gpu.predict("A moving film."), on_cpu.predict("A moving film."))]:
             assert gpu.label == cpu.label and gpu.tree == cpu.tree
+
+
+# --- windows captured as CUDA graphs (treenets.graphs) ------------------------------------------------------
+def _flat_window_loss(model, tokens, targets, state):
+    from treenets.nn.utils import flatten_state, unflatten_state
+
+    nested = unflatten_state(model.initial_state(tokens.size(1)), state)
+    out = model(tokens, nested)
+    logits = model.decoder(out.output)
+    xent = torch.nn.functional.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
+    return xent + out.last_layer.pow(2).mean(), xent, flatten_state(out.state)
+
+
+@pytest.mark.parametrize("name", ["onlstm", "prpn", "lstm"])
+def test_captured_training_windows_give_the_numbers_of_the_python_loop_in_float64(name):
+    """float64, no dropout, the state carried over windows of changing lengths (each length comes back, so it is
+    replayed): the same losses and weights through the captured windows (`auto`) as through the same code run
+    from Python (`compile`: the same fused steps), to float64 rounding."""
+    from treenets.graphs import TrainingWindows
+    from treenets.nn.utils import flatten_state
+
+    lengths = [6, 9, 6, 9, 6, 5, 9, 6]
+    g = torch.Generator().manual_seed(1)
+    batches = [tuple(torch.randint(0, VOCAB, (n, 3), generator=g).cuda() for _ in range(2)) for n in lengths]
+    runs = []
+    for backend in ("auto", "compile"):
+        torch.manual_seed(0)
+        model = MODELS[name][0](False).double().cuda().train()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        state = flatten_state(model.initial_state(3))
+        losses = []
+        with use_backend(backend):
+            windows = TrainingWindows(model, optimizer, _flat_window_loss, clip=0.25) if backend == "auto" else None
+            for tokens, targets in batches:
+                if windows is not None:
+                    xent, _, state = windows.forward_backward(tokens, targets, state)
+                    windows.step()
+                else:
+                    optimizer.zero_grad()
+                    loss, xent, state = _flat_window_loss(model, tokens, targets, [s.detach() for s in state])
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+                    optimizer.step()
+                losses.append(xent.item())
+        if windows is not None:
+            assert windows.passes.failure is None and len(windows.passes.graphs) == 2, windows.summary()
+        runs.append((losses, [p.detach().cpu() for p in model.parameters()]))
+    (captured, weights), (plain, plain_weights) = runs
+    assert captured == pytest.approx(plain, rel=1e-10)
+    for a, b in zip(weights, plain_weights):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _train_on_cuda(tmp_path, name, backend, steps, resume=False):
+    from treenets.cli import main
+
+    config = tmp_path / f"{name}.yaml"
+    corpus = tmp_path / "corpus"
+    if not corpus.exists():
+        write_corpus(corpus)
+    config.write_text(yaml.safe_dump(tiny_config(corpus, train={"epochs": 3, "device": "cuda", "backend": backend,
+                                                                "max_steps": steps})))
+    if resume:
+        args = ["train", "--resume", str(tmp_path / name / "last.pt"), "--set", f"train.max_steps={steps}"]
+    else:
+        args = ["train", str(config), "--out", str(tmp_path / name)]
+    assert main([*args, "--no-progress"]) == 0
+    return [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+
+
+def _losses(records):
+    """(step, loss) of every training window logged (the resumed run validated once more, at its stop)."""
+    return [(r["step"], r["loss"]) for r in records if r["event"] == "train"]
+
+
+def test_training_on_cuda_captures_its_windows_and_resumes_to_the_same_numbers(tmp_path, capsys):
+    """`auto` on CUDA: the windows are captured (said once), dropout on, float32; a run stopped after 40 steps and
+    resumed gives the numbers of a run of 80 steps in one go (about 53 windows an epoch, a validation between), and
+    both the numbers of the same fused steps run from Python (`compile`), to float32 rounding."""
+    whole = _train_on_cuda(tmp_path, "whole", "auto", 80)
+    err = capsys.readouterr().err
+    assert err.count("training windows captured as CUDA graphs") == 1, err
+    assert "evaluation windows captured as CUDA graphs" in err  # at the second validation
+    _train_on_cuda(tmp_path, "halves", "auto", 40)
+    halves = _train_on_cuda(tmp_path, "halves", "auto", 80, resume=True)
+    capsys.readouterr()
+    plain = _train_on_cuda(tmp_path, "plain", "compile", 80)
+    assert "captured" not in capsys.readouterr().err
+    for a, b in [(whole, halves), (whole, plain)]:
+        steps_a, steps_b = _losses(a), _losses(b)
+        assert [s for s, *_ in steps_a] == [s for s, *_ in steps_b]
+        assert [x for _, x in steps_a] == pytest.approx([y for _, y in steps_b], rel=1e-4)
+
+
+def test_captured_evaluation_gives_the_perplexity_of_the_python_loop(tmp_path):
+    from treenets.config import build_config
+    from treenets.tasks import make_task
+
+    config = build_config(tiny_config(write_corpus(tmp_path / "corpus")))
+    task = make_task(config, None, None, torch.device("cuda"))
+    torch.manual_seed(0)
+    model = task.build_model().cuda()
+    with use_backend("torch"):
+        plain = task.evaluate(model, "valid").values()
+    with use_backend("auto"):
+        for _ in range(2):  # the second evaluation replays the windows the first captured
+            assert task.evaluate(model, "valid").values() == pytest.approx(plain, rel=1e-5)
+    assert task._captured_evaluation.passes.graphs and task._captured_evaluation.passes.failure is None
+
+
+def test_a_replay_draws_the_random_numbers_the_python_window_would():
+    """The CUDA generator's stream through replays is the one of the window run from Python: the same dropout
+    masks, call after call (a new mask every call), and the same generator state after."""
+    from treenets.graphs import GraphedWindows
+
+    x = torch.randn(1000, device="cuda")
+
+    def window(x):
+        return (torch.nn.functional.dropout(x, 0.5), torch.rand(3, device=x.device))
+
+    runs = []
+    for captured in (True, False):
+        torch.manual_seed(3)
+        run = GraphedWindows(window, "test windows") if captured else window
+        runs.append([[t.clone() for t in run(x)] for _ in range(5)] + [[torch.cuda.get_rng_state()]])
+    assert torch.equal(runs[0][-1][0], runs[1][-1][0])
+    for (mask, uniform), (plain_mask, plain_uniform) in zip(runs[0][:-1], runs[1][:-1]):
+        assert torch.equal(mask, plain_mask) and torch.equal(uniform, plain_uniform)
+    assert not torch.equal(runs[0][3][0], runs[0][4][0])  # two replays, two masks
+
+
+def test_a_window_a_graph_cannot_hold_runs_from_python_and_says_why(capsys):
+    """A window that waits for the GPU (`.item()`) cannot be captured: it runs from Python from then on, the
+    reason is said once, and the random generator goes on working, for windows run from Python and for those
+    captured later."""
+    from treenets.graphs import GraphedWindows
+
+    x = torch.randn(1000, device="cuda")
+
+    def waiting(x):
+        y = torch.nn.functional.dropout(x, 0.5)
+        return (y * 2,) if y.sum().item() > 1e9 else (y,)
+
+    windows = GraphedWindows(waiting, "waiting windows")
+    masks = [windows(x)[0].clone() for _ in range(4)]
+    assert windows.failure is not None and not windows.graphs
+    assert not torch.equal(masks[2], masks[3])
+    err = capsys.readouterr().err
+    assert err.count("waiting windows not captured") == 1, err
+    plain = GraphedWindows(lambda x: (torch.nn.functional.dropout(x, 0.5),), "plain windows")
+    masks = [plain(x)[0].clone() for _ in range(4)]
+    assert plain.failure is None and plain.graphs and not torch.equal(masks[2], masks[3])

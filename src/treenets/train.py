@@ -28,7 +28,7 @@ import torch.distributed as dist
 import yaml
 from tqdm.auto import tqdm
 
-from treenets import checkpoint, optim
+from treenets import checkpoint, graphs, optim
 from treenets.config import load_config, saved_config, to_dict
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
@@ -138,6 +138,7 @@ class Trainer:
         if saved is not None:
             self._restore(saved, resume)
         self.net = self.model
+        self.windows = self._training_windows()
         if self.world > 1:
             ids = [device.index] if device.type == "cuda" else None
             self.net = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
@@ -150,6 +151,20 @@ class Trainer:
         if self.is_main:
             (self.out_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
         self._signal = None
+
+    def _training_windows(self) -> graphs.TrainingWindows | None:
+        """The training windows captured as CUDA graphs, where the task has windows (`train_window`) and
+        `graphs.capture_refusal` allows; else None, with the reason said on a CUDA device."""
+        refusal = graphs.capture_refusal(self.device, self.world)
+        if refusal is None and not hasattr(self.task, "train_window"):
+            refusal = f"task {self.config.task}: its batches run from Python (only language-model windows are captured)"
+        graphs.set_capturable(self.optimizer, refusal is None)
+        if refusal is not None:
+            if refusal:
+                self.log(f"note: {refusal}")
+            return None
+        return graphs.TrainingWindows(self.model, self.optimizer, self.task.window_loss, self.config.optim.clip,
+                                      self.config.train.precision)
 
     def _check_run_files(self) -> None:
         """After a resume: a torn last line of `metrics.jsonl` is cut, and a `best.pt` that went missing is written
@@ -315,22 +330,29 @@ class Trainer:
         if scale != 1.0:
             for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
                 group["lr"] = base_lr * scale
-        self.optimizer.zero_grad(set_to_none=True)
-        with autocast(self.config.train.precision, self.device):  # the forward; the backward follows its dtypes
-            loss, summed = self.task.train_loss(self.net, batch)
-        loss.backward()
+        if self.windows is not None:  # forward, backward and clipping as one CUDA graph (treenets.graphs)
+            xent, norm = self.task.train_window(self.windows, batch)
+            summed = xent.item() * batch.size
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            with autocast(self.config.train.precision, self.device):  # the forward; the backward follows its dtypes
+                loss, summed = self.task.train_loss(self.net, batch)
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip or math.inf)
         # The total gradient norm (clipped to `clip` when set); checked with the loss before any update, so a
         # run that turns NaN or inf stops with its checkpoints holding the last good state.
         # (The norm is of the gradients all processes share; the loss is this process's, checked alone only when
         # it is the only one, so that every process decides the same.)
-        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.clip or math.inf)
         if not math.isfinite(norm.item()) or (self.world == 1 and not math.isfinite(summed)):
             raise TreenetsError(
                 f"step {self.state.step + 1}: the training loss is {summed / batch.size:g} and the gradient norm "
                 f"{norm.item():g} at learning rate {base_lrs[0]:g}: training stopped "
                 "before the update; the checkpoints written before (if any) are intact (try a lower optim.lr, "
                 "gradient clipping with optim.clip, or check the data)")
-        self.optimizer.step()
+        if self.windows is not None:
+            self.windows.step()
+        else:
+            self.optimizer.step()
         for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
             group["lr"] = base_lr
         return summed
@@ -347,6 +369,8 @@ class Trainer:
             state.optimizer = "asgd"
             self.optimizer = optim.make_optimizer(config, self.model, "asgd")
             self.scheduler = self._make_scheduler()
+            if self.windows is not None:
+                self.windows.use_optimizer(self.optimizer)
         state.history.append(loss)
         # this epoch brought a better score if the best came after its first step (also at a validation that a
         # stop in the middle of the epoch ran before a resume)
@@ -420,6 +444,8 @@ class Trainer:
                     valid = self.evaluate("valid")
                     self.save_last()
             reason = reason or "finished"
+            if self.windows is not None and self.is_main:
+                self.log(self.windows.summary())
         finally:
             for s, handler in handlers.items():
                 signal.signal(s, handler)

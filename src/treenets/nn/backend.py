@@ -4,9 +4,10 @@ Backends:
     auto  (default) the compiled C++ kernels exactly where they apply: tensors on the CPU, float32 or
           float64, and a C++ compiler to build them on first use; on a CUDA device in training (autograd
           recording) the language models' steps fused by `torch.compile`, as under `compile`, where Triton is
-          installed: 1.6-1.9 times the PyTorch step loop's training speed on an H100 (README, Speed), for a
-          compile time paid once per run (printed); the PyTorch code everywhere else (CUDA inference, where a
-          one-off parse would wait for the compiler; other dtypes; no compiler).
+          installed, for a compile time paid once per run (printed); the PyTorch code everywhere else (CUDA
+          inference, where a one-off parse would wait for the compiler; other dtypes; no compiler). On a CUDA
+          device `treenets train` and `eval` also replay the language models' whole windows as CUDA graphs
+          (`treenets.graphs`, under `auto` only): 6.8-12 times the official code's speed on an H200 (docs/speed.md).
     torch the PyTorch code only: the specification the kernels are tested against.
     cpp   like auto, but an error when the kernels cannot be built (instead of falling back silently);
           tensors the kernels do not take (CUDA, other dtypes) still run the PyTorch code.

@@ -110,10 +110,16 @@ def _dropout_mask(p: float, training: bool, like: torch.Tensor):
     """A dropout mask (kept units 1 / (1 - p)) of like's shape, device and dtype; None when there is no
     dropout. A seed is drawn from torch's generator (so masks follow `torch.manual_seed` and a checkpoint's
     RNG state), then a unit is kept where its 24-bit uniform (`splitmix_uniform_bits`) is at least
-    ceil(p 2^24): in the compiled kernels (several times faster than torch.rand) or in PyTorch, the same mask."""
+    ceil(p 2^24): in the compiled kernels (several times faster than torch.rand) or in PyTorch, the same mask.
+    On a GPU the seed is drawn there, a tensor from the device's generator: a window replayed as a CUDA graph
+    (`treenets.graphs`) then draws new masks at every replay, where a number from the CPU's generator would be
+    fixed at the capture."""
     if not training or not p:
         return None
-    seed = int(torch.randint(0, 2**62, ()))
+    if like.device.type == "cpu":
+        seed = int(torch.randint(0, 2**62, ()))
+    else:
+        seed = torch.randint(0, 2**62, (), device=like.device)
     like = like if like.dtype != torch.bfloat16 else like.float()  # 1 / (1 - p) not rounded to bfloat16
     kernels = kernels_for("prpn", like)
     if kernels is not None:
@@ -233,7 +239,17 @@ def memory_gates(query: torch.Tensor, gates: torch.Tensor, previous: torch.Tenso
     earlier = history.unfold(1, previous.size(1), 1)[:, 1:].flip(-1)
     x = query.unsqueeze(-1) - earlier
     f = (F.hardtanh(x / resolution * 2 + 1) + 1) / 2 if hard else torch.sigmoid(x / resolution * 10 + 5)
-    return torch.cumprod(f, dim=2).transpose(0, 1)
+    return cumulative_product(f, dim=2).transpose(0, 1)
+
+
+def cumulative_product(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """`torch.cumprod(x, dim)` as a chain of products, the same values: its gradient is the chain rule's, where
+    torch.cumprod's backward first asks whether any input is zero (the hard gates often are), a wait for the GPU
+    that a window captured as a CUDA graph cannot hold (`treenets.graphs`). For the few slots of a memory."""
+    products = [x.select(dim, 0)]
+    for k in range(1, x.size(dim)):
+        products.append(products[-1] * x.select(dim, k))
+    return torch.stack(products, dim)
 
 
 class ParserState(NamedTuple):

@@ -17,10 +17,11 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.corpus import is_prepared
 from treenets.data.lm import EOS, UNK, BPTTStream, StreamColumns, Window, encode_stream, read_lm_file
+from treenets.graphs import EvaluationWindows, capture_refusal
 from treenets.nn.lstm import LSTMConfig
 from treenets.nn.onlstm import ONLSTMConfig
 from treenets.nn.prpn import PRPNConfig
-from treenets.nn.utils import detach_state, flatten_state, unflatten_state, unwrap
+from treenets.nn.utils import flatten_state, unflatten_state, unwrap
 from treenets.optim import OptimConfig, SGDConfig
 from treenets.predictors.lm import LanguageModel
 from treenets.schema import NonNegativeFloat, PositiveInt, Section
@@ -97,6 +98,8 @@ class LMTask(Task):
         cfg = config.data
         folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}, or a prepared corpus")
         self.folder, self.id_map, self.vocab_size = folder, None, None
+        self._state_templates = {}  # batch size -> the model's initial state: the structure of a flat state
+        self._captured_evaluation = None
         if is_prepared(folder):
             corpus = self.open_corpus(folder)
             if self.vocab is None:
@@ -139,14 +142,44 @@ class LMTask(Task):
             self.hidden = None  # every epoch starts from a zero state, as in the official code
         return window
 
+    def initial_state(self, model, batch_size: int) -> list[torch.Tensor]:
+        """The model's initial recurrent state for `batch_size` columns, as a flat list of tensors."""
+        return flatten_state(unwrap(model).initial_state(batch_size))
+
+    def _nested(self, model, state: list[torch.Tensor]):
+        """A flat `state` in the model's own structure (lists and named tuples of tensors)."""
+        batch_size = state[0].size(0)
+        if batch_size not in self._state_templates:
+            self._state_templates[batch_size] = unwrap(model).initial_state(batch_size)
+        return unflatten_state(self._state_templates[batch_size], state)
+
+    def window_loss(self, model, tokens: torch.Tensor, targets: torch.Tensor, state: list[torch.Tensor]):
+        """One training window [T, B] from `state` (a flat list of tensors): (loss to minimise: cross-entropy +
+        AR + TAR, the mean cross-entropy, the new state as a flat list). Device work only, so that it can be
+        captured as a CUDA graph (`treenets.graphs.TrainingWindows`)."""
+        out = model(tokens, self._nested(model, state))
+        logits = unwrap(model).decoder(out.output)
+        loss, xent = language_model_loss(out, logits, targets, self.config.loss)
+        return loss, xent, flatten_state(out.state)
+
+    def _carried_state(self, model, batch: Window) -> list[torch.Tensor]:
+        """The state the training window `batch` starts from: the last window's, or the initial one at an
+        epoch's start."""
+        if self.hidden is None:
+            return self.initial_state(model, batch.input.size(1))
+        return [h.detach() for h in self.hidden]
+
     def train_loss(self, model, batch: Window) -> tuple[torch.Tensor, float]:
         """Loss to minimise (cross-entropy + AR + TAR) and the summed cross-entropy for reporting."""
-        hidden = detach_state(self.hidden) if self.hidden is not None else None
-        out = model(batch.input, hidden)
-        self.hidden = out.state
-        logits = unwrap(model).decoder(out.output)
-        loss, xent = language_model_loss(out, logits, batch.target, self.config.loss)
+        loss, xent, self.hidden = self.window_loss(model, batch.input, batch.target, self._carried_state(model, batch))
         return loss, xent.item() * batch.size
+
+    def train_window(self, windows, batch: Window) -> tuple[torch.Tensor, torch.Tensor]:
+        """The forward and backward of `batch` through `windows` (a `treenets.graphs.TrainingWindows` made with
+        `window_loss`): (the mean cross-entropy, the gradient norm before clipping), tensors on the device."""
+        xent, norm, self.hidden = windows.forward_backward(batch.input, batch.target,
+                                                           self._carried_state(windows.model, batch))
+        return xent, norm
 
     def _eval_batch_size(self, split: str, batch_size: int | None) -> int:
         return batch_size or (self.config.data.test_batch_size if split == "test" else self.config.data.eval_batch_size)
@@ -168,28 +201,39 @@ class LMTask(Task):
                 return self.Metric(self.device).reduce(self.world)
         stream = BPTTStream(columns, self.config.data.bptt, variable=False, seed=0)
         metric = self.Metric(self.device)
-        state = None
         with evaluating(model) as net:
+            run = self._evaluation_windows(net)
+            state = self.initial_state(net, columns.size(1))
             while (window := stream.next_window()) is not None:
-                out = net(window.input, state)
-                state = out.state
-                logits = net.decoder(out.output)
-                metric.add(F.cross_entropy(logits.view(-1, logits.size(-1)), window.target.reshape(-1),
-                                           reduction="sum"), window.size)
+                summed, state = run(window.input, window.target, state)
+                metric.add(summed, window.size)
                 if progress is not None:
                     progress(window.size)
         return metric.reduce(self.world)
 
+    def _evaluation_window(self, net, tokens, targets, state):
+        """(summed cross-entropy of the targets, the new state) of one evaluation window from `state`."""
+        out = net(tokens, self._nested(net, state))
+        logits = net.decoder(out.output)
+        summed = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), reduction="sum")
+        return summed, flatten_state(out.state)
+
+    def _evaluation_windows(self, net):
+        """How `evaluate` runs a window of `net`: captured as CUDA graphs where `graphs.capture_refusal` allows
+        (kept for the next evaluation of the same network), else `_evaluation_window` itself."""
+        if capture_refusal(self.device, self.world) is not None:
+            return lambda tokens, targets, state: self._evaluation_window(net, tokens, targets, state)
+        if self._captured_evaluation is None or self._captured_evaluation.model is not net:
+            self._captured_evaluation = EvaluationWindows(net, self._evaluation_window)
+        return self._captured_evaluation
+
     def state_dict(self) -> dict:
-        hidden = None if self.hidden is None else flatten_state(detach_state(self.hidden))
+        hidden = None if self.hidden is None else [h.detach() for h in self.hidden]
         return {"stream": self.train_stream.state_dict(), "hidden": hidden}
 
     def load_state_dict(self, state: dict, model) -> None:
-        """Restore the data position and the hidden state (shaped like `model`'s)."""
+        """Restore the data position and the hidden state (a flat list of tensors)."""
         self.train_stream.load_state_dict(state["stream"])
         self.train_stream.columns = self._cut_train(self.train_stream.offset)
         hidden = state["hidden"]
-        if hidden is not None:
-            template = unwrap(model).initial_state(self.train_stream.columns.size(1))
-            hidden = unflatten_state(template, [h.to(self.device) for h in hidden])
-        self.hidden = hidden
+        self.hidden = None if hidden is None else [h.to(self.device) for h in hidden]
