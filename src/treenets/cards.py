@@ -19,6 +19,7 @@ import yaml
 
 from treenets import zoo
 from treenets.config import to_dict
+from treenets.console import note
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.runlog import format_figure, read_metrics
@@ -68,7 +69,7 @@ def check_figures(predictor, root=None) -> dict:
 
 
 def measure_figures(predictor, name: str, summary: str = "", root=None, training: dict | None = None,
-                    log=print) -> dict:
+                    log=note) -> dict:
     """Everything a card reports, measured with `predictor` (load it from the files that ship)."""
     from treenets.data.treebanks import resolve_treebank
     from treenets.tasks import make_task, task_class
@@ -123,7 +124,7 @@ def training_info(checkpoint_path: Path, saved: dict) -> dict:
 
 def export_model(ref: str | Path, out: str | Path, name: str | None = None, summary: str = "",
                  notes_file: str | Path | None = None, half: bool = False, measure: bool = False, device="cpu",
-                 root=None, overwrite: bool = False, log=zoo.note, config_file: str | Path | None = None) -> dict:
+                 root=None, overwrite: bool = False, log=note, config_file: str | Path | None = None) -> dict:
     """`treenets export`: write a trained model (a checkpoint, a model folder or a zoo name) as a model folder
     `out` with its card (`notes_file`, a markdown file, its Training section), print the folder and the card's
     headline figures, and return the card's figures (`metrics.json`); `log` reports progress.

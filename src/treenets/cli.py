@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import asdict
 
+from treenets.console import note
 from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
 from treenets.files import json_text
@@ -409,13 +410,14 @@ def _cmd_data(args) -> int:
         data.download(args.names or None, args.data)
         return 0
     if args.data_command == "prepare":
-        from treenets.data.prepare import prepare_corpus, summary
+        from treenets.data.prepare import prepare_corpus, speed, summary
 
         meta = prepare_corpus(args.texts, args.out, valid=args.valid, test=args.test,
                               split_fraction=args.split_fraction, seed=args.seed, vocab_size=args.vocab_size,
                               min_count=args.min_count, vocab_file=args.vocab, normalize=args.normalize, char=args.char,
                               workers=args.workers, overwrite=args.overwrite, progress=not args.no_progress)
         print(summary(meta, args.out))
+        note(speed(meta))
         return 0
     return 0 if data.print_check(args.names or None, args.data) else 1
 

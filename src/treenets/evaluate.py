@@ -5,13 +5,13 @@ and the mean and standard deviation of every figure over several (the seeds of a
 from __future__ import annotations
 
 import statistics
-import sys
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from treenets import zoo
 from treenets.config import to_dict
+from treenets.console import note
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
 from treenets.files import json_text, output_folder, plot_file, read_sentences
@@ -34,7 +34,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
     predictor = Predictor.from_checkpoint(saved, ref, device)
     network = to_dict(predictor.config)["model"]
     if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":
-        print(f"note: {ref} is a train state; the averaged weights are in best.pt", file=sys.stderr)
+        note(f"note: {ref} is a train state; the averaged weights are in best.pt")
     if sentences is not None:
         if not isinstance(predictor, LanguageModel):
             raise TreenetsError(f"eval --file: {ref} is a {predictor.config.task} model; --file is for language "

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 import treenets
+from treenets.console import note
 from treenets.data.sst import NUM_CLASSES
 from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
@@ -305,6 +306,6 @@ def serve(specs: list[str], host: str = "127.0.0.1", port: int = 8000, device: s
     address = f"[{host}]" if ":" in host else host
     print(f"treenets serve: {len(specs)} model(s) at http://{address}:{sock.getsockname()[1]}/ (Ctrl-C to stop)")
     if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"note: listening on {host}, so other machines that reach it can use the page too")
+        note(f"note: listening on {host}, so other machines that reach it can use the page too")
     uvicorn.Server(uvicorn.Config(app, log_level="warning", http=RequestDeadline)).run(sockets=[sock])
     return 0

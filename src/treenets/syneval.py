@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from treenets.console import note
 from treenets.data.syneval import CaseItems, load_case, select_cases, templates_folder
 from treenets.devices import resolve_device
 from treenets.files import json_text, output_file
@@ -164,8 +165,9 @@ def evaluate_models(refs: list[str], cases: list[str] | None = None, limit: int 
     for k, ref in enumerate(refs, start=1):
         result = evaluate_syneval(LanguageModel.load(ref, device=device), selected, batch_size)
         results.append(result)
+        note(f"syneval: [{k}] {ref}: {result.sentences:,} sentences scored in {result.seconds:.1f} s")
         notes.append(f"[{k}] {len(result.unknown_types)} of {len(result.word_types)} test word types not in the "
-                     f"vocabulary (read as <unk>); {result.sentences:,} sentences scored in {result.seconds:.1f} s")
+                     f"vocabulary (read as <unk>); {result.sentences:,} sentences scored")
     print(format_table(refs, results))
     for line in notes:
         print(line)

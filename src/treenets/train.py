@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from treenets import checkpoint, graphs, optim
 from treenets.config import load_config, saved_config, to_dict
+from treenets.console import note
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
 from treenets.files import output_folder
@@ -100,7 +101,7 @@ class Trainer:
     of each batch, and DistributedDataParallel averages the gradients.
     """
 
-    def __init__(self, config, out_dir, root=None, resume=None, progress=True, log=print):
+    def __init__(self, config, out_dir, root=None, resume=None, progress=True, log=note):
         self.config, self.out_dir, self.log = config, Path(out_dir), log
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
@@ -542,10 +543,10 @@ def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool) 
     if trainer.is_main:
         words = len(trainer.task.vocab)
         params = sum(p.numel() for p in trainer.model.parameters())
-        print(f"treenets: task {config.task}, model {config.model.name}, {params:,} parameters, vocabulary "
+        note(f"treenets: task {config.task}, model {config.model.name}, {params:,} parameters, vocabulary "
               f"{words:,}, device {trainer.device}, {trainer.world} process(es), run folder {out}")
         if resume:
-            print(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
+            note(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
     result = trainer.run()
     trainer.close()
     if trainer.is_main:
@@ -563,7 +564,7 @@ def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool) 
                   "validation that improves on the best writes it")
         print(f"metrics:             {out / 'metrics.jsonl'}")
         if result.reason in ("SIGINT", "SIGTERM"):
-            print(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
+            note(f"interrupted by {result.reason}; continue with: treenets train --resume {out / 'last.pt'}")
     return result.exit_code
 
 

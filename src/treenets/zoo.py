@@ -10,8 +10,9 @@ A model folder follows the Hugging Face layout:
 
 `zoo.json` (beside this module) lists the shipped models: what each is, its headline figures, and the
 sha256, size and download URL of each file. A name is looked up in the repository's `models/` folder, then in
-the cache (`$TREENETS_CACHE`, default `~/.cache/treenets`), and downloaded into the cache when a URL is
-published; every file is checked against its sha256 before it is used. `print_models` is `treenets models`.
+the cache (`cache_dir`: `$TREENETS_CACHE`, default `~/.cache/treenets`), and downloaded into the cache when a
+URL is published; every file is checked against its sha256 before it is used. `print_models` is `treenets
+models`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from treenets import checkpoint
+from treenets.console import note
 from treenets.errors import TreenetsError
 from treenets.files import json_text
 from treenets.runlog import format_figure
@@ -33,11 +34,6 @@ from treenets.runlog import format_figure
 CACHE_ENV = "TREENETS_CACHE"
 FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
 _REGISTRY = Path(__file__).with_name("zoo.json")
-
-
-def note(message: str) -> None:
-    """Report progress (a download, a measurement) on stderr: beside, never inside, a command's output."""
-    print(message, file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -82,7 +78,11 @@ def repository_models() -> Path:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "treenets").expanduser()
+    """`$TREENETS_CACHE`, else `treenets` in the user's cache folder (`$XDG_CACHE_HOME`, else `~/.cache`), read
+    at each call (the tests give every test its own)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "treenets"
 
 
 def _verify(folder: Path, model: ZooModel) -> None:

@@ -13,6 +13,7 @@ from treenets.errors import TreenetsError
 from treenets.predictors.tree_sources import InducedTrees, ShapeTrees, cached_trees
 from treenets.trees import spans
 from treenets.trees.parents import node_spans
+from treenets.zoo import cache_dir
 
 TOKENS = ["``", "The", "U.S.", "economy", "grew", "3.5", "%", "in", "1987", ",", "analysts", "said", ".", "''"]
 
@@ -32,18 +33,16 @@ def test_induced_trees_are_the_trees_treenets_parse_draws_with_the_dropped_token
     assert tree.words[root_children[1]] == "''" and (0, 2) in node_spans(tree).values()
 
 
-def test_induced_trees_are_kept_in_the_cache_and_read_back(tmp_path, monkeypatch):
-    monkeypatch.setenv("TREENETS_CACHE", str(tmp_path))
+def test_induced_trees_are_kept_in_the_cache_and_read_back(monkeypatch):
     source = InducedTrees("onlstm-ptb-small")
     sentences = [TOKENS, ["It", "works", "."]]
     first = cached_trees(source, sentences, "two sentences", log=lambda line: None)
-    files = list((tmp_path / "trees").glob("*.json"))
+    files = list((cache_dir() / "trees").glob("*.json"))  # the test's own cache, empty before
     assert len(files) == 1
     monkeypatch.setattr(source, "trees", lambda *args: pytest.fail("parsed again instead of reading the cache"))
     assert cached_trees(source, sentences, "two sentences") == first
     files[0].write_text("[[0, 1")  # damaged: parsed again and replaced
     monkeypatch.undo()
-    monkeypatch.setenv("TREENETS_CACHE", str(tmp_path))
     lines = []
     assert cached_trees(source, sentences, "two sentences", log=lines.append) == first
     assert "2 sentences of two sentences parsed by onlstm-ptb-small" in lines[0]

@@ -7,6 +7,7 @@ import torch
 from helpers import tiny_sick, train_and_test
 
 import treenets
+from treenets import zoo
 from treenets.errors import TreenetsError
 from treenets.predictors import Relatedness
 from treenets.tasks.relatedness import sparse_target
@@ -23,8 +24,7 @@ def test_sparse_target_has_the_score_as_expectation():
 @pytest.mark.parametrize("encoder,trees", [("childsum-treelstm", "dependency"), ("binary-treelstm", "constituency"),
                                            ("lstm", "dependency"), ("binary-treelstm", "induced"),
                                            ("binary-treelstm", "balanced")])
-def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, monkeypatch, encoder, trees):
-    monkeypatch.setenv("TREENETS_CACHE", str(tmp_path / "cache"))  # induced trees are kept there
+def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, encoder, trees):
     folder = tiny_sick(data_root, tmp_path / "sick")
     config = {"task": "relatedness",
               "data": {"path": str(folder), "trees": trees, "embeddings": str(data_root / "sick" / "sick_embed.pth"),
@@ -54,5 +54,5 @@ def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, 
         assert typed.parser == {"balanced": "balanced"}.get(trees, "onlstm-ptb-small")
         assert 1.0 <= typed.score <= 5.0
     if trees in ("induced", "balanced"):  # the trees it trained on were built, not read from the cparents
-        cached = list((tmp_path / "cache" / "trees").glob("*.json"))
+        cached = list((zoo.cache_dir() / "trees").glob("*.json"))  # the test's own cache, empty before
         assert len(cached) == (3 * 2 if trees == "induced" else 0)  # a file per split and side

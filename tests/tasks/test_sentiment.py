@@ -13,8 +13,7 @@ from treenets.cli import main
 @pytest.mark.parametrize("encoder,classes,trees", [("binary-treelstm", "fine", "gold"), ("bilstm", "binary", "gold"),
                                                    ("binary-treelstm", "fine", "induced"),
                                                    ("binary-treelstm", "binary", "right-branching")])
-def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, monkeypatch, encoder, classes, trees):
-    monkeypatch.setenv("TREENETS_CACHE", str(tmp_path / "cache"))
+def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, encoder, classes, trees):
     source = data_root / "sst" / "trainDevTestTrees_PTB" / "trees"
     folder = tmp_path / "sst"
     folder.mkdir()
@@ -43,13 +42,11 @@ def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, mo
         assert json.loads(capsys.readouterr().out)["label"] in (0, 1)
 
 
-def test_over_other_trees_a_node_is_trained_on_the_label_of_the_treebank_phrase_over_its_words(data_root, tmp_path,
-                                                                                              monkeypatch):
+def test_over_other_trees_a_node_is_trained_on_the_label_of_the_treebank_phrase_over_its_words(data_root, tmp_path):
     from treenets.config import build_config
     from treenets.tasks.sentiment import SentimentTask
     from treenets.trees.parents import node_spans
 
-    monkeypatch.setenv("TREENETS_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "sst"
     folder.mkdir()
     source = data_root / "sst" / "trainDevTestTrees_PTB" / "trees"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from treenets.console import note
 from treenets.errors import TreenetsError
 
 ENV_VAR = "TREENETS_DATA"
@@ -152,7 +153,7 @@ def fetch(url: str, target: Path, sha256: str) -> None:
             os.unlink(tmp)
 
 
-def download(names: list[str] | None, root: str | os.PathLike, log=print) -> None:
+def download(names: list[str] | None, root: str | os.PathLike, log=note) -> None:
     """Fetch the files of `names` that are missing or wrong under `root`, verifying each sha256 (`fetch`)."""
     base = Path(root).expanduser()
     base.mkdir(parents=True, exist_ok=True)

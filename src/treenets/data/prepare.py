@@ -342,15 +342,20 @@ def _output_folder(out: Path, overwrite: bool) -> Path:
 
 
 def summary(meta: dict, out) -> str:
-    """What a preparation wrote, in a few lines."""
+    """What a preparation wrote, in a few lines (its speed: `speed`)."""
     splits = ", ".join(f"{split} {info['tokens']:,} tokens ({info['lines']:,} lines, {info['unknown']:,} <unk>)"
                        for split, info in meta["splits"].items())
-    tokens = sum(info["tokens"] for info in meta["splits"].values())
     vocabulary = meta["vocabulary"]
     return (f"prepared {out}: {meta['level']}-level, normaliser {meta['normalizer']}; {splits}\n"
             f"vocabulary: {vocabulary['size']:,} tokens ({vocabulary['rule']}); ids as {meta['dtype']}\n"
-            f"{tokens:,} tokens in {meta['seconds']:.1f} s ({tokens / max(meta['seconds'], 1e-9):,.0f} tokens/s, "
-            f"{meta['workers']} process(es)); train with data.path: {out}")
+            f"train with data.path: {out}")
+
+
+def speed(meta: dict) -> str:
+    """How fast a preparation ran, a note beside its `summary`."""
+    tokens = sum(info["tokens"] for info in meta["splits"].values())
+    return (f"prepare: {tokens:,} tokens in {meta['seconds']:.1f} s ({tokens / max(meta['seconds'], 1e-9):,.0f} "
+            f"tokens/s, {meta['workers']} process(es))")
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ import tempfile
 import time
 from functools import cache
 
+from treenets.console import note
 from treenets.errors import TreenetsError
 from treenets.predictors.base import PredictionInput
 from treenets.text import checked_text, get_normalizer
@@ -158,7 +159,7 @@ def tree_for(config, tokens: list[str], parser: str | None = None, device="cpu")
     return source.trees([tokens])[0], source.name
 
 
-def cached_trees(source, sentences: list[list[str]], what: str, log=print) -> list[ParentTree]:
+def cached_trees(source, sentences: list[list[str]], what: str, log=note) -> list[ParentTree]:
     """`source.trees(sentences)`, from the cache when these sentences were parsed by the same parser before
     (shapes are built, not cached); `what` names the sentences for the log."""
     if isinstance(source, ShapeTrees):
