@@ -113,3 +113,23 @@ def test_the_logic_tables_give_the_shipped_models_figures():
                 if cell != f"{figures[column]:.2f}":
                     wrong.append(f"{page.name} {found[1]} column {column}: {cell}, the card {figures[column]:.4f}")
     assert checked >= 3 * 7 + 3 * 16 and not wrong, wrong
+
+
+def test_one_version_in_the_package_its_build_the_command_and_the_changelog(capsys):
+    """treenets/version.py is the one place the version is written: setuptools reads it for the wheel
+    (pyproject.toml's dynamic version, expanded here as a build expands it), `treenets --version` prints it, and
+    the CHANGELOG's top entry names it (`0.11` is 0.11.0). Before, the wheel said 0.1.0 at CHANGELOG 0.11."""
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    from treenets import __version__
+    from treenets.cli import main
+
+    built = read_configuration(ROOT / "pyproject.toml", expand=True)["project"]["version"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out.split()
+    top = re.match(r"(\d+(?:\.\d+)*) ", (ROOT / "CHANGELOG.md").read_text().split("\n\n")[1])
+    assert top, "the CHANGELOG's top entry starts with its version, e.g. `0.11 (work in progress):`"
+    changelog = ".".join((top[1].split(".") + ["0", "0"])[:3])
+    assert built == printed[1] == __version__ == changelog and printed[0] == "treenets"
