@@ -133,3 +133,27 @@ def test_one_version_in_the_package_its_build_the_command_and_the_changelog(caps
     assert top, "the CHANGELOG's top entry starts with its version, e.g. `0.11 (work in progress):`"
     changelog = ".".join((top[1].split(".") + ["0", "0"])[:3])
     assert built == printed[1] == __version__ == changelog and printed[0] == "treenets"
+
+
+def test_the_shipped_parsers_config_trains_it_as_its_card_and_the_docs_say():
+    """`configs/onlstm-ptb-small.yaml` is the config of the shipped model (its folder's config.json: the same
+    values, the training's length and threads included), and the README and docs/training.md give its steps,
+    threads and minutes as its card does. Before, the README said "122 min, 1 thread" of a config with
+    `max_minutes: 60`, `threads: 2`."""
+    from treenets.config import load_config, to_dict
+
+    folder = ROOT / "models" / "onlstm-ptb-small"
+    shipped = json.loads((folder / "config.json").read_text())
+    training = json.loads((folder / "metrics.json").read_text())["training"]
+    config = to_dict(load_config(ROOT / "configs" / "onlstm-ptb-small.yaml"))
+    # (keys added since the export, e.g. train.patience, are not in the folder's config)
+    assert {section: {key: config[section][key] for key in values} if isinstance(values, dict) else config[section]
+            for section, values in shipped.items()} == shipped
+    assert shipped["train"]["max_steps"] == training["steps"] and shipped["train"]["max_minutes"] is None
+    for page in (ROOT / "README.md", ROOT / "docs" / "training.md"):
+        lines = [line for line in page.read_text().splitlines()
+                 if line.startswith("treenets train configs/onlstm-ptb-small.yaml ") and "# the shipped" in line]
+        assert len(lines) == 1, page
+        said = re.search(r"([\d,]+) steps, (\d+) threads?, ([\d.]+) min", lines[0])
+        assert said and (int(said[1].replace(",", "")), int(said[2]), float(said[3])) == (
+            training["steps"], shipped["train"]["threads"], round(training["minutes"])), (page.name, lines[0])
