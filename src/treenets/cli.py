@@ -64,6 +64,11 @@ def _add_device(parser, default="auto", default_text="auto"):
                         help=f"where to run: auto (cuda if available), cpu, cuda, cuda:N (default: {default_text})")
 
 
+def _add_threads(parser):
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="compute on N threads (default: $TREENETS_THREADS, else every core)")
+
+
 def _add_precision(parser, default="fp32", default_text="fp32"):
     parser.add_argument("--precision", choices=PRECISIONS, default=default,
                         help="fp32, or bf16: matrix products in bfloat16, the rest in float32 (for CPUs with "
@@ -106,6 +111,7 @@ def _add_predict_options(predict):
     _add_pretokenized(predict)
     _add_precision(predict)
     _add_device(predict, default="cpu", default_text="cpu")
+    _add_threads(predict)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -152,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop after N optimizer steps in all, resumed ones included (train.max_steps)")
     train.add_argument("--max-minutes", type=float, metavar="M",
                        help="stop after M minutes of this run (train.max_minutes)")
-    train.add_argument("--threads", type=positive_int, metavar="N", help="torch intra-op threads (train.threads)")
+    train.add_argument("--threads", type=positive_int, metavar="N",
+                       help="compute on N threads (train.threads; default: $TREENETS_THREADS, else every core)")
     train.add_argument("--embeddings", metavar="FILE",
                        help="word vectors for relatedness/sentiment: a GloVe-format text file, or a .pth matrix in "
                             "vocabulary order (data.embeddings)")
@@ -190,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="also write every value to DIR/eval.json and an HTML report, DIR/index.html")
     _add_precision(evaluate)
     _add_device(evaluate)
+    _add_threads(evaluate)
     _add_data(evaluate)
 
     golden = commands.add_parser(
@@ -260,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pretokenized(parse)
     _add_precision(parse)
     _add_device(parse, default="cpu", default_text="cpu")
+    _add_threads(parse)
 
     parse_eval = commands.add_parser(
         "parse-eval", help="score induced trees against a treebank, beside the baselines",
@@ -282,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="random-tree draws averaged for the random baseline (default: 5)")
     _add_precision(parse_eval)
     _add_device(parse_eval, default="cpu", default_text="cpu")
+    _add_threads(parse_eval)
     _add_data(parse_eval)
 
     baselines = commands.add_parser("baselines", help="score the baseline trees against a treebank",
@@ -310,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "x.html)")
     _add_precision(syneval)
     _add_device(syneval)
+    _add_threads(syneval)
     _add_data(syneval)
 
     predict = commands.add_parser(
@@ -349,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--half", action="store_true", help="store the weights in float16 (half the size)")
     export.add_argument("--measure", action="store_true", help="measure the card's figures on the written files")
     _add_device(export, default="cpu", default_text="cpu")
+    _add_threads(export)
     _add_data(export)
 
     models = commands.add_parser("models", help="list the trained models that ship with treenets",
@@ -370,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="port to listen on (default: 8000; 0: a free one)")
     _add_device(serve, default="cpu", default_text="cpu")
     _add_precision(serve)
+    _add_threads(serve)
     return parser
 
 
@@ -516,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if hasattr(args, "threads") and args.command != "train":  # (train: the config's train.threads)
+            from treenets.devices import set_threads
+
+            set_threads(args.threads)
         with _precision(args):
             return COMMANDS[args.command](args)
     except TreenetsError as exc:
