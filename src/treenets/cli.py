@@ -108,6 +108,8 @@ def _add_predict_options(predict):
     for spec in prediction_inputs():
         predict.add_argument(spec.option, nargs=spec.values if spec.values > 1 else None, metavar=spec.metavar,
                              help=spec.help)
+    predict.add_argument("--json", action="store_true",
+                         help="print JSON: what predict prints in any case (one object), as parse --json does")
     _add_pretokenized(predict)
     _add_precision(predict)
     _add_device(predict, default="cpu", default_text="cpu")
@@ -326,7 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     predict = commands.add_parser(
         "predict", help="score a sentence pair (relatedness), classify a sentence (sentiment) or a formula pair "
                         "(logic), or score a sentence (LM)",
-        description="Use a checkpoint on your own input; prints JSON.")
+        description="Use a checkpoint on your own input; prints one JSON object: a class with its name (sentiment: "
+                    "very negative ... very positive, or negative, positive; logic: the relation), a relatedness score "
+                    "with its scale (SICK: 1, completely unrelated, to 5, very related), or a sentence's "
+                    "log-probabilities.")
     predict.add_argument("checkpoint", metavar="MODEL", help="a relatedness, sentiment, logic or language model: "
                          + MODEL_HELP)
     predict.defer(_add_predict_options)
@@ -519,6 +524,16 @@ def _precision(args):
     return autocast(args.precision, resolve_device(args.device, "--device"))
 
 
+def _command_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the command (and subcommand: `data prepare`) that `args` ran, whose usage an error in its
+    options shows."""
+    while True:
+        found = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+        if not found or getattr(args, found[0].dest, None) is None:
+            return parser
+        parser = found[0].choices[getattr(args, found[0].dest)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command; bad input and failed file operations end in one `treenets: error:` line (exit 2), any
     other exception, a bug, in one `treenets: internal error:` line (exit 1) unless debugging is asked for."""
@@ -527,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra and getattr(args, "sentences", None) is not None and not any(a.startswith("-") for a in extra):
         args.sentences += extra  # `parse MODEL --layer 2 "a sentence"`: argparse ends the sentences at an option
     elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if hasattr(args, "threads") and args.command != "train":  # (train: the config's train.threads)
             from treenets.devices import set_threads

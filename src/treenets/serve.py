@@ -25,7 +25,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 import treenets
-from treenets.data.sst import NUM_CLASSES
+from treenets.data.sst import CLASS_NAMES, NUM_CLASSES
 from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
 from treenets.predictors.lm import LanguageModel, Parse
@@ -39,8 +39,6 @@ MAX_WORDS = 200
 MAX_BODY = 64_000  # bytes of a request: a sentence at the limit, JSON-escaped, fits with room to spare
 REQUEST_SECONDS = 20.0  # for a client to send a whole request (`RequestDeadline`)
 SPLITS = ("official", "before")
-CLASS_NAMES = {5: ["very negative", "negative", "neutral", "positive", "very positive"],
-               2: ["negative", "positive"]}  # SST's classes, by number of classes
 
 
 @dataclass
@@ -204,7 +202,7 @@ def describe(model: ServedModel, first_report: int) -> dict:
             f", over {lm.config.data.trees} trees in training and typed sentences over trees induced by "
             f"{lm.config.data.parser}" if lm.config.data.trees in ("gold", "induced") else
             f", over {lm.config.data.trees} trees")
-        return {"id": model.id, "kind": "sentiment", "classes": CLASS_NAMES[classes], "unit": "token",
+        return {"id": model.id, "kind": "sentiment", "classes": list(CLASS_NAMES[lm.config.data.classes]), "unit": "token",
                 "description": f"{lm.config.model.name} (sentiment, {classes} classes){trees}; text read as "
                                f"{lm.config.data.normalizer}",
                 "reports": []}

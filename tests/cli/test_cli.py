@@ -235,3 +235,16 @@ def test_training_and_the_api_read_the_threads_variable_too(trained, config_file
     monkeypatch.setenv("TREENETS_THREADS", "0")
     with pytest.raises(TreenetsError, match=r"^\$TREENETS_THREADS='0': expected a whole number"):
         treenets.load(trained / "run" / "best.pt")
+
+
+@pytest.mark.parametrize("argv,usage", [(["predict", "m", "--bogus"], "usage: treenets predict "),
+                                        (["eval", "m", "--bogus"], "usage: treenets eval "),
+                                        (["data", "prepare", "t.txt", "--out", "c", "--bogus"],
+                                         "usage: treenets data prepare ")])
+def test_a_wrong_option_shows_the_usage_of_its_command(argv, usage, capsys):
+    # Before: the top level's usage (`treenets [-h] [--version] [--debug] COMMAND ...`), which names no option.
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and error.startswith(usage), error
+    assert error.rstrip().endswith("error: unrecognized arguments: --bogus")

@@ -17,10 +17,16 @@ from treenets.trees.parents import ParentTree, binarize, parse_parents
 @dataclass
 class Relatedness:
     score: float  # the expected score sum_r r p(r)
+    scale: str  # what the score means: SICK's 1 (completely unrelated) to 5 (very related)
     distribution: list[float]  # p(1..K)
     unknown: list[str]  # words read as <unk>
     tokens: list[list[str]] | None = None  # what the model read of each sentence
     parser: str | None = None  # where the trees came from: a language model, a shape, or "given"
+
+
+def score_scale(top: int) -> str:
+    """What a relatedness score from 1 to `top` means, as SICK's annotators were told (SICK: 1 to 5)."""
+    return f"1 (completely unrelated) to {top} (very related)"
 
 
 def chain(words: list[str]) -> ParentTree:
@@ -78,8 +84,9 @@ class RelatednessPredictor(Predictor):
             ids.append(torch.tensor(encoded))
             unknown += missing
         log_probs = self.net(([left], [ids[0]]), ([right], [ids[1]])).cpu()
-        return Relatedness(float(expected_score(log_probs)[0]), [round(p, 6) for p in log_probs[0].exp().tolist()],
-                           unknown, [list(left.words), list(right.words)], left_source)
+        return Relatedness(float(expected_score(log_probs)[0]), score_scale(log_probs.size(1)),
+                           [round(p, 6) for p in log_probs[0].exp().tolist()], unknown,
+                           [list(left.words), list(right.words)], left_source)
 
     def _predict_inputs(self, pretokenized: bool = False, pair: list[str] | None = None,
                         parents: list[str] | None = None, parser: str | None = None) -> Relatedness:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from treenets.data.sst import CLASS_NAMES
 from treenets.errors import TreenetsError
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.relatedness import chain
@@ -17,9 +18,12 @@ from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
 @dataclass
 class Sentiment:
     label: int  # the sentence's class
+    name: str  # its name, e.g. "positive"
     probabilities: list[float]  # per class
+    classes: list[str]  # the names of the classes in order: very negative ... very positive, or negative, positive
     unknown: list[str]  # words read as <unk>
-    phrases: list[tuple[str, int]] | None = None  # (words, class) of every phrase of a tree; None for LSTMs
+    phrases: list[tuple[str, int, str]] | None = None  # (words, class, its name) of every phrase of a tree; None
+    # for LSTMs
     tokens: list[str] | None = None  # what the model read
     tree: str | None = None  # Tree-LSTMs: the tree read, each node labelled with its predicted class
     spans: list[tuple[int, int, int]] | None = None  # Tree-LSTMs: (start, end, class) of every node, pre-order
@@ -82,12 +86,15 @@ class SentimentClassifier(Predictor):
         ids, unknown = self.vocab.encode(parsed.words)
         log_probs, batch = self.net([parsed], [torch.tensor(ids)])
         root = 0 if batch is None else int(batch.roots[0])
-        result = Sentiment(int(log_probs[root].argmax()), [round(p, 6) for p in log_probs[root].exp().tolist()],
+        names = CLASS_NAMES[self.config.data.classes]
+        label = int(log_probs[root].argmax())
+        result = Sentiment(label, names[label], [round(p, 6) for p in log_probs[root].exp().tolist()], list(names),
                            unknown, tokens=list(parsed.words), parser=source)
         if batch is not None:
             labels = log_probs.argmax(-1).tolist()
             spans = sorted(node_spans(parsed).items(), key=lambda x: (x[1][0], -x[1][1]))
-            result.phrases = [(" ".join(parsed.words[s:e]), labels[node]) for node, (s, e) in spans]
+            result.phrases = [(" ".join(parsed.words[s:e]), labels[node], names[labels[node]])
+                              for node, (s, e) in spans]
             result.spans = [(s, e, labels[node]) for node, (s, e) in spans]
             result.tree = labelled_tree(parsed, labels)
         return result
