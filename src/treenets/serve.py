@@ -202,7 +202,8 @@ def describe(model: ServedModel, first_report: int) -> dict:
             f", over {lm.config.data.trees} trees in training and typed sentences over trees induced by "
             f"{lm.config.data.parser}" if lm.config.data.trees in ("gold", "induced") else
             f", over {lm.config.data.trees} trees")
-        return {"id": model.id, "kind": "sentiment", "classes": list(CLASS_NAMES[lm.config.data.classes]), "unit": "token",
+        return {"id": model.id, "kind": "sentiment", "classes": list(CLASS_NAMES[lm.config.data.classes]),
+                "unit": "token",
                 "description": f"{lm.config.model.name} (sentiment, {classes} classes){trees}; text read as "
                                f"{lm.config.data.normalizer}",
                 "reports": []}
