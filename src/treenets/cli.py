@@ -255,7 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed.")
     parse.add_argument("checkpoint", metavar="MODEL", help="a language model: " + MODEL_HELP)
     parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
-    parse.add_argument("--file", metavar="TXT", help="read sentences from a file, one per line")
+    parse.add_argument("--file", metavar="TXT",
+                       help="read sentences from a file, one per line; a line the model cannot read (no word left "
+                            "after normalising, not text) is named on stderr and skipped, and the count said last")
+    parse.add_argument("--strict", action="store_true",
+                       help="with --file: exit 1 when a line was skipped (the others are parsed all the same)")
     parse.add_argument("--layer", default="default",
                        help="1-based layer whose distances build the tree, 'mean', or 'all' (each layer's tree, then "
                             "the mean's; default: the model's default, the second layer of ON-LSTM)")
@@ -441,9 +445,9 @@ def _cmd_data(args) -> int:
 def _cmd_parse(args) -> int:
     from treenets.parsing import print_trees
 
-    print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances, args.svg,
-                args.json, args.pretokenized, args.device)
-    return 0
+    skipped = print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances,
+                          args.svg, args.json, args.pretokenized, args.device)
+    return 1 if skipped and args.strict else 0
 
 
 def _cmd_parse_eval(args) -> int:

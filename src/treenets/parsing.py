@@ -35,22 +35,34 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
 
 def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, layer: str = "default",
                 split: str = "official", distances: bool = False, svg: str | None = None, as_json: bool = False,
-                pretokenized: bool = False, device="cpu") -> None:
+                pretokenized: bool = False, device="cpu") -> int:
     """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
     printed bracketed and drawn as text, or with `as_json` one JSON object per line (`parse_record`); with
-    `distances` every layer's distances too; with `svg` one drawing per tree in that folder."""
-    sentences = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
-    if file:
-        sentences += read_sentences(file, "--file")
-    if not sentences:
+    `distances` every layer's distances too; with `svg` one drawing per tree in that folder. A sentence given
+    that the model cannot read is an error; a line of `file` is skipped, named on stderr with the reason, and
+    counted in a last line there. Returns how many lines were skipped."""
+    given = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
+    lines = read_sentences(file, "--file") if file else []
+    if not given and not lines:
         raise TreenetsError("parse: give sentences as arguments or --file")
     if svg:
         output_folder(svg, "--svg")
     lm = LanguageModel.load(ref, device=device)
     layers = lm.layers(layer, option="--layer")
-    for where, text in sentences:  # a sentence with nothing to read: an error naming it, before any output
+    for where, text in given:  # a sentence with nothing to read: an error naming it, before any output
         lm.read(text, pretokenized, where)
+    readable = []
+    for where, text in lines:
+        try:
+            lm.read(text, pretokenized, where)
+        except TreenetsError as exc:  # its message starts with `file:line`
+            print(f"{exc} (skipped)", file=sys.stderr)
+            continue
+        readable.append((where, text))
+    sentences = given + readable
+    if not sentences:
+        raise TreenetsError(f"{file}: no line of it could be read (above)")
     first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
     parses = lm.parse([text for _, text in sentences], first, split, pretokenized=pretokenized)
     for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
@@ -84,6 +96,11 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
             print()
     if svg:
         print(f"SVG drawings: {svg}", file=sys.stderr if as_json else sys.stdout)
+    skipped = len(lines) - len(readable)
+    if file:  # the summary, after the trees
+        print(f"{file}: {len(readable):,} of {len(lines):,} sentences parsed, {skipped:,} skipped (unreadable)",
+              file=sys.stderr)
+    return skipped
 
 
 def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all", split: str = "official",
