@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--corpus", metavar="DIR",
                           help="language models: the split of this corpus instead of the training one (a folder from "
                                "`treenets data prepare`, or of Mikolov files as the model's config names them); "
-                               "words the model lacks read as <unk>")
+                               "words the model lacks read as <unk>, and counted (unknown)")
     _add_pretokenized(evaluate)
     evaluate.add_argument("--batch-size", type=positive_int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")

@@ -410,5 +410,5 @@ def test_a_treebank_trained_sentence_lm_reads_a_prepared_corpus_of_the_same_sent
             capsys.readouterr()
             assert main(["eval", str(tmp_path / "run" / "best.pt"), *corpus]) == 0
             results.append(json.loads(capsys.readouterr().out.splitlines()[0]))
-        assert results[1]["tokens"] == results[0]["tokens"]
+        assert results[1]["tokens"] == results[0]["tokens"] and results[1]["unknown"] == 0  # (its <eos>: </s>)
         assert results[1]["ppl"] == pytest.approx(results[0]["ppl"], rel=1e-6)
