@@ -269,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--svg", metavar="DIR", help="also write one SVG drawing per sentence to DIR")
     parse.add_argument("--json", action="store_true",
                        help="print one JSON object per sentence and line: text (the input), tokens (what the model "
-                            "read), unknown (tokens outside its vocabulary), tree (bracketed), layer; trees (every "
+                            "read), unknown (tokens outside its vocabulary), dropped (what of the text it read no "
+                            "token from: each piece's text, start and why), tree (bracketed), layer; trees (every "
                             "layer's) with --layer all; distances ([layer][token]) with --distances")
     _add_pretokenized(parse)
     _add_precision(parse)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -16,21 +17,29 @@ from treenets.files import json_text, output_folder, read_sentences
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.predictors.lm import LanguageModel, Layer, Parse
 from treenets.report import parsing_section, write_report
+from treenets.text import invisible
 from treenets.trees.draw import ascii_art, bracketed, write_svg
 from treenets.trees.evaluation import evaluate_baselines, evaluate_model, format_table, multi_run_lines, write_outputs
 from treenets.trees.walk import depth
 
 
 def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) -> dict:
-    """What `parse --json` prints for a sentence: its text, what the model read, the tree of `parse.layer`,
-    every layer's tree when several are asked, and with `distances` every row of distances."""
-    record = {"text": text, "tokens": parse.words, "unknown": parse.unknown, "tree": bracketed(parse.nested),
+    """What `parse --json` prints for a sentence: its text, what the model read (and what of the text it read
+    nothing from: `dropped`, each piece's text, start and why), the tree of `parse.layer`, every layer's tree when
+    several are asked, and with `distances` every row of distances."""
+    record = {"text": text, "tokens": parse.words, "unknown": parse.unknown,
+              "dropped": [asdict(piece) for piece in parse.dropped], "tree": bracketed(parse.nested),
               "layer": parse.layer}
     if len(layers) > 1:
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
     if distances:
         record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
     return record
+
+
+def shown(text: str) -> str:
+    """`text` for a terminal: an invisible or unprintable character as its code point (`<U+200D>`)."""
+    return "".join(char if char.isprintable() and not invisible(char) else f"<U+{ord(char):04X}>" for char in text)
 
 
 def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, layer: str = "default",
@@ -76,6 +85,8 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
             print(f"[{number}] {' '.join(words)}")
             if parse.unknown:
                 print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
+            if parse.dropped:
+                print(f"    dropped: {' '.join(shown(piece.text) for piece in parse.dropped)}")
         for row in layers:
             tree = parse.at(row).nested
             levels = depth(tree)

@@ -76,9 +76,11 @@ def test_parse_json_prints_one_object_per_sentence(run, tmp_path, capsys):
     sentences.write_text("Fish of Zebra!\n\n")
     assert main(["parse", best, "The dog, bird of a fish.", "--file", str(sentences), "--json", "--distances"]) == 0
     first, second = _json_lines(capsys.readouterr().out)
-    assert set(first) == {"text", "tokens", "unknown", "tree", "layer", "distances"}
+    assert set(first) == {"text", "tokens", "unknown", "dropped", "tree", "layer", "distances"}
     assert first["text"] == "The dog, bird of a fish."
     assert first["tokens"] == ["the", "dog", "bird", "of", "a", "fish"] and first["unknown"] == []
+    assert first["dropped"] == [{"text": ",", "start": 7, "why": "punctuation or symbol"},
+                                {"text": ".", "start": 23, "why": "punctuation or symbol"}]
     assert nltk.Tree.fromstring(first["tree"]).leaves() == first["tokens"] and first["layer"] == 2
     assert len(first["distances"]) == 2 and all(len(row) == 6 for row in first["distances"])
     assert all(0.0 <= value <= 1.0 for row in first["distances"] for value in row)
@@ -90,6 +92,12 @@ def test_parse_json_prints_one_object_per_sentence(run, tmp_path, capsys):
     assert record["layer"] == 2 and record["tree"] == record["trees"]["2"]  # the default layer's
     assert main(["parse", best, "a dog of fish", "--json", "--layer", "mean"]) == 0
     assert _json_lines(capsys.readouterr().out)[0]["layer"] == "mean"
+
+
+def test_parse_says_what_of_a_sentence_the_model_read_nothing_from(run, capsys):
+    # Before: an emoji and a zero-width joiner vanished without a word.
+    assert main(["parse", str(run / "run" / "best.pt"), "the d\u200dog \U0001f600 of a fish"]) == 0
+    assert "[1] the dog of a fish\n    dropped: <U+200D> \U0001f600\n" in capsys.readouterr().out
 
 
 def test_parse_json_refuses_distances_that_are_not_numbers(run, capsys, monkeypatch):

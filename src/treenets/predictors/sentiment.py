@@ -11,7 +11,7 @@ from treenets.errors import TreenetsError
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.relatedness import chain
 from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for
-from treenets.text import checked_text
+from treenets.text import Dropped, checked_text
 from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
 
 
@@ -28,6 +28,7 @@ class Sentiment:
     tree: str | None = None  # Tree-LSTMs: the tree read, each node labelled with its predicted class
     spans: list[tuple[int, int, int]] | None = None  # Tree-LSTMs: (start, end, class) of every node, pre-order
     parser: str | None = None  # where the tree came from: a language model, a shape, or "given"
+    dropped: list[Dropped] | None = None  # what of the sentence it read no token from (a tree given: None)
 
 
 BRACKETS = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
@@ -72,13 +73,13 @@ class SentimentClassifier(Predictor):
         """
         if (sentence is None) == (tree is None):
             raise TreenetsError("predict: give a sentence or (for a Tree-LSTM) a bracketed tree, not both")
-        source = "given"
+        source, dropped = "given", None
         if tree is not None:
             if self.net.sequential:
                 raise TreenetsError("predict: an LSTM reads a sentence, not a tree")
             parsed = parse_bracketed(checked_text(tree, "tree"), "tree", require_labels=False)
         else:
-            tokens = sentence_tokens(self.config, sentence, pretokenized, "sentence")
+            tokens, dropped = sentence_tokens(self.config, sentence, pretokenized, "sentence")
             if self.net.sequential:
                 parsed, source = chain(tokens), None
             else:
@@ -89,7 +90,7 @@ class SentimentClassifier(Predictor):
         names = CLASS_NAMES[self.config.data.classes]
         label = int(log_probs[root].argmax())
         result = Sentiment(label, names[label], [round(p, 6) for p in log_probs[root].exp().tolist()], list(names),
-                           unknown, tokens=list(parsed.words), parser=source)
+                           unknown, tokens=list(parsed.words), parser=source, dropped=dropped)
         if batch is not None:
             labels = log_probs.argmax(-1).tolist()
             spans = sorted(node_spans(parsed).items(), key=lambda x: (x[1][0], -x[1][1]))
