@@ -113,3 +113,47 @@ def test_the_logic_tables_give_the_shipped_models_figures():
                 if cell != f"{figures[column]:.2f}":
                     wrong.append(f"{page.name} {found[1]} column {column}: {cell}, the card {figures[column]:.4f}")
     assert checked >= 3 * 7 + 3 * 16 and not wrong, wrong
+
+
+def test_one_version_in_the_package_its_build_the_command_and_the_changelog(capsys):
+    """treenets/version.py is the one place the version is written: setuptools reads it for the wheel
+    (pyproject.toml's dynamic version, expanded here as a build expands it), `treenets --version` prints it, and
+    the CHANGELOG's top entry names it (`0.11` is 0.11.0). Before, the wheel said 0.1.0 at CHANGELOG 0.11."""
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    from treenets import __version__
+    from treenets.cli import main
+
+    built = read_configuration(ROOT / "pyproject.toml", expand=True)["project"]["version"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out.split()
+    top = re.match(r"(\d+(?:\.\d+)*) ", (ROOT / "CHANGELOG.md").read_text().split("\n\n")[1])
+    assert top, "the CHANGELOG's top entry starts with its version, e.g. `0.11 (work in progress):`"
+    changelog = ".".join((top[1].split(".") + ["0", "0"])[:3])
+    assert built == printed[1] == __version__ == changelog and printed[0] == "treenets"
+
+
+def test_the_shipped_parsers_config_trains_it_as_its_card_and_the_docs_say():
+    """`configs/onlstm-ptb-small.yaml` is the config of the shipped model (its folder's config.json: the same
+    values, the training's length and threads included), and the README and docs/training.md give its steps,
+    threads and minutes as its card does. Before, the README said "122 min, 1 thread" of a config with
+    `max_minutes: 60`, `threads: 2`."""
+    from treenets.config import load_config, to_dict
+
+    folder = ROOT / "models" / "onlstm-ptb-small"
+    shipped = json.loads((folder / "config.json").read_text())
+    training = json.loads((folder / "metrics.json").read_text())["training"]
+    config = to_dict(load_config(ROOT / "configs" / "onlstm-ptb-small.yaml"))
+    # (keys added since the export, e.g. train.patience, are not in the folder's config)
+    assert {section: {key: config[section][key] for key in values} if isinstance(values, dict) else config[section]
+            for section, values in shipped.items()} == shipped
+    assert shipped["train"]["max_steps"] == training["steps"] and shipped["train"]["max_minutes"] is None
+    for page in (ROOT / "README.md", ROOT / "docs" / "training.md"):
+        lines = [line for line in page.read_text().splitlines()
+                 if line.startswith("treenets train configs/onlstm-ptb-small.yaml ") and "# the shipped" in line]
+        assert len(lines) == 1, page
+        said = re.search(r"([\d,]+) steps, (\d+) threads?, ([\d.]+) min", lines[0])
+        assert said and (int(said[1].replace(",", "")), int(said[2]), float(said[3])) == (
+            training["steps"], shipped["train"]["threads"], round(training["minutes"])), (page.name, lines[0])

@@ -7,9 +7,20 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from treenets.errors import TreenetsError
-from treenets.text import NORMALIZERS, get_normalizer, ptb_word, ptb_words, treebank_tokens, treebank_words
+from treenets.text import (
+    CURRENCY_SYMBOLS,
+    NORMALIZERS,
+    get_normalizer,
+    invisible,
+    ptb_word,
+    ptb_words,
+    treebank_tokens,
+    treebank_words,
+)
 
 # The examples' forms as ptb.train.txt writes them (counts in the file): `u.s.` (1,701 lines), `rose N N` for
 # `rose 3.5 %`, `do n't` and `ca n't` (186), `'s` split off (8,579), `$ N`, `us$ N` (61), `# N` (110),
@@ -59,6 +70,37 @@ def test_the_treebank_tokens_keep_what_the_treebank_keeps_whole_and_tell_quotes_
     assert treebank_tokens("He left at 5.") == ["He", "left", "at", "5", "."]  # a number is no abbreviation
 
 
+def test_every_currency_symbol_is_split_off_a_number_as_the_dollar_is():
+    # Before: `€3.2` stayed one (unknown) token while `$5.50` became `$ N`.
+    text = "€3.2 and $5.50, £4 or ¥5 and US$5"
+    assert treebank_tokens(text) == ["€", "3.2", "and", "$", "5.50", ",", "£", "4", "or", "¥", "5", "and", "US$", "5"]
+    # PTB: kept as words (the pound sign written `#`, as the treebank writes it); the parsing words: dropped
+    assert ptb_words(text) == ["€", "N", "and", "$", "N", "#", "N", "or", "¥", "N", "and", "us$", "N"]
+    assert treebank_words(text) == ["N.N", "and", "N.N", "N", "or", "N", "and", "N"]
+    assert len(CURRENCY_SYMBOLS) == 63 and all(symbol in CURRENCY_SYMBOLS for symbol in "$€£¥₹₩₽")
+
+
+def test_unk_and_eos_typed_are_the_special_tokens_of_the_ptb_text():
+    # Before: `<unk>` read as the word `unk` (the brackets split off and dropped as punctuation).
+    for name in ("ptb", "treebank", "tokens", "lower", "none"):
+        assert NORMALIZERS[name]("the <unk> company <eos> it") == ["the", "<unk>", "company", "<eos>", "it"], name
+    assert ptb_words("a<unk>b and <b> or <UNK>") == ["a", "<unk>", "b", "and", "b", "or", "unk"]  # whole tokens only
+
+
+def test_what_a_normaliser_drops_is_said_with_where_and_why():
+    # Before: an emoji vanished from both the tokens and the unknown words, and a zero-width joiner inside a
+    # word changed it (`a‍b` -> `ab`) without a word.
+    reading = NORMALIZERS["ptb"].read("a‍b 😀 ok!")
+    assert reading.words == ["ab", "ok"] and reading.spans == [(0, 3), (6, 8)]
+    assert [(piece.text, piece.start, piece.why) for piece in reading.dropped] == [
+        ("‍", 1, "invisible: U+200D ZERO WIDTH JOINER"), ("😀", 4, "punctuation or symbol"),
+        ("!", 8, "punctuation or symbol")]
+    tokens = NORMALIZERS["tokens"].read("‏It’s “good” (😀)")  # SST's tokens keep an emoji, as a token
+    assert tokens.words == ["It", "'s", "``", "good", "''", "-LRB-", "😀", "-RRB-"]
+    assert tokens.spans == [(1, 3), (3, 5), (6, 7), (7, 11), (11, 12), (13, 14), (14, 15), (15, 16)]
+    assert [piece.text for piece in tokens.dropped] == ["‏"]
+
+
 @pytest.mark.parametrize("text", ["", "   ", "?!", "-- ... --", "(“”)"])
 def test_text_without_words_normalises_to_nothing(text):
     assert ptb_words(text) == [] and treebank_words(text) == []
@@ -93,3 +135,29 @@ def test_the_ptb_normaliser_agrees_with_the_training_text_on_the_wsj_sample(data
     assert result.sentences == 3914 and result.matched >= 3900
     assert result.ptb_exact / result.matched >= 0.98
     assert result.treebank_exact / result.sentences >= 0.98
+
+
+# What trips a tokeniser: quotes of every kind, brackets, dashes, currency, the special tokens, periods,
+# contractions, format characters, emoji and combining marks, among any other character.
+PIECES = ['"', "'", "''", "``", "`", "(", ")", "[", "}", "<", ">", "<unk>", "<eos>", "--", "—", "…", "...", ".",
+          "U.S.", "don't", "cannot", "'s", "$", "€", "£", "US$", "3.5", "1/2", "%", "&", "“", "”", "‘", "’",
+          "\u200d", "\u200f", "\ufeff", "\u00ad", "😀", "e\u0301", " ", "\t", "\u00a0", "a", "The"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=12).map("".join))
+def test_every_character_of_a_text_is_in_a_word_in_what_was_dropped_or_white_space(text):
+    for normalizer in NORMALIZERS.values():
+        reading = normalizer.read(text)
+        accounted = set()
+        for start, end in reading.spans:
+            assert 0 <= start < end <= len(text)
+            accounted.update(range(start, end))
+        for piece in reading.dropped:
+            assert text[piece.start : piece.start + len(piece.text)] == piece.text and piece.text
+            accounted.update(range(piece.start, piece.start + len(piece.text)))
+        assert {i for i, char in enumerate(text) if not char.isspace()} <= accounted, normalizer.name
+        # the same words as the normaliser reads without accounting, once the invisible characters are gone
+        visible = "".join(char for char in text if not invisible(char))
+        assert reading.words == normalizer(visible) and len(reading.spans) == len(reading.words), normalizer.name
+        assert [token for token, _, _ in normalizer.token_spans(visible)] == normalizer.tokens(visible)

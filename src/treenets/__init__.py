@@ -14,11 +14,16 @@ def load(name_or_path, device="cpu"):
             a model folder (`treenets export`), or a checkpoint written by `treenets train` (`best.pt`).
         device: where to put the model (`"cpu"`, `"cuda"`, a `torch.device`).
 
+    On a CPU it computes on `$TREENETS_THREADS` threads when that is set (as every command does; their
+    `--threads` wins), else on torch's default: every core (`torch.set_num_threads` changes it).
+
     Returns:
         the predictor of the checkpoint's task (`treenets.predictors`): a `LanguageModel` (`score`,
         `distances`, `parse`), a `RelatednessPredictor` (`predict(a, b)`: two sentences as typed) or a
         `SentimentClassifier` (`predict(sentence)`, or `predict(tree=...)`), each with its vocabulary and config.
     """
+    from treenets.devices import set_threads
     from treenets.predictors import Predictor
 
+    set_threads()
     return Predictor.load(name_or_path, device=device)

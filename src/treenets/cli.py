@@ -65,6 +65,11 @@ def _add_device(parser, default="auto", default_text="auto"):
                         help=f"where to run: auto (cuda if available), cpu, cuda, cuda:N (default: {default_text})")
 
 
+def _add_threads(parser):
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="compute on N threads (default: $TREENETS_THREADS, else every core)")
+
+
 def _add_precision(parser, default="fp32", default_text="fp32"):
     parser.add_argument("--precision", choices=PRECISIONS, default=default,
                         help="fp32, or bf16: matrix products in bfloat16, the rest in float32 (for CPUs with "
@@ -104,9 +109,12 @@ def _add_predict_options(predict):
     for spec in prediction_inputs():
         predict.add_argument(spec.option, nargs=spec.values if spec.values > 1 else None, metavar=spec.metavar,
                              help=spec.help)
+    predict.add_argument("--json", action="store_true",
+                         help="print JSON: what predict prints in any case (one object), as parse --json does")
     _add_pretokenized(predict)
     _add_precision(predict)
     _add_device(predict, default="cpu", default_text="cpu")
+    _add_threads(predict)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -153,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop after N optimizer steps in all, resumed ones included (train.max_steps)")
     train.add_argument("--max-minutes", type=float, metavar="M",
                        help="stop after M minutes of this run (train.max_minutes)")
-    train.add_argument("--threads", type=positive_int, metavar="N", help="torch intra-op threads (train.threads)")
+    train.add_argument("--threads", type=positive_int, metavar="N",
+                       help="compute on N threads (train.threads; default: $TREENETS_THREADS, else every core)")
     train.add_argument("--embeddings", metavar="FILE",
                        help="word vectors for relatedness/sentiment: a GloVe-format text file, or a .pth matrix in "
                             "vocabulary order (data.embeddings)")
@@ -180,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--corpus", metavar="DIR",
                           help="language models: the split of this corpus instead of the training one (a folder from "
                                "`treenets data prepare`, or of Mikolov files as the model's config names them); "
-                               "words the model lacks read as <unk>")
+                               "words the model lacks read as <unk>, and counted (unknown)")
     _add_pretokenized(evaluate)
     evaluate.add_argument("--batch-size", type=positive_int, metavar="N",
                           help="evaluation batch size (default: the config's eval/test batch size)")
@@ -191,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="also write every value to DIR/eval.json and an HTML report, DIR/index.html")
     _add_precision(evaluate)
     _add_device(evaluate)
+    _add_threads(evaluate)
     _add_data(evaluate)
 
     golden = commands.add_parser(
@@ -246,7 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed.")
     parse.add_argument("checkpoint", metavar="MODEL", help="a language model: " + MODEL_HELP)
     parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
-    parse.add_argument("--file", metavar="TXT", help="read sentences from a file, one per line")
+    parse.add_argument("--file", metavar="TXT",
+                       help="read sentences from a file, one per line; a line the model cannot read (no word left "
+                            "after normalising, not text) is named on stderr and skipped, and the count said last")
+    parse.add_argument("--strict", action="store_true",
+                       help="with --file: exit 1 when a line was skipped (the others are parsed all the same)")
     parse.add_argument("--layer", default="default",
                        help="1-based layer whose distances build the tree, 'mean', or 'all' (each layer's tree, then "
                             "the mean's; default: the model's default, the second layer of ON-LSTM)")
@@ -256,11 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--svg", metavar="DIR", help="also write one SVG drawing per sentence to DIR")
     parse.add_argument("--json", action="store_true",
                        help="print one JSON object per sentence and line: text (the input), tokens (what the model "
-                            "read), unknown (tokens outside its vocabulary), tree (bracketed), layer; trees (every "
+                            "read), unknown (tokens outside its vocabulary), dropped (what of the text it read no "
+                            "token from: each piece's text, start and why), tree (bracketed), layer; trees (every "
                             "layer's) with --layer all; distances ([layer][token]) with --distances")
     _add_pretokenized(parse)
     _add_precision(parse)
     _add_device(parse, default="cpu", default_text="cpu")
+    _add_threads(parse)
 
     parse_eval = commands.add_parser(
         "parse-eval", help="score induced trees against a treebank, beside the baselines",
@@ -283,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="random-tree draws averaged for the random baseline (default: 5)")
     _add_precision(parse_eval)
     _add_device(parse_eval, default="cpu", default_text="cpu")
+    _add_threads(parse_eval)
     _add_data(parse_eval)
 
     baselines = commands.add_parser("baselines", help="score the baseline trees against a treebank",
@@ -311,12 +328,16 @@ def build_parser() -> argparse.ArgumentParser:
                               "x.html)")
     _add_precision(syneval)
     _add_device(syneval)
+    _add_threads(syneval)
     _add_data(syneval)
 
     predict = commands.add_parser(
         "predict", help="score a sentence pair (relatedness), classify a sentence (sentiment) or a formula pair "
                         "(logic), or score a sentence (LM)",
-        description="Use a checkpoint on your own input; prints JSON.")
+        description="Use a checkpoint on your own input; prints one JSON object: a class with its name (sentiment: "
+                    "very negative ... very positive, or negative, positive; logic: the relation), a relatedness score "
+                    "with its scale (SICK: 1, completely unrelated, to 5, very related), or a sentence's "
+                    "log-probabilities.")
     predict.add_argument("checkpoint", metavar="MODEL", help="a relatedness, sentiment, logic or language model: "
                          + MODEL_HELP)
     predict.defer(_add_predict_options)
@@ -350,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--half", action="store_true", help="store the weights in float16 (half the size)")
     export.add_argument("--measure", action="store_true", help="measure the card's figures on the written files")
     _add_device(export, default="cpu", default_text="cpu")
+    _add_threads(export)
     _add_data(export)
 
     models = commands.add_parser("models", help="list the trained models that ship with treenets",
@@ -371,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="port to listen on (default: 8000; 0: a free one)")
     _add_device(serve, default="cpu", default_text="cpu")
     _add_precision(serve)
+    _add_threads(serve)
     return parser
 
 
@@ -425,9 +448,9 @@ def _cmd_data(args) -> int:
 def _cmd_parse(args) -> int:
     from treenets.parsing import print_trees
 
-    print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances, args.svg,
-                args.json, args.pretokenized, args.device)
-    return 0
+    skipped = print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances,
+                          args.svg, args.json, args.pretokenized, args.device)
+    return 1 if skipped and args.strict else 0
 
 
 def _cmd_parse_eval(args) -> int:
@@ -508,6 +531,16 @@ def _precision(args):
     return autocast(args.precision, resolve_device(args.device, "--device"))
 
 
+def _command_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the command (and subcommand: `data prepare`) that `args` ran, whose usage an error in its
+    options shows."""
+    while True:
+        found = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+        if not found or getattr(args, found[0].dest, None) is None:
+            return parser
+        parser = found[0].choices[getattr(args, found[0].dest)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command; bad input and failed file operations end in one `treenets: error:` line (exit 2), any
     other exception, a bug, in one `treenets: internal error:` line (exit 1) unless debugging is asked for."""
@@ -516,8 +549,12 @@ def main(argv: list[str] | None = None) -> int:
     if extra and getattr(args, "sentences", None) is not None and not any(a.startswith("-") for a in extra):
         args.sentences += extra  # `parse MODEL --layer 2 "a sentence"`: argparse ends the sentences at an option
     elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if hasattr(args, "threads") and args.command != "train":  # (train: the config's train.threads)
+            from treenets.devices import set_threads
+
+            set_threads(args.threads)
         with _precision(args):
             return COMMANDS[args.command](args)
     except TreenetsError as exc:

@@ -35,7 +35,7 @@ class TrainConfig(Section):
     # stop when the validation score has not improved for this many epochs in a row (converged); None: never
     patience: PositiveInt | None = None
     device: str = "auto"  # auto, cpu, cuda, cuda:1, ...
-    threads: PositiveInt | None = None  # torch intra-op threads; None = torch's default
+    threads: PositiveInt | None = None  # torch intra-op threads; None: $TREENETS_THREADS, else torch's default
     # kernels (treenets.nn.backend); None: $TREENETS_BACKEND
     backend: Literal[BACKENDS] | None = None
     # fp32, or bf16: matrix products in bfloat16, weights and element-wise work in float32 (treenets.nn.precision)

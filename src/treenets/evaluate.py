@@ -24,12 +24,13 @@ from treenets.tasks.metrics import Metric
 
 def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str, str]] | None = None,
                    batch_size: int | None = None, pretokenized: bool = False, root=None,
-                   corpus=None) -> tuple[Metric, dict]:
+                   corpus=None) -> tuple[Metric, dict, dict]:
     """The metric of the model `ref` (a checkpoint, model folder or zoo name) on `split` of its dataset (of the
     folder `corpus` instead, for a task whose data is a folder: a prepared corpus or Mikolov files), or, given
     `sentences` (`(where, text)` pairs, e.g. from `treenets.files.read_sentences`), of a language model on them,
-    each read on its own as `LanguageModel.score` reads it; and its network's config (the `model` section as a
-    dict: models with the same one are seeds of one architecture). A progress bar shows on a terminal only."""
+    each read on its own as `LanguageModel.score` reads it; its network's config (the `model` section as a
+    dict: models with the same one are seeds of one architecture); and counts beside the metric (of `corpus`:
+    `unknown`, its tokens the model lacks, read as `<unk>`). A progress bar shows on a terminal only."""
     saved = zoo.read(ref)
     predictor = Predictor.from_checkpoint(saved, ref, device)
     network = to_dict(predictor.config)["model"]
@@ -41,7 +42,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
                                 "models (the other tasks are evaluated on --split)")
         for where, text in sentences:  # a line with nothing to read: an error naming it
             predictor.read(text, pretokenized, where)
-        return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized), network
+        return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized), network, {}
     config = predictor.config
     if corpus is not None:
         if task_class(config.task).level is None:
@@ -51,7 +52,8 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
     # disable=None: a progress bar on a terminal only, not in a log file
     with tqdm(total=task.eval_units(split, batch_size), unit=task.units, desc=f"eval {split}", leave=False,
               disable=None) as bar:
-        return task.evaluate(predictor.net, split, batch_size=batch_size, progress=bar.update), network
+        metric = task.evaluate(predictor.net, split, batch_size=batch_size, progress=bar.update)
+    return metric, network, {"unknown": task.unknown_tokens(split)} if corpus is not None else {}
 
 
 def summarize(results: list[dict]) -> dict | None:
@@ -89,8 +91,9 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
               {"split": split, **({"corpus": str(corpus)} if corpus else {})})
     results, breakdowns, networks = [], {}, []
     for path in refs:
-        result, network = evaluate_model(path, device, split, sentences, batch_size, pretokenized, root, corpus)
-        results.append(result.values())
+        result, network, counts = evaluate_model(path, device, split, sentences, batch_size, pretokenized, root,
+                                                 corpus)
+        results.append({**result.values(), **counts})
         networks.append(network)
         print(json_text({"checkpoint": str(path), **source, **results[-1]}))
         if result.breakdown() is not None:

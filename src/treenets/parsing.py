@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -16,15 +17,18 @@ from treenets.files import json_text, output_folder, read_sentences
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.predictors.lm import LanguageModel, Layer, Parse
 from treenets.report import parsing_section, write_report
+from treenets.text import invisible
 from treenets.trees.draw import ascii_art, bracketed, write_svg
 from treenets.trees.evaluation import evaluate_baselines, evaluate_model, format_table, multi_run_lines, write_outputs
 from treenets.trees.walk import depth
 
 
 def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) -> dict:
-    """What `parse --json` prints for a sentence: its text, what the model read, the tree of `parse.layer`,
-    every layer's tree when several are asked, and with `distances` every row of distances."""
-    record = {"text": text, "tokens": parse.words, "unknown": parse.unknown, "tree": bracketed(parse.nested),
+    """What `parse --json` prints for a sentence: its text, what the model read (and what of the text it read
+    nothing from: `dropped`, each piece's text, start and why), the tree of `parse.layer`, every layer's tree when
+    several are asked, and with `distances` every row of distances."""
+    record = {"text": text, "tokens": parse.words, "unknown": parse.unknown,
+              "dropped": [asdict(piece) for piece in parse.dropped], "tree": bracketed(parse.nested),
               "layer": parse.layer}
     if len(layers) > 1:
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
@@ -33,24 +37,41 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
     return record
 
 
+def shown(text: str) -> str:
+    """`text` for a terminal: an invisible or unprintable character as its code point (`<U+200D>`)."""
+    return "".join(char if char.isprintable() and not invisible(char) else f"<U+{ord(char):04X}>" for char in text)
+
+
 def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, layer: str = "default",
                 split: str = "official", distances: bool = False, svg: str | None = None, as_json: bool = False,
-                pretokenized: bool = False, device="cpu") -> None:
+                pretokenized: bool = False, device="cpu") -> int:
     """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
     printed bracketed and drawn as text, or with `as_json` one JSON object per line (`parse_record`); with
-    `distances` every layer's distances too; with `svg` one drawing per tree in that folder."""
-    sentences = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
-    if file:
-        sentences += read_sentences(file, "--file")
-    if not sentences:
+    `distances` every layer's distances too; with `svg` one drawing per tree in that folder. A sentence given
+    that the model cannot read is an error; a line of `file` is skipped, named on stderr with the reason, and
+    counted in a last line there. Returns how many lines were skipped."""
+    given = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
+    lines = read_sentences(file, "--file") if file else []
+    if not given and not lines:
         raise TreenetsError("parse: give sentences as arguments or --file")
     if svg:
         output_folder(svg, "--svg")
     lm = LanguageModel.load(ref, device=device)
     layers = lm.layers(layer, option="--layer")
-    for where, text in sentences:  # a sentence with nothing to read: an error naming it, before any output
+    for where, text in given:  # a sentence with nothing to read: an error naming it, before any output
         lm.read(text, pretokenized, where)
+    readable = []
+    for where, text in lines:
+        try:
+            lm.read(text, pretokenized, where)
+        except TreenetsError as exc:  # its message starts with `file:line`
+            print(f"{exc} (skipped)", file=sys.stderr)
+            continue
+        readable.append((where, text))
+    sentences = given + readable
+    if not sentences:
+        raise TreenetsError(f"{file}: no line of it could be read (above)")
     first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
     parses = lm.parse([text for _, text in sentences], first, split, pretokenized=pretokenized)
     for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
@@ -64,6 +85,8 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
             print(f"[{number}] {' '.join(words)}")
             if parse.unknown:
                 print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
+            if parse.dropped:
+                print(f"    dropped: {' '.join(shown(piece.text) for piece in parse.dropped)}")
         for row in layers:
             tree = parse.at(row).nested
             levels = depth(tree)
@@ -84,6 +107,11 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
             print()
     if svg:
         print(f"SVG drawings: {svg}", file=sys.stderr if as_json else sys.stdout)
+    skipped = len(lines) - len(readable)
+    if file:  # the summary, after the trees
+        print(f"{file}: {len(readable):,} of {len(lines):,} sentences parsed, {skipped:,} skipped (unreadable)",
+              file=sys.stderr)
+    return skipped
 
 
 def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all", split: str = "official",

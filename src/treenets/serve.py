@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import socket
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import h11
@@ -26,7 +26,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 import treenets
 from treenets.console import note
-from treenets.data.sst import NUM_CLASSES
+from treenets.data.sst import CLASS_NAMES, NUM_CLASSES
 from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
 from treenets.predictors.lm import LanguageModel, Parse
@@ -40,8 +40,6 @@ MAX_WORDS = 200
 MAX_BODY = 64_000  # bytes of a request: a sentence at the limit, JSON-escaped, fits with room to spare
 REQUEST_SECONDS = 20.0  # for a client to send a whole request (`RequestDeadline`)
 SPLITS = ("official", "before")
-CLASS_NAMES = {5: ["very negative", "negative", "neutral", "positive", "very positive"],
-               2: ["negative", "positive"]}  # SST's classes, by number of classes
 
 
 @dataclass
@@ -83,17 +81,19 @@ class Refused(Exception):
 
 
 def check_sentence(sentence) -> str:
+    """The sentence of a request, as sent (the models say what of it they drop), or why it is refused: not text,
+    nothing but white space and invisible characters, or more than the limits."""
     if not isinstance(sentence, str):
         raise Refused(400, 'expected {"sentence": "...", "models": [...]}: "sentence" must be a string')
     try:
-        sentence = checked_text(sentence, "the sentence")  # invisible characters dropped: zero-width only is empty
+        visible = checked_text(sentence, "the sentence")  # invisible characters dropped: zero-width only is empty
     except TreenetsError as exc:
         raise Refused(400, str(exc)) from None
-    if not sentence.strip():
+    if not visible.strip():
         raise Refused(400, "the sentence is empty: type at least one word")
     if len(sentence) > MAX_CHARACTERS:
         raise Refused(400, f"the sentence has {len(sentence):,} characters: at most {MAX_CHARACTERS:,}")
-    words = len(sentence.split())
+    words = len(visible.split())
     if words > MAX_WORDS:
         raise Refused(400, f"the sentence has {words} words: at most {MAX_WORDS}")
     return sentence
@@ -152,9 +152,10 @@ class RequestDeadline(H11Protocol):
 
 def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretokenized: bool = False) -> dict:
     """One model's reading of a sentence (normalised as its training text, or with `pretokenized` split on
-    white space): tokens, surprisal in bits of each and of the closing boundary token, perplexity, and when the
-    model gives distances, every layer's distances and every layer's tree for each split (trees over token
-    positions, as the page draws them). With `precision` bf16 the model's products run in bfloat16 (a block
+    white space): tokens, what of the sentence was dropped (`dropped`: each piece's text, start and why; a
+    sentiment model's too), surprisal in bits of each token and of the closing boundary token, perplexity, and
+    when the model gives distances, every layer's distances and every layer's tree for each split (trees over
+    token positions, as the page draws them). With `precision` bf16 the model's products run in bfloat16 (a block
     opened here: autocast holds for the thread that opens it, and requests are answered in worker threads)."""
     lm = model.lm
     with autocast(precision, lm.device):
@@ -169,7 +170,8 @@ def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: st
     gives each word's."""
     result = classifier.predict(sentence, pretokenized=pretokenized)
     answer = {"model": model.id, "kind": "sentiment", "tokens": result.tokens, "unknown": result.unknown,
-              "label": result.label, "probabilities": result.probabilities, "parser": result.parser,
+              "dropped": [asdict(piece) for piece in result.dropped], "label": result.label,
+              "probabilities": result.probabilities, "parser": result.parser,
               "tree": None, "labels": None, "word_labels": None}
     if result.spans is not None:
         answer.update(tree=json.loads(tree_json(to_nested(from_spans([(s, e) for s, e, _ in result.spans],
@@ -181,7 +183,8 @@ def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: st
 
 def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
     score = lm.score(sentence, pretokenized)
-    result = {"model": model.id, "tokens": score.tokens, "unknown": score.unknown, "end_token": lm.eos,
+    result = {"model": model.id, "tokens": score.tokens, "unknown": score.unknown,
+              "dropped": [asdict(piece) for piece in score.dropped], "end_token": lm.eos,
               "surprisal": [-value / math.log(2) for value in score.logprobs], "perplexity": score.perplexity,
               "layers": [], "default_layer": None, "distances": None, "trees": None}
     if lm.num_distance_rows:
@@ -205,7 +208,8 @@ def describe(model: ServedModel, first_report: int) -> dict:
             f", over {lm.config.data.trees} trees in training and typed sentences over trees induced by "
             f"{lm.config.data.parser}" if lm.config.data.trees in ("gold", "induced") else
             f", over {lm.config.data.trees} trees")
-        return {"id": model.id, "kind": "sentiment", "classes": CLASS_NAMES[classes], "unit": "token",
+        return {"id": model.id, "kind": "sentiment", "classes": list(CLASS_NAMES[lm.config.data.classes]),
+                "unit": "token",
                 "description": f"{lm.config.model.name} (sentiment, {classes} classes){trees}; text read as "
                                f"{lm.config.data.normalizer}",
                 "reports": []}

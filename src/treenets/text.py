@@ -10,14 +10,16 @@ pretokenized: then it is split on white space and only the vocabulary's case and
 (`LanguageModel.tokenize`).
 
 - `ptb`: Mikolov's PTB language-model text. Penn Treebank tokenisation (`treebank_tokens`: `don't` -> `do n't`,
-  `company's` -> `company 's`, `3.5%` -> `3.5 %`, `$5` -> `$ 5`; hyphenated words, `U.S.`, `S&P` and `US$`
-  whole), then Mikolov's preprocessing: lower case; every number (`3.5`, `1,000`, `1987`, `1:30`, `1/2`,
-  `1985-86`) and `%` become `N`, while words of digits and letters stay (`30-year`, `1980s`); punctuation is
-  dropped, but not the symbols the text keeps as words (`$ # & '`, the last the possessive of a plural:
-  `investors '`); `/` is written `\\/` as the treebank escapes it (`mgm\\/ua`).
+  `company's` -> `company 's`, `3.5%` -> `3.5 %`, `$5` -> `$ 5`, every currency symbol split off as `$` is:
+  `€3.2` -> `€ 3.2`; hyphenated words, `U.S.`, `S&P` and `US$` whole), then Mikolov's preprocessing: lower
+  case; every number (`3.5`, `1,000`, `1987`, `1:30`, `1/2`, `1985-86`) and `%` become `N`, while words of
+  digits and letters stay (`30-year`, `1980s`); punctuation is dropped, but not the symbols the text keeps as
+  words (`$ # & '`, the last the possessive of a plural: `investors '`) nor any currency symbol (`£` written
+  `#`, as the treebank writes the pound sign; `€`, `¥`, ... as they are, which a PTB model reads as `<unk>`);
+  `/` is written `\\/` as the treebank escapes it (`mgm\\/ua`).
 - `treebank`: the words of a treebank tree as the parsing evaluation keeps them (`treenets.trees.tree_words`:
   word tags only, lower-cased, digit runs -> `N`), on which the sentence-level language model trains: the
-  same tokenisation; punctuation, `$` and `#` dropped, `%` kept, `3.5` -> `N.N`.
+  same tokenisation; punctuation, currency symbols (`$`, `US$`, `€`) and `#` dropped, `%` kept, `3.5` -> `N.N`.
 - `tokens`: the Penn Treebank tokens as typed (case, numbers and punctuation kept; brackets written `-LRB-`),
   as SST's trees and SICK's `.toks` files write their sentences: what the Tree-LSTMs read.
 - `lower`: lower case, split on white space.
@@ -25,7 +27,16 @@ pretokenized: then it is split on white space and only the vocabulary's case and
 
 A character-level model reads the words of its normaliser spelled out (its task's `split_words`:
 `t h e _ c a t`), as Mikolov's character-level files spell the word-level ones. A text is one sentence: the
-tokeniser splits a period off its end only.
+tokeniser splits a period off its end only. `<unk>` and `<eos>` typed in a text are the tokens of Mikolov's PTB
+text (`SPECIAL_TOKENS`), kept whole by every normaliser, so that a line pasted from it reads as the model read
+it in training: the unknown-word token, and the sentence boundary.
+
+Nothing of a text is lost without a word (`Normalizer.read`, which `treenets parse --json`, `predict`, `serve`
+and the language models' `score` and `parse` use): every character is in a word (`Reading.spans`, however
+rewritten: `The` -> `the`, `3.5` -> `N`), in what was dropped (`Reading.dropped`: the tokens the normaliser
+drops, such as punctuation, symbols and emoji, and the invisible format characters, Unicode's Cf: zero-width
+joiners and spaces, direction marks, the byte-order mark, soft hyphens, which are no part of a word), or white
+space between them.
 
 `benchmarks/normalizer_agreement.py` measures both PTB normalisers on the NLTK WSJ sample.
 """
@@ -35,7 +46,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal
 
@@ -51,16 +62,26 @@ _TYPOGRAPHIC = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u20
                               "\u2013": "-", "\u2014": " -- ", "\u2015": " -- ", "\u2026": "..."})
 
 
+# Every currency symbol (Unicode's Sc, `$ £ € ¥ ₹` and 58 more; all of them lie in the first two planes, 0.01 s
+# to list), as a regular expression's character class.
+CURRENCY_SYMBOLS = "".join(chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "Sc")
+_CURRENCY_CLASS = "[" + "".join(re.escape(char) for char in CURRENCY_SYMBOLS) + "]"
+POUND_SIGNS = frozenset("£￡")  # which the Penn Treebank writes `#` (`# N billion`)
+SPECIAL_TOKENS = ("<unk>", "<eos>")  # the tokens of Mikolov's PTB text, kept whole when typed
+
+
 def _punctuation_rules() -> list:
     """nltk's Treebank punctuation rules, its rule that splits each of `;@#$%&` off replaced by two that leave
-    `&` inside a word (`S&P`, `AT&T`) and `$` after letters (`US$`, `C$`) whole, as the treebank writes them."""
+    `&` inside a word (`S&P`, `AT&T`) and a currency symbol after letters (`US$`, `C$`) whole, as the treebank
+    writes them, and split every other currency symbol off as `$` (`€3.2` -> `€ 3.2`)."""
     rules = list(TreebankWordTokenizer.PUNCTUATION)
     found = [i for i, (regexp, _) in enumerate(rules) if regexp.pattern == r"[;@#$%&]"]
     if not found:
         raise ImportError("treenets.text: this nltk's TreebankWordTokenizer has no rule `[;@#$%&]` to adapt; "
                           "treenets needs nltk>=3.8 as its pyproject.toml says")
-    rules[found[0] : found[0] + 1] = [(re.compile(r"[;@#%]|(?<!\w)&|&(?!\w)|(?<![A-Za-z])\$"), r" \g<0> "),
-                                      (re.compile(r"(?<=[A-Za-z])\$"), r"\g<0> ")]
+    rules[found[0] : found[0] + 1] = [
+        (re.compile(rf"[;@#%]|(?<!\w)&|&(?!\w)|(?<![A-Za-z]){_CURRENCY_CLASS}"), r" \g<0> "),
+        (re.compile(rf"(?<=[A-Za-z]){_CURRENCY_CLASS}"), r"\g<0> ")]
     return rules
 
 
@@ -82,12 +103,13 @@ def _plain_rules(rules):
 
 
 class _TreebankTokenizer(TreebankWordTokenizer):
-    """nltk's Treebank tokeniser with `_punctuation_rules` and the opening-quote rules of nltk's newer
-    `NLTKWordTokenizer` (a backtick, or a single quote opening a word as in `'soft landing'`, split off)."""
+    """nltk's Treebank tokeniser with `_punctuation_rules`, the opening-quote rules of nltk's newer
+    `NLTKWordTokenizer` (a backtick, or a single quote opening a word as in `'soft landing'`, split off), and
+    `SPECIAL_TOKENS` split off whole where nltk splits off every bracket (`<`, `>` too)."""
 
     STARTING_QUOTES = _plain_rules(NLTKWordTokenizer.STARTING_QUOTES)
     PUNCTUATION = _plain_rules(_punctuation_rules())
-    PARENS_BRACKETS = _plain_rules(TreebankWordTokenizer.PARENS_BRACKETS)
+    PARENS_BRACKETS = (re.compile("|".join(map(re.escape, SPECIAL_TOKENS)) + r"|[\]\[\(\)\{\}<>]"), r" \g<0> ")
     CONVERT_PARENTHESES = _plain_rules(TreebankWordTokenizer.CONVERT_PARENTHESES)
     DOUBLE_DASHES = _plain_rules(TreebankWordTokenizer.DOUBLE_DASHES)
     ENDING_QUOTES = _plain_rules(TreebankWordTokenizer.ENDING_QUOTES)
@@ -96,7 +118,7 @@ class _TreebankTokenizer(TreebankWordTokenizer):
 _TOKENIZER = _TreebankTokenizer()
 _ABBREVIATION = re.compile(r"[A-Za-z]+(?:\.[A-Za-z]+)+")  # U.S, N.J, a.m: letters with periods between them
 _NUMBER = re.compile(r"[-+]?[.,]?[0-9][0-9.,:\\/-]*")  # 3.5 1,000 1987 1:30 1\/2 1985-86 .5 -3 (and a list's 1.)
-_CURRENCY = re.compile(r"[A-Za-z]*\$")  # $ US$ C$
+_CURRENCY = re.compile(rf"[A-Za-z]*{_CURRENCY_CLASS}")  # $ US$ C$ €
 PTB_SYMBOLS = frozenset("$#&'")  # the tokens without a letter or digit that Mikolov's PTB text keeps
 TREEBANK_SYMBOLS = frozenset("%&'")  # those the parsing evaluation keeps (tagged NN, CC, POS)
 
@@ -107,8 +129,45 @@ def treebank_tokens(text: str, brackets: bool = False) -> list[str]:
     after a word ending in s while no quotation is open: `investors '`), and the period of an abbreviation
     that ends the sentence both kept and repeated (`the U.S.` -> `the U.S. .`). With `brackets`, `( ) [ ] { }`
     are written `-LRB- -RRB- -LSB- -RSB- -LCB- -RCB-` as in the treebank's trees (and SST's)."""
-    tokens = [token.replace("/", "\\/")
-              for token in _TOKENIZER.tokenize(text.translate(_TYPOGRAPHIC), convert_parentheses=brackets)]
+    return _treebank_form(_TOKENIZER.tokenize(text.translate(_TYPOGRAPHIC), convert_parentheses=brackets))
+
+
+def treebank_token_spans(text: str, brackets: bool = False) -> list[tuple[str, int, int]]:
+    """`treebank_tokens` with where each is in `text`: `(token, start, end)`, `text[start:end]` the characters it
+    was written from (`"` for `''`, `(` for `-LRB-`, `—` for `--`; the period that ends both an abbreviation and
+    the sentence is the repeated `.`'s only)."""
+    translated = [_TYPOGRAPHIC.get(ord(char), char) for char in text]
+    origin = [i for i, piece in enumerate(translated) for _ in piece]  # the character of `text` each came from
+    translated = "".join(translated)
+    tokens = _TOKENIZER.tokenize(translated, convert_parentheses=brackets)
+    return [(token, origin[start], origin[end - 1] + 1)
+            for token, (start, end) in zip(_treebank_form(tokens), _aligned(tokens, translated))]
+
+
+# What nltk's tokeniser writes for what: a double quote as `` (opening) or '' (closing), a bracket as -LRB- ...
+_WRITTEN_FOR = {"``": ('"', "''"), "''": ('"',), "-LRB-": ("(",), "-RRB-": (")",), "-LSB-": ("[",),
+                "-RSB-": ("]",), "-LCB-": ("{",), "-RCB-": ("}",)}
+
+
+def _aligned(tokens: list[str], text: str) -> list[tuple[int, int]]:
+    """Where each of nltk's `tokens` of `text` is in it, in order: `(start, end)`. The tokeniser only inserts
+    white space, and rewrites quotes and brackets (`_WRITTEN_FOR`); any other difference is a bug here."""
+    spans, point = [], 0
+    for token in tokens:
+        while point < len(text) and text[point].isspace():
+            point += 1
+        found = next((typed for typed in (token, *_WRITTEN_FOR.get(token, ())) if text.startswith(typed, point)),
+                     None)
+        if found is None:
+            raise RuntimeError(f"treenets.text: the token {token!r} is not at character {point} of {text!r}")
+        spans.append((point, point + len(found)))
+        point += len(found)
+    return spans
+
+
+def _treebank_form(tokens: list[str]) -> list[str]:
+    """nltk's Treebank tokens as the treebank writes them (`treebank_tokens`), one for one."""
+    tokens = [token.replace("/", "\\/") for token in tokens]
     quoted = False  # a single quotation is open
     for i, token in enumerate(tokens):
         if token == "`":
@@ -138,7 +197,9 @@ def ptb_word(token: str) -> str | None:
     word = token.lower()
     if is_number(word):
         return "N"
-    return word if not _is_symbol(token) or word in PTB_SYMBOLS else None
+    if word in POUND_SIGNS:
+        return "#"
+    return word if not _is_symbol(token) or word in PTB_SYMBOLS or _CURRENCY.fullmatch(token) else None
 
 
 def treebank_word(token: str) -> str | None:
@@ -148,16 +209,48 @@ def treebank_word(token: str) -> str | None:
     return normalize_word(token)
 
 
+def whitespace_token_spans(text: str) -> list[tuple[str, int, int]]:
+    """`text.split()` with where each token is: `(token, start, end)`."""
+    return [(found[0], found.start(), found.end()) for found in re.finditer(r"\S+", text)]
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A piece of a text that a normaliser read no word from."""
+
+    text: str  # as typed
+    start: int  # where it starts in the text, in characters
+    why: str  # e.g. "punctuation or symbol", "invisible: U+200D ZERO WIDTH JOINER"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A text as a normaliser reads it (`Normalizer.read`): every character is in a word's span, in a piece
+    dropped, or white space between them."""
+
+    words: list[str]
+    spans: list[tuple[int, int]]  # where each word came from: `text[start:end]` (a period may serve two words)
+    dropped: list[Dropped] = field(default_factory=list)  # in the order of the text
+
+
+def invisible(char: str) -> bool:
+    """Whether `char` is a format character (Unicode's Cf: zero-width spaces and joiners, direction marks, the
+    byte-order mark, soft hyphens), which is no part of a word: the normalisers drop it (and say so)."""
+    return unicodedata.category(char) == "Cf"
+
+
 @dataclass(frozen=True)
 class Normalizer:
     """A named way of turning a sentence into the words of a model's training text: split it into tokens, then
     write each token as that text does (or drop it). Keeping the two steps apart lets a caller align the words
-    with the tokens they came from (`aligned`), as a Tree-LSTM does when a language model parses its tokens."""
+    with the tokens they came from (`aligned`), as a Tree-LSTM does when a language model parses its tokens,
+    and say of every character of the text what became of it (`read`)."""
 
     name: str
     summary: str  # what it does, in a few words
     tokens: Callable[[str], list[str]]  # the text split into tokens
     word: Callable[[str], str | None]  # a token as a word of the training text; None: dropped
+    token_spans: Callable[[str], list[tuple[str, int, int]]]  # `tokens` with where each is: (token, start, end)
 
     def __call__(self, text: str) -> list[str]:
         return [word for word in self.aligned(self.tokens(text)) if word is not None]
@@ -165,6 +258,27 @@ class Normalizer:
     def aligned(self, tokens: list[str]) -> list[str | None]:
         """Each token's word (None where the normaliser drops it): tokens already split, e.g. another model's."""
         return [self.word(token) for token in tokens]
+
+    def read(self, text: str) -> Reading:
+        """The words of `text` (those of `self(text)` once its invisible characters are dropped), where each came
+        from, and what was dropped: each invisible character (`invisible`), each token without a word."""
+        dropped, kept = [], []  # kept: the offset in `text` of each character that is not invisible
+        for offset, char in enumerate(text):
+            if invisible(char):
+                dropped.append(Dropped(char, offset, f"invisible: U+{ord(char):04X} "
+                                                     f"{unicodedata.name(char, 'format character')}"))
+            else:
+                kept.append(offset)
+        words, spans = [], []
+        for token, start, end in self.token_spans("".join(text[offset] for offset in kept)):
+            start, end = kept[start], kept[end - 1] + 1
+            word = self.word(token)
+            if word is None:
+                dropped.append(Dropped(text[start:end], start, "punctuation or symbol"))
+            else:
+                words.append(word)
+                spans.append((start, end))
+        return Reading(words, spans, sorted(dropped, key=lambda piece: piece.start))
 
 
 def _same(token: str) -> str:
@@ -183,23 +297,28 @@ def treebank_words(text: str) -> list[str]:
 
 NORMALIZERS = {normalizer.name: normalizer for normalizer in (
     Normalizer("ptb", "Penn Treebank tokens in lower case, numbers as N, punctuation dropped, as in Mikolov's PTB "
-                      "text", treebank_tokens, ptb_word),
+                      "text", treebank_tokens, ptb_word, treebank_token_spans),
     Normalizer("treebank", "Penn Treebank tokens in lower case, digits as N, punctuation dropped, as the parsing "
-                           "evaluation keeps a treebank's words", treebank_tokens, treebank_word),
+                           "evaluation keeps a treebank's words", treebank_tokens, treebank_word,
+               treebank_token_spans),
     Normalizer("tokens", "Penn Treebank tokens as typed (case, numbers and punctuation kept, brackets as -LRB-), "
-                         "as SST and SICK write their sentences", partial(treebank_tokens, brackets=True), _same),
-    Normalizer("lower", "lower case, split on white space", str.split, str.lower),
-    Normalizer("none", "split on white space, as typed", str.split, _same),
+                         "as SST and SICK write their sentences", partial(treebank_tokens, brackets=True), _same,
+               partial(treebank_token_spans, brackets=True)),
+    Normalizer("lower", "lower case, split on white space", str.split, str.lower, whitespace_token_spans),
+    Normalizer("none", "split on white space, as typed", str.split, _same, whitespace_token_spans),
 )}
 
 NormalizerName = Literal[tuple(NORMALIZERS)]  # what a config's `data.normalizer` may be
 
 
 def checked_text(text, where: str) -> str:
-    """`text` without the invisible characters that are no part of a word (zero-width spaces and joiners, the
-    byte-order mark, soft hyphens: Unicode's format characters), or an error naming `where` for what is not
-    text: not a string, bytes that were not UTF-8 (read from a command line as lone surrogates), control
-    characters other than tabs and line breaks."""
+    """`text` without its invisible characters (`invisible`), once `check_text` found it to be text."""
+    return "".join(char for char in check_text(text, where) if not invisible(char))
+
+
+def check_text(text, where: str) -> str:
+    """`text`, or an error naming `where` for what is not text: not a string, bytes that were not UTF-8 (read
+    from a command line as lone surrogates), control characters other than tabs and line breaks."""
     if not isinstance(text, str):
         raise TreenetsError(f"{where}: expected a string, not {type(text).__name__}")
     for char in text:
@@ -208,7 +327,7 @@ def checked_text(text, where: str) -> str:
                                 "sentence")
         if unicodedata.category(char) == "Cc" and char not in "\t\n\r":
             raise TreenetsError(f"{where}: not text (the control character U+{ord(char):04X}); expected a sentence")
-    return "".join(char for char in text if unicodedata.category(char) != "Cf")
+    return text
 
 
 def get_normalizer(name: str) -> Normalizer:

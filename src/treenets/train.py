@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from treenets import checkpoint, graphs, optim
 from treenets.config import load_config, saved_config, to_dict
 from treenets.console import note
-from treenets.devices import resolve_device
+from treenets.devices import resolve_device, set_threads
 from treenets.errors import TreenetsError
 from treenets.files import output_folder
 from treenets.nn.backend import set_backend
@@ -114,8 +114,7 @@ class Trainer:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         self.device = device
         check_precision(config.train.precision, device)  # refused before anything is read or written
-        if config.train.threads:
-            torch.set_num_threads(config.train.threads)
+        set_threads(config.train.threads, "train.threads")  # None: $TREENETS_THREADS, else torch's default
         if config.train.backend is not None:
             set_backend(config.train.backend)
         self.is_main = self.rank == 0

@@ -183,3 +183,69 @@ def test_data_check_on_staged_data(data_root, capsys):
     assert main(["data", "check", "ptb", "--data", str(data_root)]) == 0
     out = capsys.readouterr().out
     assert out.count("ok ") == 3 and "3 ok, 0 missing, 0 wrong" in out
+
+
+@pytest.fixture
+def torch_threads():
+    """The test may change torch's threads: set back after it."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+MODEL_COMMANDS = {"parse": ["m", "a sentence"], "predict": ["m"], "serve": ["m"], "eval": ["m"],
+                  "parse-eval": ["m", "--treebank", "t"], "syneval": ["m"], "export": ["m", "out"]}
+
+
+def test_every_command_that_runs_a_model_computes_on_the_threads_asked(monkeypatch, capsys, torch_threads):
+    # Before: parse, predict and serve had no --threads, and no setting reached them: every core.
+    seen = {}
+
+    def record(args):
+        seen[args.command] = torch.get_num_threads()
+        return 0
+
+    for name in MODEL_COMMANDS:
+        monkeypatch.setitem(COMMANDS, name, record)
+    for name, arguments in MODEL_COMMANDS.items():
+        for argv, environment, threads in ((["--threads", "2"], None, 2), ([], "1", 1), (["--threads", "2"], "1", 2)):
+            torch.set_num_threads(3)
+            if environment:
+                monkeypatch.setenv("TREENETS_THREADS", environment)
+            else:
+                monkeypatch.delenv("TREENETS_THREADS", raising=False)
+            assert main([name, *arguments, *argv]) == 0
+            assert seen.pop(name) == threads, (name, argv, environment)
+    monkeypatch.setenv("TREENETS_THREADS", "two")
+    assert main(["parse", "m", "a sentence"]) == 2
+    assert "treenets: error: $TREENETS_THREADS='two': expected a whole number of threads, at least 1" in \
+        capsys.readouterr().err and not seen
+
+
+def test_training_and_the_api_read_the_threads_variable_too(trained, config_file, tmp_path, monkeypatch,
+                                                             torch_threads):
+    # `train.threads` (here null) falls back on $TREENETS_THREADS, as `treenets.load` does.
+    monkeypatch.setenv("TREENETS_THREADS", "2")
+    torch.set_num_threads(1)
+    assert main(["train", str(config_file(train={"threads": None, "epochs": 1, "max_steps": 1})), "--out",
+                 str(tmp_path / "run"), "--no-progress"]) == 0
+    assert torch.get_num_threads() == 2
+    monkeypatch.setenv("TREENETS_THREADS", "1")
+    treenets.load(trained / "run" / "best.pt")
+    assert torch.get_num_threads() == 1
+    monkeypatch.setenv("TREENETS_THREADS", "0")
+    with pytest.raises(TreenetsError, match=r"^\$TREENETS_THREADS='0': expected a whole number"):
+        treenets.load(trained / "run" / "best.pt")
+
+
+@pytest.mark.parametrize("argv,usage", [(["predict", "m", "--bogus"], "usage: treenets predict "),
+                                        (["eval", "m", "--bogus"], "usage: treenets eval "),
+                                        (["data", "prepare", "t.txt", "--out", "c", "--bogus"],
+                                         "usage: treenets data prepare ")])
+def test_a_wrong_option_shows_the_usage_of_its_command(argv, usage, capsys):
+    # Before: the top level's usage (`treenets [-h] [--version] [--debug] COMMAND ...`), which names no option.
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2 and error.startswith(usage), error
+    assert error.rstrip().endswith("error: unrecognized arguments: --bogus")

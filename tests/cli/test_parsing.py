@@ -76,9 +76,11 @@ def test_parse_json_prints_one_object_per_sentence(run, tmp_path, capsys):
     sentences.write_text("Fish of Zebra!\n\n")
     assert main(["parse", best, "The dog, bird of a fish.", "--file", str(sentences), "--json", "--distances"]) == 0
     first, second = _json_lines(capsys.readouterr().out)
-    assert set(first) == {"text", "tokens", "unknown", "tree", "layer", "distances"}
+    assert set(first) == {"text", "tokens", "unknown", "dropped", "tree", "layer", "distances"}
     assert first["text"] == "The dog, bird of a fish."
     assert first["tokens"] == ["the", "dog", "bird", "of", "a", "fish"] and first["unknown"] == []
+    assert first["dropped"] == [{"text": ",", "start": 7, "why": "punctuation or symbol"},
+                                {"text": ".", "start": 23, "why": "punctuation or symbol"}]
     assert nltk.Tree.fromstring(first["tree"]).leaves() == first["tokens"] and first["layer"] == 2
     assert len(first["distances"]) == 2 and all(len(row) == 6 for row in first["distances"])
     assert all(0.0 <= value <= 1.0 for row in first["distances"] for value in row)
@@ -90,6 +92,12 @@ def test_parse_json_prints_one_object_per_sentence(run, tmp_path, capsys):
     assert record["layer"] == 2 and record["tree"] == record["trees"]["2"]  # the default layer's
     assert main(["parse", best, "a dog of fish", "--json", "--layer", "mean"]) == 0
     assert _json_lines(capsys.readouterr().out)[0]["layer"] == "mean"
+
+
+def test_parse_says_what_of_a_sentence_the_model_read_nothing_from(run, capsys):
+    # Before: an emoji and a zero-width joiner vanished without a word.
+    assert main(["parse", str(run / "run" / "best.pt"), "the d\u200dog \U0001f600 of a fish"]) == 0
+    assert "[1] the dog of a fish\n    dropped: <U+200D> \U0001f600\n" in capsys.readouterr().out
 
 
 def test_parse_json_refuses_distances_that_are_not_numbers(run, capsys, monkeypatch):
@@ -133,13 +141,11 @@ def test_a_5000_word_line_is_parsed(run, tmp_path, capsys):
     (["a dog", "?! ..."], "treenets: error: sentence '?! ...': no word left after the ptb normaliser (Penn Treebank "
                           "tokens in lower case, numbers as N, punctuation dropped, as in Mikolov's PTB text); "
                           "expected at least one word"),
-    (["--file", "{lines}"], "treenets: error: {lines}:3: sentence '-- * --': no word left after the ptb normaliser"),
     (["--file", "{empty}"], "treenets: error: {empty}: no sentence in it (expected --file: a text file of sentences"),
     (["--file", "{binary}"], "treenets: error: {binary}: binary file (expected --file: a text file of sentences"),
 ])
 def test_parse_refuses_text_without_words_in_one_line(run, tmp_path, capsys, given, message):
-    files = {"lines": tmp_path / "lines.txt", "empty": tmp_path / "empty.txt", "binary": tmp_path / "binary.txt"}
-    files["lines"].write_text("a dog\n\n-- * --\n")
+    files = {"empty": tmp_path / "empty.txt", "binary": tmp_path / "binary.txt"}
     files["empty"].write_text("\n  \n")
     files["binary"].write_bytes(b"a dog\n" + bytes(range(256)))
     names = {name: str(path) for name, path in files.items()}
@@ -360,8 +366,33 @@ def test_a_language_model_refuses_what_is_not_text_as_the_tree_lstms_do(run, tmp
     assert "sentence: not text (bytes that are not UTF-8, or a lone surrogate)" in capsys.readouterr().err
     sentences = tmp_path / "s.txt"
     sentences.write_text("the dog\nthe \x01 fish\n")
-    assert main(["parse", str(run / "run" / "best.pt"), "--file", str(sentences)]) == 2
-    assert f"{sentences}:2: not text (the control character U+0001)" in capsys.readouterr().err
+    assert main(["parse", str(run / "run" / "best.pt"), "--file", str(sentences)]) == 0  # the line skipped
+    assert f"{sentences}:2: not text (the control character U+0001); expected a sentence (skipped)" in \
+        capsys.readouterr().err
+
+
+def test_parse_of_a_file_skips_the_lines_it_cannot_read_and_says_which(run, tmp_path, capsys):
+    # Before: the first such line (`!!!`) stopped it, exit 2, and no tree of the lines before or after it.
+    best, path = str(run / "run" / "best.pt"), tmp_path / "lines.txt"
+    path.write_text("a dog\n!!!\n\nthe \x01 fish\nthe bird\n")
+    for json_output in ([], ["--json"]):
+        for strict, code in (([], 0), (["--strict"], 1)):
+            assert main(["parse", best, "--file", str(path), *strict, *json_output]) == code
+            captured = capsys.readouterr()
+            assert f"{path}:2: sentence '!!!': no word left after the ptb normaliser (" in captured.err
+            assert f"{path}:4: not text (the control character U+0001); expected a sentence (skipped)" in captured.err
+            assert captured.err.rstrip().splitlines()[-1] == \
+                f"{path}: 2 of 4 sentences parsed, 2 skipped (unreadable)"
+            if json_output:
+                assert [json.loads(line)["text"] for line in captured.out.splitlines()] == ["a dog", "the bird"]
+            else:
+                assert [line for line in captured.out.splitlines() if line.startswith("[")] == ["[1] a dog",
+                                                                                              "[2] the bird"]
+    assert main(["parse", best, "!!!", "--file", str(path)]) == 2  # a sentence given is not skipped
+    assert capsys.readouterr().err.startswith("treenets: error: sentence '!!!': no word left")
+    path.write_text("!!!\n?\n")
+    assert main(["parse", best, "--file", str(path)]) == 2
+    assert f"treenets: error: {path}: no line of it could be read (above)" in capsys.readouterr().err
 
 
 def test_a_treebank_trained_sentence_lm_reads_a_prepared_corpus_of_the_same_sentences_alike(tmp_path, capsys):
@@ -387,5 +418,5 @@ def test_a_treebank_trained_sentence_lm_reads_a_prepared_corpus_of_the_same_sent
             capsys.readouterr()
             assert main(["eval", str(tmp_path / "run" / "best.pt"), *corpus]) == 0
             results.append(json.loads(capsys.readouterr().out.splitlines()[0]))
-        assert results[1]["tokens"] == results[0]["tokens"]
+        assert results[1]["tokens"] == results[0]["tokens"] and results[1]["unknown"] == 0  # (its <eos>: </s>)
         assert results[1]["ppl"] == pytest.approx(results[0]["ppl"], rel=1e-6)

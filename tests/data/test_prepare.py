@@ -46,7 +46,8 @@ def test_a_prepared_ptb_reads_as_the_mikolov_files_token_for_token_and_id_for_id
     vocab = Vocab.from_corpus(read_lm_file(words / "ptb.train.txt"))
     assert corpus.vocab.words == vocab.words and corpus.meta["dtype"] == "uint16"
     for split in ("train", "valid", "test"):
-        expected = encode_stream(read_lm_file(words / f"ptb.{split}.txt"), vocab, words)
+        expected, unknown = encode_stream(read_lm_file(words / f"ptb.{split}.txt"), vocab, words)
+        assert unknown == corpus.unknown_tokens(split, vocab) == 0
         assert np.array_equal(corpus.ids(split), expected), split
     # the words spelled out are Mikolov's character-level files, `< u n k >` and all
     spelled = PreparedCorpus.open(tmp_path / "chars")
@@ -167,6 +168,22 @@ def test_a_model_reads_a_corpus_prepared_with_another_vocabulary_through_its_own
     assert results["other"]["ppl"] == pytest.approx(results["masked"]["ppl"], rel=1e-6)
     assert results["other"]["tokens"] == results["same"]["tokens"]
     assert results["other"]["ppl"] != pytest.approx(results["same"]["ppl"])
+    # Words the model lacks are counted (before: the perplexity alone), alike in Mikolov files and prepared: here
+    # `zebra` for every `dog`; the corpora's own <unk> is the model's too (not counted).
+    zebras = tmp_path / "zebras"
+    zebras.mkdir()
+    for split in ("train", "valid", "test"):
+        lines = (corpus / f"ptb.{split}.txt").read_text().splitlines()
+        (zebras / f"ptb.{split}.txt").write_text("".join(
+            " ".join("zebra" if word == "dog" else word for word in line.split()) + "\n" for line in lines))
+    _prepare(zebras, tmp_path / "zebras-prepared")
+    dogs = (corpus / "ptb.test.txt").read_text().split().count("dog")
+    for name in ("zebras", "zebras-prepared"):
+        assert main(["eval", str(tmp_path / "run" / "best.pt"), "--split", "test", "--corpus",
+                     str(tmp_path / name)]) == 0
+        results[name] = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert results["zebras"]["unknown"] == results["zebras-prepared"]["unknown"] == dogs > 0
+    assert results["same"]["unknown"] == results["other"]["unknown"] == results["masked"]["unknown"] == 0
     # a model of another task has no use for a corpus: one line, exit 2
     assert main(["eval", "treelstm-sick", "--split", "test", "--corpus", str(tmp_path / "same")]) == 2
     assert "--corpus is for language models" in capsys.readouterr().err

@@ -38,6 +38,18 @@ def test_save_then_load_predicts_the_same(best, tmp_path):
     assert torch.equal(lm.distances("the dog of bird"), again.distances("the dog of bird"))
 
 
+def test_the_model_reads_typed_unk_and_eos_as_its_tokens_and_says_what_it_dropped(best):
+    # Before: `lm.parse('the <eos> dog')` read the word `eos` (unknown), and what the normaliser dropped went unsaid.
+    lm = LanguageModel.load(best)
+    parse = lm.parse("the <eos> dog")
+    assert parse.words == ["the", "<eos>", "dog"] and parse.unknown == []
+    assert torch.equal(parse.distances, lm.distances("the <eos> dog", pretokenized=True))  # the same ids
+    score = lm.score("The <unk> dog\u200d, a cat!")
+    assert score.tokens == ["the", "<unk>", "dog", "a", "cat"] and score.unknown == []
+    assert [(piece.text, piece.start) for piece in score.dropped] == [("\u200d", 13), (",", 14), ("!", 21)]
+    assert [piece.text for piece in lm.parse("the dog \ufeff.", pretokenized=True).dropped] == ["\ufeff"]
+
+
 def test_a_checkpoint_of_another_task_is_refused_by_name(best):
     with pytest.raises(TreenetsError, match="a lm model, not for RelatednessPredictor .it loads as "
                                             "LanguageModel."):

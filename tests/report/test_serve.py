@@ -99,8 +99,14 @@ def test_parse_refuses_bad_requests_clearly(client, body, status, message):
 
 
 def test_parse_reads_the_sentence_as_the_training_text_unless_it_is_pretokenized(client):
-    read = client.post("/api/parse", json={"sentence": "The cat, a dog."}).json()["results"][0]
+    answer = client.post("/api/parse", json={"sentence": "The cat, a\u200d dog."}).json()
+    read = answer["results"][0]
     assert read["tokens"] == ["the", "cat", "a", "dog"] and read["unknown"] == []
+    # what it read nothing from (before: the zero-width joiner was dropped before the model saw the sentence)
+    assert answer["sentence"] == "The cat, a\u200d dog." and read["dropped"] == [
+        {"text": ",", "start": 7, "why": "punctuation or symbol"},
+        {"text": "\u200d", "start": 10, "why": "invisible: U+200D ZERO WIDTH JOINER"},
+        {"text": ".", "start": 15, "why": "punctuation or symbol"}]
     given = client.post("/api/parse", json={"sentence": "the cat .", "pretokenized": True}).json()["results"][0]
     assert given["tokens"] == ["the", "cat", "."] and given["unknown"] == ["."]
     assert "text read as ptb" in client.get("/api/models").json()["models"][0]["description"]

@@ -41,6 +41,7 @@ def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, 
         parents = (None, None)
     prediction = model.predict(a, b, *parents)
     assert isinstance(prediction, Relatedness) and 1.0 <= prediction.score <= 5.0
+    assert prediction.scale == "1 (completely unrelated) to 5 (very related)"  # before: a bare number
     assert sum(prediction.distribution) == pytest.approx(1.0, abs=1e-5)
     assert prediction.score == pytest.approx(sum((k + 1) * p for k, p in enumerate(prediction.distribution)),
                                              abs=1e-4)

@@ -30,16 +30,23 @@ def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, en
         assert main(["predict", str(tmp_path / "run" / "best.pt"), "--tree", "(X (X It) (X (X works) (X .)))"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert 0 <= out["label"] < 5 and [p[0] for p in out["phrases"]][0] == "It works ."
+        # Each class with its name (before: numbers alone), and `--json` taken as `parse --json` takes it.
+        names = {"fine": ["very negative", "negative", "neutral", "positive", "very positive"],
+                 "binary": ["negative", "positive"]}[classes]
+        assert out["classes"] == names and out["name"] == names[out["label"]]
+        assert all(name == names[label] for _, label, name in out["phrases"])
         assert out["parser"] == "given" and out["tree"].count("(") == 5
         # A sentence as typed: SST's tokens, over the tree the model's parser induces or the shape it trained on.
-        assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It doesn't work."]) == 0
+        assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It doesn't work.", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["tokens"] == ["It", "does", "n't", "work", "."]
         assert out["parser"] == {"right-branching": "right-branching"}.get(trees, "onlstm-ptb-small")
-        assert len(out["phrases"]) == 2 * 5 - 1 and out["phrases"][0] == ["It does n't work .", out["label"]]
+        assert len(out["phrases"]) == 2 * 5 - 1 and out["phrases"][0] == ["It does n't work .", out["label"],
+                                                                       out["name"]]
     else:
         assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It works ."]) == 0
-        assert json.loads(capsys.readouterr().out)["label"] in (0, 1)
+        out = json.loads(capsys.readouterr().out)
+        assert out["label"] in (0, 1) and out["name"] == ["negative", "positive"][out["label"]]
 
 
 def test_over_other_trees_a_node_is_trained_on_the_label_of_the_treebank_phrase_over_its_words(data_root, tmp_path):

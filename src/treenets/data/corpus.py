@@ -125,6 +125,10 @@ class PreparedCorpus:
             raise TreenetsError(f"data.path: {self.folder} is a {self.level}-level corpus; the task {task} reads a "
                                 f"{level}-level one (`treenets data prepare{option}`)")
 
+    def _words(self, eos: str | None) -> list[str]:
+        """The corpus's words in id order, its `<eos>` written `eos` where given."""
+        return [eos if eos is not None and word == self.eos else word for word in self.vocab.words]
+
     def id_map(self, vocab: Vocab, eos: str | None = None) -> np.ndarray | None:
         """The id in `vocab` (a model's) of each of the corpus's ids, the corpus's `<eos>` read as `eos` where
         given, and the words `vocab` lacks as its `<unk>`; None where the ids are the same.
@@ -132,7 +136,7 @@ class PreparedCorpus:
         Raises:
             TreenetsError: when `vocab` lacks a word of the corpus and has no `<unk>`.
         """
-        words = [eos if eos is not None and word == self.eos else word for word in self.vocab.words]
+        words = self._words(eos)
         if words == vocab.words[: len(words)]:
             return None
         unk = vocab.index.get(vocab.unk) if vocab.unk is not None else None
@@ -142,6 +146,15 @@ class PreparedCorpus:
                                 "vocabulary (without <unk>) lacks; prepare the corpus with the model's vocabulary "
                                 "(`treenets data prepare --vocab MODEL/vocab.txt`)")
         return np.array(ids, dtype=np.int64)
+
+    def unknown_tokens(self, split: str, vocab: Vocab, eos: str | None = None) -> int:
+        """How many tokens of `split` are words that `vocab` (a model's) lacks, which it reads as its `<unk>` (the
+        corpus's `<eos>` read as `eos` where given); the ids are read a block at a time."""
+        lacking = np.array([word not in vocab for word in self._words(eos)])
+        if not lacking.any():
+            return 0
+        ids, block = self.ids(split), 1 << 24
+        return sum(int(lacking[ids[start : start + block]].sum()) for start in range(0, len(ids), block))
 
     def ids(self, split: str) -> np.ndarray:
         """The token ids of `split` as a read-only memory map (nothing is read until it is indexed)."""

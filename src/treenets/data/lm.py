@@ -88,15 +88,18 @@ def _sentences(path: Path, lines: list[str]) -> list[list[str]]:
     return sentences
 
 
-def encode_stream(sentences: list[list[str]], vocab: Vocab, path: Path) -> np.ndarray:
-    """The token ids of all sentences in order, as one 1-D int64 array (unknown words -> `<unk>`)."""
-    ids = []
+def encode_stream(sentences: list[list[str]], vocab: Vocab, path: Path) -> tuple[np.ndarray, int]:
+    """The token ids of all sentences in order, as one 1-D int64 array (unknown words -> `<unk>`), and how many
+    tokens were unknown."""
+    ids, unknown = [], 0
     for lineno, sentence in enumerate(sentences, start=1):
         try:
-            ids.extend(vocab.encode(sentence)[0])
+            sentence_ids, missing = vocab.encode(sentence)
         except TreenetsError as exc:
             raise TreenetsError(f"{path}:{lineno}: {exc}") from None
-    return np.array(ids, dtype=np.int64)
+        ids.extend(sentence_ids)
+        unknown += len(missing)
+    return np.array(ids, dtype=np.int64), unknown
 
 
 def check_ids(ids: np.ndarray, vocab_size: int | None, where: str) -> None:

@@ -18,7 +18,9 @@ from treenets.vocab import Vocab
 
 SPLIT_FILES = {"train": "train.txt", "valid": "dev.txt", "test": "test.txt"}
 BINARY = {0: 0, 1: 0, 2: -1, 3: 1, 4: 1}  # fine label -> binary label (-1: no label)
-NUM_CLASSES = {"fine": 5, "binary": 2}
+CLASS_NAMES = {"fine": ("very negative", "negative", "neutral", "positive", "very positive"),
+               "binary": ("negative", "positive")}  # each label's name, by `data.classes`
+NUM_CLASSES = {classes: len(names) for classes, names in CLASS_NAMES.items()}
 
 
 def read_trees(path: Path, classes: str) -> list[ParentTree]:

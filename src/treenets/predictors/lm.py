@@ -16,7 +16,7 @@ import torch
 from treenets.errors import TreenetsError
 from treenets.nn import precision
 from treenets.predictors.base import PredictionInput, Predictor
-from treenets.text import checked_text, get_normalizer, is_number
+from treenets.text import NORMALIZERS, Dropped, check_text, checked_text, get_normalizer, is_number
 from treenets.trees import tree_from_distances
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -29,6 +29,7 @@ class SentenceScore:
     tokens: list[str]  # what the model read (normalised; characters for a character model)
     logprobs: list[float]  # natural log; one per token, then one for the closing boundary token
     unknown: list[str]  # tokens read as <unk>
+    dropped: list[Dropped] = field(default_factory=list)  # what of the text it read no token from
 
     @property
     def total(self) -> float:
@@ -53,6 +54,7 @@ class Parse:
     layer: Layer  # the row the tree is built from
     split: str  # "official" or "before" (see `treenets.trees.tree_from_distances`)
     unknown: list[str]  # words read as <unk>
+    dropped: list[Dropped] = field(default_factory=list)  # what of the text it read no word from
     nested: list | str = field(init=False)  # the tree as nested lists of words (binary; a lone word for one)
 
     def __post_init__(self):
@@ -60,7 +62,7 @@ class Parse:
 
     def at(self, layer: Layer) -> Parse:
         """The same sentence's tree from another row of distances (no new forward pass)."""
-        return Parse(self.words, self.distances, layer, self.split, self.unknown)
+        return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped)
 
     @property
     def tree(self) -> nltk.Tree:
@@ -82,8 +84,10 @@ class LanguageModel(Predictor):
     declares (`Task.split_words`: the words themselves, or for a character-level model their characters with
     `_` between words), and trees are drawn over those tokens. Tokens outside the vocabulary are read as
     `<unk>` and reported (an error for a vocabulary without `<unk>`, e.g. the characters of a character-level
-    model). Each sentence is read between the boundary tokens its task trained the model with (`<eos>` on both
-    sides for a stream language model, as the official ON-LSTM parsing code does; `<s>`, `</s>` for a
+    model), as is what of a string it read nothing from (`dropped`: punctuation, symbols, invisible characters;
+    `treenets.text.Normalizer.read`). `<unk>` and `<eos>` typed in a string are those tokens, as in Mikolov's
+    PTB text. Each sentence is read between the boundary tokens its task trained the model with (`<eos>` on
+    both sides for a stream language model, as the official ON-LSTM parsing code does; `<s>`, `</s>` for a
     sentence-level one, as PRPN's).
     """
 
@@ -131,15 +135,25 @@ class LanguageModel(Predictor):
 
     def read(self, sentence: str | list[str], pretokenized: bool = False, where: str | None = None) -> list[str]:
         """`tokenize`, or an error saying why no token is left or the string is not text (undecodable bytes,
-        control characters: `treenets.text.checked_text`, which also drops invisible characters); its message
-        starts with `where`, e.g. the file and line, when given."""
+        control characters: `treenets.text.check_text`; invisible characters are dropped); its message starts
+        with `where`, e.g. the file and line, when given."""
+        return self._read(sentence, pretokenized, where)[0]
+
+    def _read(self, sentence: str | list[str], pretokenized: bool = False,
+              where: str | None = None) -> tuple[list[str], list[Dropped]]:
+        """`read`, and what of a string was dropped (`treenets.text.Normalizer.read`; a list of words: nothing)."""
+        dropped = []
         if isinstance(sentence, str):
-            sentence = checked_text(sentence, where or "sentence")
-        tokens = self.tokenize(sentence, pretokenized)
+            reading = (NORMALIZERS["none"] if pretokenized else self.normalizer).read(
+                check_text(sentence, where or "sentence"))
+            dropped = reading.dropped
+            tokens = self.tokenize(reading.words) if pretokenized else self._split_words(reading.words)
+        else:
+            tokens = self.tokenize(sentence, pretokenized)
         if tokens:
-            return tokens
+            return tokens, dropped
+        text = checked_text(sentence, "sentence") if isinstance(sentence, str) else " ".join(sentence)  # (visible)
         where = f"{where}: " if where else ""
-        text = sentence if isinstance(sentence, str) else " ".join(sentence)
         if not text.strip():
             raise TreenetsError(f"{where}empty sentence {_quoted(text)}: expected at least one word")
         raise TreenetsError(f"{where}sentence {_quoted(text)}: no word left after the {self.normalizer.name} "
@@ -186,13 +200,14 @@ class LanguageModel(Predictor):
         if isinstance(sentences, str):
             return self.score([sentences], pretokenized)[0]
         sentences = _sentences(sentences)
-        tokens = [self.read(sentence, pretokenized) for sentence in sentences]
+        readings = [self._read(sentence, pretokenized) for sentence in sentences]
+        tokens = [words for words, _ in readings]
         rows, batch = self._encode_batch(sentences, tokens)
         out = self.net(batch[:-1])
         logp = precision.log_softmax(self.net.decoder(out.output), dim=-1)
         token_logp = logp.gather(-1, batch[1:].unsqueeze(-1)).squeeze(-1).cpu()
-        return [SentenceScore(words, token_logp[: len(ids) - 1, j].tolist(), unknown)
-                for j, (words, (ids, unknown)) in enumerate(zip(tokens, rows))]
+        return [SentenceScore(words, token_logp[: len(ids) - 1, j].tolist(), unknown, dropped)
+                for j, ((words, dropped), (ids, unknown)) in enumerate(zip(readings, rows))]
 
     def evaluate(self, sentences: list, batch_size: int = 64, pretokenized: bool = False):
         """The task's metric over sentences (strings or token lists), each read on its own as `score` reads it,
@@ -318,9 +333,11 @@ class LanguageModel(Predictor):
             raise TreenetsError(f"split {split!r}: expected 'official' or 'before'")
         chosen = self.layers("default" if layer is None else layer)[0]  # (checks that it gives distances)
         sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
-        tokens = [self.read(sentence, pretokenized) for sentence in sentences]
-        return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab])
-                for words, distances in zip(tokens, self._distances(sentences, tokens, False, batch_size))]
+        readings = [self._read(sentence, pretokenized) for sentence in sentences]
+        tokens = [words for words, _ in readings]
+        return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab], dropped)
+                for (words, dropped), distances in zip(readings, self._distances(sentences, tokens, False,
+                                                                                   batch_size))]
 
 
 def _describe(value) -> str:

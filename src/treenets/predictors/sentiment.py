@@ -6,24 +6,29 @@ from dataclasses import dataclass
 
 import torch
 
+from treenets.data.sst import CLASS_NAMES
 from treenets.errors import TreenetsError
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.relatedness import chain
 from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for
-from treenets.text import checked_text
+from treenets.text import Dropped, checked_text
 from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
 
 
 @dataclass
 class Sentiment:
     label: int  # the sentence's class
+    name: str  # its name, e.g. "positive"
     probabilities: list[float]  # per class
+    classes: list[str]  # the names of the classes in order: very negative ... very positive, or negative, positive
     unknown: list[str]  # words read as <unk>
-    phrases: list[tuple[str, int]] | None = None  # (words, class) of every phrase of a tree; None for LSTMs
+    phrases: list[tuple[str, int, str]] | None = None  # (words, class, its name) of every phrase of a tree; None
+    # for LSTMs
     tokens: list[str] | None = None  # what the model read
     tree: str | None = None  # Tree-LSTMs: the tree read, each node labelled with its predicted class
     spans: list[tuple[int, int, int]] | None = None  # Tree-LSTMs: (start, end, class) of every node, pre-order
     parser: str | None = None  # where the tree came from: a language model, a shape, or "given"
+    dropped: list[Dropped] | None = None  # what of the sentence it read no token from (a tree given: None)
 
 
 BRACKETS = str.maketrans({"(": "-LRB-", ")": "-RRB-"})
@@ -68,13 +73,13 @@ class SentimentClassifier(Predictor):
         """
         if (sentence is None) == (tree is None):
             raise TreenetsError("predict: give a sentence or (for a Tree-LSTM) a bracketed tree, not both")
-        source = "given"
+        source, dropped = "given", None
         if tree is not None:
             if self.net.sequential:
                 raise TreenetsError("predict: an LSTM reads a sentence, not a tree")
             parsed = parse_bracketed(checked_text(tree, "tree"), "tree", require_labels=False)
         else:
-            tokens = sentence_tokens(self.config, sentence, pretokenized, "sentence")
+            tokens, dropped = sentence_tokens(self.config, sentence, pretokenized, "sentence")
             if self.net.sequential:
                 parsed, source = chain(tokens), None
             else:
@@ -82,12 +87,15 @@ class SentimentClassifier(Predictor):
         ids, unknown = self.vocab.encode(parsed.words)
         log_probs, batch = self.net([parsed], [torch.tensor(ids)])
         root = 0 if batch is None else int(batch.roots[0])
-        result = Sentiment(int(log_probs[root].argmax()), [round(p, 6) for p in log_probs[root].exp().tolist()],
-                           unknown, tokens=list(parsed.words), parser=source)
+        names = CLASS_NAMES[self.config.data.classes]
+        label = int(log_probs[root].argmax())
+        result = Sentiment(label, names[label], [round(p, 6) for p in log_probs[root].exp().tolist()], list(names),
+                           unknown, tokens=list(parsed.words), parser=source, dropped=dropped)
         if batch is not None:
             labels = log_probs.argmax(-1).tolist()
             spans = sorted(node_spans(parsed).items(), key=lambda x: (x[1][0], -x[1][1]))
-            result.phrases = [(" ".join(parsed.words[s:e]), labels[node]) for node, (s, e) in spans]
+            result.phrases = [(" ".join(parsed.words[s:e]), labels[node], names[labels[node]])
+                              for node, (s, e) in spans]
             result.spans = [(s, e, labels[node]) for node, (s, e) in spans]
             result.tree = labelled_tree(parsed, labels)
         return result

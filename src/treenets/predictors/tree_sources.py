@@ -28,12 +28,14 @@ from functools import cache
 from treenets.console import note
 from treenets.errors import TreenetsError
 from treenets.predictors.base import PredictionInput
-from treenets.text import checked_text, get_normalizer
+from treenets.text import NORMALIZERS, Dropped, check_text, checked_text, get_normalizer
 from treenets.trees.build import attach_dropped, balanced, right_branching, tree_from_distances
 from treenets.trees.parents import ParentTree, check_parents, from_nested, to_nested
 
 SHAPES = {"right-branching": right_branching, "balanced": balanced}
-TREES_VERSION = 2  # of the way dropped tokens are attached (`attach_dropped`): part of the cache's key
+# Of the way a parser reads tokens (its normaliser's words: 3 keeps every currency symbol and `<unk>`, `<eos>`)
+# and attaches those it drops (`attach_dropped`): part of the cache's key.
+TREES_VERSION = 3
 DEFAULT_PARSER = "onlstm-ptb-small"  # the shipped parser that reads text best (README: parsing results)
 PARSER = PredictionInput("parser", "Tree-LSTMs: the language model that induces the tree of a sentence (a zoo name, "
                          "model folder or checkpoint that gives syntactic distances; default: the model's "
@@ -135,16 +137,16 @@ def tree_source(kind: str, parser: str | None = None, device="cpu"):
     return ShapeTrees(kind)
 
 
-def sentence_tokens(config, text: str, pretokenized: bool, where: str) -> list[str]:
+def sentence_tokens(config, text: str, pretokenized: bool, where: str) -> tuple[list[str], list[Dropped]]:
     """The tokens a Tree-LSTM (or its sequential baseline) reads for a typed sentence: normalised by its config's
     `data.normalizer` (older models: `tokens`, the Penn Treebank tokens SST and SICK are written in), or split on
-    white space when `pretokenized`; an error naming `where` when no token is left."""
-    text = checked_text(text, where)
-    normalizer = get_normalizer(getattr(config.data, "normalizer", "tokens"))
-    tokens = text.split() if pretokenized else normalizer(text)
-    if not tokens:
-        raise TreenetsError(f"{where}: empty sentence {text[:60]!r}: expected at least one word")
-    return tokens
+    white space when `pretokenized`; and what of the text it read no token from (`Normalizer.read`); an error
+    naming `where` when no token is left."""
+    normalizer = NORMALIZERS["none"] if pretokenized else get_normalizer(getattr(config.data, "normalizer", "tokens"))
+    reading = normalizer.read(check_text(text, where))
+    if not reading.words:
+        raise TreenetsError(f"{where}: empty sentence {checked_text(text, where)[:60]!r}: expected at least one word")
+    return reading.words, reading.dropped
 
 
 def tree_for(config, tokens: list[str], parser: str | None = None, device="cpu") -> tuple[ParentTree, str]:

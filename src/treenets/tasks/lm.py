@@ -97,11 +97,11 @@ class LMTask(Task):
         super().__init__(config, **kwargs)
         cfg = config.data
         folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}, or a prepared corpus")
-        self.folder, self.id_map, self.vocab_size = folder, None, None
+        self.folder, self.id_map, self.vocab_size, self.corpus = folder, None, None, None
         self._state_templates = {}  # batch size -> the model's initial state: the structure of a flat state
         self._captured_evaluation = None
         if is_prepared(folder):
-            corpus = self.open_corpus(folder)
+            corpus = self.corpus = self.open_corpus(folder)
             if self.vocab is None:
                 self.vocab = corpus.vocab
             # a model trained on another vocabulary reads the corpus through its own ids
@@ -112,7 +112,9 @@ class LMTask(Task):
             sentences = {split: self.read_corpus(files[split]) for split in self.splits}
             if self.vocab is None:
                 self.vocab = Vocab.from_corpus(sentences["train"], unk=UNK)
-            self.streams = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
+            encoded = {s: encode_stream(sentences[s], self.vocab, files[s]) for s in self.splits}
+            self.streams = {s: ids for s, (ids, _) in encoded.items()}
+            self._unknown = {s: unknown for s, (_, unknown) in encoded.items()}
         if "train" in self.splits:
             self.train_stream = BPTTStream(self._cut_train(0), cfg.bptt, cfg.variable_bptt, config.train.seed)
             self.hidden = None
@@ -120,6 +122,11 @@ class LMTask(Task):
     @classmethod
     def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
         return config.model.build(vocab_size)
+
+    def unknown_tokens(self, split: str) -> int:
+        """How many tokens of `split` the model's vocabulary lacks, which it reads as `<unk>` (a corpus of other
+        words: `treenets eval --corpus`)."""
+        return self._unknown[split] if self.corpus is None else self.corpus.unknown_tokens(split, self.vocab)
 
     def _columns(self, split: str, batch_size: int, offset: int = 0, rank: int = 0, world: int = 1) -> StreamColumns:
         return StreamColumns(self.streams[split], batch_size, offset, rank, world, self.device, self.vocab_size,

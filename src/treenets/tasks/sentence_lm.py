@@ -97,6 +97,7 @@ class SentenceLMTask(Task):
         cfg = config.data
         if cfg.batch_size % self.world:
             raise TreenetsError(f"data.batch_size {cfg.batch_size} is not divisible by the {self.world} processes")
+        self.corpus = None
         if cfg.path is not None:
             self.sentences = self._read_prepared(self.data_folder("a corpus prepared by `treenets data prepare`"))
         else:
@@ -108,6 +109,8 @@ class SentenceLMTask(Task):
                             if counts[w] >= cfg.min_count]
                 self.vocab = Vocab([UNK, BOS, EOS] + frequent, unk=UNK)
             self.sentences = {split: SentenceIds.from_words(words[split], self.vocab) for split in self.splits}
+            self._unknown = {split: sum(word not in self.vocab for sentence in words[split] for word in sentence)
+                             for split in self.splits}
         if "train" in self.splits:
             if not len(self.sentences["train"]):
                 raise TreenetsError(f"data.train: no sentences in {cfg.path or cfg.train}")
@@ -119,7 +122,7 @@ class SentenceLMTask(Task):
         """The lines of a prepared corpus as sentences, memory-mapped. A new model's vocabulary is the corpus's
         with the sentence boundaries this task reads (`<eos>` written `</s>`, `<s>` and `<unk>` added where
         missing), so that the corpus's ids are the model's; a trained model reads it through its own ids."""
-        corpus = self.open_corpus(folder)
+        corpus = self.corpus = self.open_corpus(folder)
         if self.vocab is None:
             words = [EOS if word == corpus.eos else word for word in corpus.vocab.words]
             self.vocab = Vocab(words + [token for token in (BOS, UNK) if token not in words], unk=UNK)
@@ -130,6 +133,13 @@ class SentenceLMTask(Task):
     @classmethod
     def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
         return config.model.build(vocab_size)
+
+    def unknown_tokens(self, split: str) -> int:
+        """How many words of `split` the model's vocabulary lacks, which it reads as `<unk>` (a corpus of other
+        words: `treenets eval --corpus`)."""
+        if self.corpus is None:
+            return self._unknown[split]
+        return self.corpus.unknown_tokens(split, self.vocab, eos=EOS)
 
     def next_batch(self) -> SentenceBatch | None:
         rows = self.batches.next_rows()
