@@ -31,7 +31,6 @@ reason is printed once.
 from __future__ import annotations
 
 import math
-import sys
 import time
 import weakref
 from collections import Counter
@@ -39,6 +38,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from treenets.console import note
 from treenets.errors import TreenetsError
 from treenets.nn.backend import get_backend
 from treenets.nn.precision import autocast, product_dtype
@@ -176,15 +176,14 @@ class GraphedWindows:
             replay, self.pool = self.capture(self.window, buffers, self.pool)
         except CaptureFailed as exc:  # run the window as is from now on
             self.failure = str(exc)
-            print(f"treenets: {self.what} not captured as CUDA graphs ({self.failure}); they run from Python",
-                  file=sys.stderr)
+            note(f"treenets: {self.what} not captured as CUDA graphs ({self.failure}); they run from Python")
             return None
         self.capture_seconds.append(time.perf_counter() - start)
         if torch.cuda.is_available():
             self.pool_bytes += torch.cuda.memory_reserved() - reserved
         if len(self.capture_seconds) == 1:
-            print(f"treenets: {self.what} captured as CUDA graphs (the first in {self.capture_seconds[0]:.1f} s; "
-                  "one graph per window shape, replayed from its second window on)", file=sys.stderr)
+            note(f"treenets: {self.what} captured as CUDA graphs (the first in {self.capture_seconds[0]:.1f} s; "
+                 "one graph per window shape, replayed from its second window on)")
         return _Graph(buffers, replay)
 
     def summary(self) -> str:
