@@ -20,7 +20,7 @@ LAYERS = [
     {"errors", "version", "limits", "console", "files", "devices", "schema", "vocab", "checkpoint", "runlog", "optim"},
     {"trees", "text"},
     {"data"},
-    {"nn"},
+    {"nn", "graphs"},
     {"config", "tasks", "predictors", "zoo"},
     {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing"},
     {"serve", "cli", "__main__", "treenets"},
