@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from treenets.nn.backend import kernels, use_backend
+from treenets.nn.backend import kernels, long_job, use_backend
 from treenets.nn.precision import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -194,6 +194,7 @@ def _synchronize(device):
         torch.cuda.synchronize(device)
 
 
+@long_job()  # the kernels it times are built where they are not yet (inference alone runs the PyTorch code)
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     names = [f"{m}-{s}" for m in ("onlstm", "prpn") for s in ("paper", "small")]
