@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from treenets.graphs import EvaluationWindows, TrainingWindows, capture_refusal
-from treenets.nn.backend import kernels, use_backend
+from treenets.nn.backend import kernels, long_job, use_backend
 from treenets.nn.precision import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -285,6 +285,7 @@ def official_side(name, args, device):
     return OfficialSide("official", code)
 
 
+@long_job()  # the kernels it times are built where they are not yet (inference alone runs the PyTorch code)
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     names = [f"{m}-{s}" for m in ("onlstm", "prpn", "lstm") for s in ("paper", "small")]

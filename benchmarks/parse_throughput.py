@@ -24,6 +24,7 @@ from treenets.config import build_config
 from treenets.data import data_root
 from treenets.data.lm import EOS
 from treenets.data.treebanks import TREEBANKS
+from treenets.nn.backend import long_job
 from treenets.predictors import LanguageModel
 from treenets.trees import ParseScores, tree_from_distances
 from treenets.trees.ptb import load_gold
@@ -53,6 +54,7 @@ def reference_one_at_a_time(ref, vocab, sentences):
     return score(sentences, distances)
 
 
+@long_job()  # the kernels it times are built where they are not yet (inference alone runs the PyTorch code)
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=1000, help="first N sentences of the sample (0: all)")

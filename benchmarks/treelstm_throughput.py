@@ -28,7 +28,7 @@ from reference import reference_child_sum  # noqa: E402 - the reference the test
 from treenets.config import load_config  # noqa: E402
 from treenets.data import data_root  # noqa: E402
 from treenets.data.sick import PairBatch  # noqa: E402
-from treenets.nn.backend import set_backend  # noqa: E402
+from treenets.nn.backend import long_job, set_backend  # noqa: E402
 from treenets.optim import make_optimizer  # noqa: E402
 from treenets.tasks.relatedness import RelatednessTask, sparse_target  # noqa: E402
 from treenets.tasks.sentiment import SentimentTask  # noqa: E402
@@ -45,6 +45,7 @@ def reference_pair(model, pair, task):
     return model.compare(roots[0][None], roots[1][None])
 
 
+@long_job()  # the kernels it times are built where they are not yet (inference alone runs the PyTorch code)
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=500, help="SICK training pairs timed per way")

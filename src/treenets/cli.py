@@ -380,6 +380,18 @@ def build_parser() -> argparse.ArgumentParser:
                                              "download).")
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
+    kernels = commands.add_parser(
+        "kernels", help="show or build the compiled C++ kernels of the CPU",
+        description="Without ACTION: each kernel (onlstm, prpn, treelstm), whether it is built for this machine, "
+                    "this torch installation and these sources, and its folder. `build`: build the kernels not "
+                    "built yet (about a minute each, once). Training and the evaluations over a data set (eval, "
+                    "parse-eval, syneval, export) build the kernels they run; a parse or a prediction uses the "
+                    "built ones and runs the PyTorch code (the same numbers, to float rounding) where they are "
+                    "not built, instead of waiting for a compiler.")
+    kernels_actions = kernels.add_subparsers(dest="kernels_command", metavar="ACTION")
+    kernels_build = kernels_actions.add_parser("build", help="build the kernels not built yet (about a minute each)")
+    kernels_build.add_argument("names", nargs="*", metavar="NAME", help="kernels to build (default: all)")
+
     serve = commands.add_parser(
         "serve", help="a local web page: type a sentence, see the models' trees, distances and surprisal",
         description="Serve a web page where you type a sentence and see, for one model or two side by side, the tree "
@@ -506,6 +518,16 @@ def _cmd_models(args) -> int:
     return 0
 
 
+def _cmd_kernels(args) -> int:
+    from treenets.nn import backend
+
+    names = getattr(args, "names", ())
+    if args.kernels_command == "build":
+        backend.build_kernels(names)
+    print(backend.kernels_table(names))
+    return 0
+
+
 def _cmd_serve(args) -> int:
     try:
         from treenets.serve import serve
@@ -517,7 +539,21 @@ def _cmd_serve(args) -> int:
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
             "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines, "syneval": _cmd_syneval,
             "predict": _cmd_predict, "metrics": _cmd_metrics, "export": _cmd_export, "models": _cmd_models,
-            "serve": _cmd_serve}
+            "kernels": _cmd_kernels, "serve": _cmd_serve}
+
+
+# The commands that run long enough to pay for building the CPU kernels where they are not built yet (training, the
+# evaluations over a data set); the others (a parse, a prediction) run the PyTorch code until then, at once.
+LONG_JOBS = {"train", "eval", "parse-eval", "syneval", "export"}
+
+
+def _kernel_builds(args):
+    """The block a command runs in: for `LONG_JOBS`, one that builds the kernels it runs (`backend.long_job`)."""
+    if args.command not in LONG_JOBS:
+        return contextlib.nullcontext()
+    from treenets.nn.backend import long_job
+
+    return long_job()
 
 
 def _precision(args):
@@ -555,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
             from treenets.devices import set_threads
 
             set_threads(args.threads)
-        with _precision(args):
+        with _precision(args), _kernel_builds(args):
             return COMMANDS[args.command](args)
     except TreenetsError as exc:
         print(f"treenets: error: {exc}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -217,11 +218,65 @@ def test_the_kernel_build_is_named_after_python_torch_and_compiler(monkeypatch):
     monkeypatch.setattr(backend.torch, "__version__", "0.0.0")
     assert backend.build_name("onlstm") != name
     monkeypatch.undo()
+    monkeypatch.setattr(backend.torch, "__file__", "/another/venv/torch/__init__.py")  # the same torch elsewhere
+    assert backend.build_name("onlstm") != name
+    monkeypatch.undo()
     monkeypatch.setattr(backend.sys, "version", "3.0")
     assert backend.build_name("onlstm") != name
     monkeypatch.undo()
     monkeypatch.setenv("CXX", "clang++")
     assert backend.build_name("onlstm") != name
+
+
+def _instant_builds(monkeypatch, tmp_path) -> list[str]:
+    """Kernel builds that write an empty library at once (no compiler) in folders under `tmp_path`: the names of
+    those built, in order."""
+    from torch.utils import cpp_extension
+
+    built = []
+
+    def load(name, build_directory, **_):
+        library = Path(build_directory) / f"{name}.so"
+        if not library.is_file():
+            library.touch()
+            built.append(name)
+        return f"module {name}"
+
+    monkeypatch.setattr(backend, "build_folder", lambda name: tmp_path / f"treenets_{name}_0")
+    monkeypatch.setattr(cpp_extension, "load", load)
+    monkeypatch.setattr(backend, "_loaded", {})
+    return built
+
+
+def test_auto_builds_the_kernels_in_training_and_uses_built_ones_everywhere(monkeypatch, tmp_path, capsys):
+    """A one-off parse where the kernels are not built runs the PyTorch code at once (it used to wait a minute for
+    the compiler, saying nothing); training builds them, saying so and how long it took, and from then on
+    inference uses them too; so does a long job (an evaluation over a data set), and the `cpp` backend wherever
+    they apply."""
+    built = _instant_builds(monkeypatch, tmp_path)
+    weight = torch.zeros(2, requires_grad=True)
+    with torch.no_grad():
+        assert kernels_for("onlstm", weight) is None
+    assert kernels_for("onlstm", torch.zeros(2)) is None  # autograd records nothing: inference too
+    assert built == [] and capsys.readouterr().err == "" and not backend.is_built("onlstm")
+    assert kernels_for("onlstm", weight) == "module treenets_onlstm_0"  # training
+    assert built == ["treenets_onlstm_0"] and backend.is_built("onlstm")
+    announced = capsys.readouterr().err.splitlines()
+    assert announced[0] == ("treenets: building the onlstm CPU kernels for this machine, once: about a minute "
+                            f"({tmp_path / 'treenets_onlstm_0'})")
+    assert re.fullmatch(r"treenets: the onlstm CPU kernels built in \d+ s", announced[1]) and len(announced) == 2
+    monkeypatch.setattr(backend, "_loaded", {})  # another process: finds them built
+    with torch.no_grad():
+        assert backend.is_built("onlstm") and kernels_for("onlstm", weight) == "module treenets_onlstm_0"
+    assert built == ["treenets_onlstm_0"] and capsys.readouterr().err == ""
+    with torch.no_grad(), backend.long_job():  # an evaluation over a data set
+        assert kernels_for("prpn", torch.zeros(2)) == "module treenets_prpn_0"
+    with torch.no_grad():
+        assert kernels_for("treelstm", torch.zeros(2)) is None
+        with use_backend("cpp"):
+            assert kernels_for("treelstm", torch.zeros(2)) == "module treenets_treelstm_0"
+    assert built == ["treenets_onlstm_0", "treenets_prpn_0", "treenets_treelstm_0"]
+    assert capsys.readouterr().err.count("treenets: building the") == 2
 
 
 def test_a_build_killed_on_the_way_does_not_block_later_builds(tmp_path, monkeypatch):
@@ -243,7 +298,7 @@ def test_a_build_killed_on_the_way_does_not_block_later_builds(tmp_path, monkeyp
                 seen["excluded"] = True
         return "module"
 
-    monkeypatch.setattr(cpp_extension, "_get_build_directory", lambda name, verbose: str(tmp_path))
+    monkeypatch.setattr(backend, "build_folder", lambda name: tmp_path)
     monkeypatch.setattr(cpp_extension, "load", load)
     monkeypatch.setattr(backend, "_loaded", {})
     assert backend.kernels("treelstm") == "module"
@@ -263,11 +318,9 @@ def test_two_checkouts_of_the_same_sources_share_one_kernel_build(tmp_path):
     for name in ("a", "b"):
         shutil.copytree(package, tmp_path / name / "treenets", ignore=shutil.ignore_patterns("__pycache__"))
         copies.append(tmp_path / name)
-    from torch.utils import cpp_extension
-
     # The build this checkout's tests use (its name hashes the sources, the same in every copy): loaded, not
     # built again, when it is there already.
-    folder = Path(cpp_extension._get_build_directory(backend.build_name("packed_gemm"), verbose=False))
+    folder = backend.build_folder("packed_gemm")
     code = ("import treenets, sys; from treenets.nn.backend import kernels; "
             "assert treenets.__file__.startswith(sys.argv[1]), treenets.__file__; "
             "print(kernels('packed_gemm') is not None)")
@@ -281,3 +334,53 @@ def test_two_checkouts_of_the_same_sources_share_one_kernel_build(tmp_path):
         assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-2000:]
         built.append([(path.name, path.stat().st_mtime_ns) for path in sorted(folder.glob("*.so"))])
     assert len(built[0]) == 1 and built[0] == built[1] == built[2]  # one library, never built again
+
+
+# A Python module with no code, built by `backend.kernels` as the kernels are (torch's loader, its compile and link
+# commands, ninja), in a second instead of a minute.
+EMPTY_MODULE = r"""
+#include <Python.h>
+#define NAME_(name) #name
+#define NAME(name) NAME_(name)
+#define INIT_(name) PyInit_##name
+#define INIT(name) INIT_(name)
+PyMODINIT_FUNC INIT(TORCH_EXTENSION_NAME)(void) {
+  static PyModuleDef module = {PyModuleDef_HEAD_INIT, NAME(TORCH_EXTENSION_NAME), nullptr, -1, nullptr};
+  return PyModule_Create(&module);
+}
+"""
+
+
+@pytest.mark.slow
+def test_two_torch_installations_build_the_kernels_once_each(tmp_path):
+    """Two environments whose torch lies in two folders (two venvs with the same torch version) load the kernels in
+    turns a, b, a: each builds them once, announced, and the second a loads its own build. Before, the two shared a
+    build name and torch's loader, whose compile command names torch's folders, rebuilt the kernels at every switch
+    (a minute each time)."""
+    import subprocess
+    import sys
+
+    sources, extensions, elsewhere = tmp_path / "csrc", tmp_path / "extensions", tmp_path / "elsewhere"
+    sources.mkdir()
+    elsewhere.mkdir()
+    (sources / "empty_cpu.cpp").write_text(EMPTY_MODULE)
+    torch_folder = Path(torch.__file__).parent
+    (elsewhere / "torch").symlink_to(torch_folder, target_is_directory=True)  # b: the same files, another path
+    environments = {"a": ([], torch_folder), "b": ([str(elsewhere)], elsewhere / "torch")}
+    code = ("import pathlib, sys, torch; from treenets.nn import backend; "
+            "assert torch.__file__.startswith(sys.argv[2]), torch.__file__; "
+            "backend._SOURCES = pathlib.Path(sys.argv[1]); print(backend.kernels('empty') is not None)")
+    outer = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+    libraries, announced = [], []
+    for name in ("a", "b", "a"):
+        first, expected_torch = environments[name]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(first + outer), "TORCH_EXTENSIONS_DIR": str(extensions)}
+        done = subprocess.run([sys.executable, "-c", code, str(sources), str(expected_torch)], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and done.stdout == "True\n", done.stderr[-2000:]
+        announced.append(["building the empty CPU kernels for this machine, once: about a minute" in done.stderr,
+                          "the empty CPU kernels built in" in done.stderr])
+        libraries.append({path.name: path.stat().st_mtime_ns for path in extensions.glob("*/*.so")})
+    assert len(libraries[0]) == 1 and len(libraries[1]) == 2 and libraries[0].items() <= libraries[1].items()
+    assert libraries[2] == libraries[1]  # a's library is not built again
+    assert announced == [[True, True], [True, True], [False, False]]

@@ -1,16 +1,24 @@
 """The one kernel switch: which code runs the recurrences, decided here for every model.
 
 Backends:
-    auto  (default) the compiled C++ kernels exactly where they apply: tensors on the CPU, float32 or
-          float64, and a C++ compiler to build them on first use; on a CUDA device in training (autograd
-          recording) the language models' steps fused by `torch.compile`, as under `compile`, where Triton is
-          installed, for a compile time paid once per run (printed); the PyTorch code everywhere else (CUDA
-          inference, where a one-off parse would wait for the compiler; other dtypes; no compiler). On a CUDA
-          device `treenets train` and `eval` also replay the language models' whole windows as CUDA graphs
-          (`treenets.graphs`, under `auto` only): 6.8-12 times the official code's speed on an H200 (docs/speed.md).
+    auto  (default) the compiled C++ kernels exactly where they apply: tensors on the CPU, float32 or float64, and a C++
+          compiler to build them. Built kernels are always used. Kernels not built yet (for this machine, torch
+          installation and sources) are built where they pay off: in training, when autograd records through them
+          (1.6-1.9 times the PyTorch code's training speed), in a `long_job` (the evaluations over a data set:
+          `treenets eval`, `parse-eval`, `syneval`, `export`), or when asked (`treenets kernels build`:
+          `build_kernels`); a build takes about a minute per kernel, announced on stderr. A parse or prediction of
+          sentences (`parse`, `predict`, `serve`, the predictors' methods) runs the PyTorch code until then
+          instead of waiting for a compiler: it answers at once. On a CUDA device in training (autograd recording)
+          the language models' steps fused by `torch.compile`, as under `compile`, where Triton is installed:
+          1.6-1.9 times the PyTorch step loop's training speed on an H100 (README, Speed), for a compile time paid
+          once per run (printed); the PyTorch code everywhere else (CUDA inference, where a one-off parse would
+          wait for the compiler; other dtypes; no compiler). On a CUDA device `treenets train` and `eval` also
+          replay the language models' whole windows as CUDA graphs (`treenets.graphs`, under `auto` only):
+          6.8-12 times the official code's speed on an H200 (docs/speed.md).
     torch the PyTorch code only: the specification the kernels are tested against.
-    cpp   like auto, but an error when the kernels cannot be built (instead of falling back silently);
-          tensors the kernels do not take (CUDA, other dtypes) still run the PyTorch code.
+    cpp   the kernels wherever they apply, built on first use in inference too, and an error when they
+          cannot be built (instead of falling back silently); tensors the kernels do not take (CUDA, other
+          dtypes) still run the PyTorch code.
     compile  the PyTorch code with each step of the language models' recurrences (ON-LSTM's gates, cumax and
           cell; a PRPN reading layer's attention and cell) compiled by `torch.compile` into fused kernels:
           Triton on CUDA, C++ on the CPU (Inductor). For GPUs, where the plain PyTorch step launches dozens
@@ -18,8 +26,8 @@ Backends:
           The Tree-LSTMs run their PyTorch code: their levels change size at every step, and compiled for
           any size they trained 20 times slower on an H100 than the PyTorch code (README, Speed).
 
-The same rule holds in training and in inference. Both backends draw the same dropout masks from torch's
-generator, so a run's numbers do not depend on the backend (to float rounding).
+Where the kernels are built, the same code runs in training and in inference. Both backends draw the same dropout
+masks from torch's generator, so a run's numbers do not depend on the backend (to float rounding).
 
 The setting starts from `$TREENETS_BACKEND` (default auto); `set_backend(name)` changes it for the process,
 `use_backend(name)` for a `with` block; `treenets train` sets it from `train.backend`.
@@ -32,6 +40,7 @@ import hashlib
 import os
 import platform
 import sys
+import sysconfig
 import time
 import warnings
 from pathlib import Path
@@ -48,7 +57,9 @@ _SOURCES = Path(__file__).with_name("csrc")
 _loaded: dict = {}
 _failures: dict[str, str] = {}
 _compiled: dict = {}
+_long_job = False  # inside `long_job`
 RECOMPILE_LIMIT = 64  # variants of one compiled step (see `step_function`)
+KERNELS = ("onlstm", "prpn", "treelstm")  # the models' kernels (csrc/packed_gemm_cpu.cpp: the product alone, for tests)
 MIXED_PRECISION_KERNELS = {"onlstm", "prpn"}  # kernels that run their products in bfloat16 inside a bf16 block
 
 
@@ -115,13 +126,41 @@ def build_name(name: str) -> str:
     """The name of kernels `name`'s build (its folder under torch's extension cache).
 
     The build depends on the sources, the flags, this CPU (-march=native), the compiler, and the Python and
-    torch it links against: the name is a hash of all of them, so that two environments on one machine never
-    rebuild each other's kernels (torch's loader locks a build folder against concurrent builds).
+    torch it compiles and links against: the name is a hash of all of them, so that two environments on one
+    machine never rebuild each other's kernels (torch's loader locks a build folder against concurrent builds).
+    The torch installation counts by its folder as torch spells it, not by its version: the compile and link
+    commands name its include and library folders, and torch's loader rebuilds when a command changes, so two
+    venvs with the same torch version in one folder rebuilt each other's kernels at every switch.
     """
     text = "".join(path.read_text() for path in [_SOURCES / f"{name}_cpu.cpp", *sorted(_SOURCES.glob("*.h"))])
     build = [text, " ".join(_flags()), platform.machine(), _cpu_features(), os.environ.get("CXX", "c++"),
-             sys.version, torch.__version__]
+             sys.version, torch.__version__, os.path.dirname(torch.__file__), _python_include()]
     return f"treenets_{name}_{hashlib.sha1(chr(0).join(build).encode()).hexdigest()[:10]}"
+
+
+def _python_include() -> str:
+    """The folder of Python.h, as torch's loader puts it in the compile command."""
+    return sysconfig.get_path("include", scheme="nt" if os.name == "nt" else "posix_prefix") or ""
+
+
+def build_folder(name: str) -> Path:
+    """Where kernels `name` are built and kept: the folder `build_name(name)` in torch's extension cache
+    (`$TORCH_EXTENSIONS_DIR`, else e.g. ~/.cache/torch_extensions/py311_cpu), not created here."""
+    from torch.utils import cpp_extension
+
+    # (torch's function creates the folder it names: asked for the name "", it names, and makes, the cache itself)
+    return Path(cpp_extension._get_build_directory("", verbose=False)) / build_name(name)
+
+
+def _library(folder: Path) -> Path:
+    """The kernels' library in their build folder, as torch's loader names it: after the build (the folder)."""
+    return folder / f"{folder.name}.so"
+
+
+def is_built(name: str) -> bool:
+    """Whether kernels `name` are built for this machine, torch installation and sources: loaded in this process,
+    or their library in `build_folder(name)`."""
+    return _loaded.get(name) is not None or _library(build_folder(name)).is_file()
 
 
 @contextlib.contextmanager
@@ -157,9 +196,9 @@ def _copy_sources(name: str, target: Path) -> Path:
 
 
 def kernels(name: str):
-    """The compiled module `csrc/<name>_cpu.cpp` (with the shared headers `csrc/*.h`), built on first use; None
-    if it cannot be built (the reason is kept for the `cpp` backend's error; the first failure of the process
-    warns)."""
+    """The compiled module `csrc/<name>_cpu.cpp` (with the shared headers `csrc/*.h`), built on first use (the
+    build announced on stderr, and its time); None if it cannot be built (the reason is kept for the `cpp`
+    backend's error; the first failure of the process warns)."""
     if name in _loaded:
         return _loaded[name]
     source = _SOURCES / f"{name}_cpu.cpp"
@@ -167,14 +206,21 @@ def kernels(name: str):
     try:
         from torch.utils import cpp_extension
 
-        build = build_name(name)
-        folder = Path(cpp_extension._get_build_directory(build, verbose=False))  # torch's folder, created
+        folder = build_folder(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        start = None
+        if not _library(folder).is_file():
+            start = time.perf_counter()
+            print(f"treenets: building the {name} CPU kernels for this machine, once: about a minute ({folder})",
+                  file=sys.stderr)
         with _exclusive_build(folder):
             copied = _copy_sources(name, folder / "sources")
-            module = cpp_extension.load(name=build, sources=[str(copied / source.name)], extra_cflags=_flags(),
-                                        extra_ldflags=_openmp_flags(),
+            module = cpp_extension.load(name=folder.name, sources=[str(copied / source.name)],
+                                        extra_cflags=_flags(), extra_ldflags=_openmp_flags(),
                                         extra_include_paths=[str(copied)], build_directory=str(folder),
                                         verbose=False)
+        if start is not None:
+            print(f"treenets: the {name} CPU kernels built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
         _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if len(_failures) == 1:  # one warning per process: no compiler, or an old one, fails every build alike
@@ -184,10 +230,62 @@ def kernels(name: str):
     return module
 
 
+def _known(names) -> tuple[str, ...]:
+    """`names` (default: every kernel of the models), each checked to name one."""
+    for name in names:
+        if name not in KERNELS:
+            raise TreenetsError(f"unknown kernels {name!r} (expected one of: {', '.join(KERNELS)})")
+    return tuple(names) or KERNELS
+
+
+def build_kernels(names=()) -> None:
+    """Build the kernels `names` (default: all of `KERNELS`) that are not built yet, each announced on stderr
+    (`treenets kernels build`).
+
+    Raises:
+        TreenetsError: an unknown name; kernels that cannot be built (no C++ compiler, a failed build), with why.
+    """
+    for name in _known(names):
+        with warnings.catch_warnings():  # the error below says it, not a warning that the PyTorch code runs
+            warnings.simplefilter("ignore")
+            module = kernels(name)
+        if module is None:
+            raise TreenetsError(f"the {name} CPU kernels cannot be built: {_failures.get(name)}")
+
+
+def kernels_table(names=()) -> str:
+    """Each kernel of `names` (default: all of `KERNELS`) on a line: its name, whether it is built, and its folder
+    (`treenets kernels`)."""
+    names = _known(names)
+    width = max(len(name) for name in names)
+    return "\n".join(f"{name:<{width}}  {'built' if is_built(name) else 'not built':<9}  {build_folder(name)}"
+                     for name in names)
+
+
+@contextlib.contextmanager
+def long_job():
+    """Mark a block as work long enough to pay for building the kernels it runs where they are not built yet (an
+    evaluation over a data set: `onlstm-ptb-small` on PTB's test set took 169 s with the PyTorch code, 30 s with
+    the kernels): under `auto` they are built there (`kernels_for`), as in training. `treenets train`, `eval`,
+    `parse-eval`, `syneval` and `export` run in one."""
+    global _long_job
+    previous, _long_job = _long_job, True
+    try:
+        yield
+    finally:
+        _long_job = previous
+
+
+def _records(tensors) -> bool:
+    """Whether autograd records an operation on `tensors` (training)."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 def kernels_for(name: str, *tensors: torch.Tensor):
     """The compiled module `name` if the current backend uses it for `tensors` (all on the CPU, float32 or
     float64; inside a bf16 block only kernels with bfloat16 products), else None: the caller runs its PyTorch
-    code.
+    code. Under `auto` kernels not built yet are built in training (autograd records on `tensors`) and in a
+    `long_job`; elsewhere the PyTorch code runs until they are built: a one-off parse waits for no compiler.
 
     Raises:
         TreenetsError: under the `cpp` backend, when the kernels apply but cannot be built.
@@ -199,6 +297,8 @@ def kernels_for(name: str, *tensors: torch.Tensor):
     low = product_dtype("cpu")
     if low is not None and (low is not torch.bfloat16 or name not in MIXED_PRECISION_KERNELS):
         return None  # an autocast block: these kernels compute in float32/float64 only (treenets.nn.precision)
+    if _backend == "auto" and name not in _loaded and not (_long_job or _records(tensors) or is_built(name)):
+        return None  # inference with kernels not built yet: the PyTorch code now, the kernels once built
     module = kernels(name)
     if module is None and _backend == "cpp":
         raise TreenetsError(f"backend cpp: the compiled {name} kernels cannot be built ({_failures.get(name)}); "

@@ -1,0 +1,91 @@
+"""`treenets kernels`: which compiled kernels are built, and building them; a one-off command builds none."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from torch.utils import cpp_extension
+
+from treenets.cli import COMMANDS, main
+from treenets.nn import backend
+
+
+@pytest.fixture
+def extensions(monkeypatch, tmp_path):
+    """An empty torch extension cache, and builds that write an empty library at once (no compiler)."""
+    def load(name, build_directory, **_):
+        (tmp_path / name / f"{name}.so").touch()
+        return f"module {name}"
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(cpp_extension, "load", load)
+    monkeypatch.setattr(backend, "_loaded", {})
+    return tmp_path
+
+
+def test_kernels_shows_each_kernel_and_builds_those_asked_for(extensions, capsys):
+    folders = {name: extensions / backend.build_name(name) for name in backend.KERNELS}
+    assert main(["kernels"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"{name:<8}  not built  {folders[name]}" for name in backend.KERNELS] and err == ""
+    assert main(["kernels", "build", "treelstm"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"treelstm  built      {folders['treelstm']}\n"
+    assert err.startswith("treenets: building the treelstm CPU kernels for this machine, once: about a minute")
+    assert main(["kernels"]) == 0
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()] == [
+        ["onlstm", "not"], ["prpn", "not"], ["treelstm", "built"]]
+    assert main(["kernels", "build"]) == 0  # all of them; the one built is not built again
+    out, err = capsys.readouterr()
+    assert [line.split()[1] for line in out.splitlines()] == ["built"] * 3
+    assert "onlstm" in err and "prpn" in err and "treelstm" not in err
+
+
+def test_kernels_that_cannot_be_built_are_an_error(extensions, monkeypatch, capsys):
+    def load(name, **_):
+        raise RuntimeError(f"Error building extension '{name}'\nc++: fatal error")
+
+    monkeypatch.setattr(cpp_extension, "load", load)
+    monkeypatch.setattr(backend, "_failures", {})
+    assert main(["kernels", "build", "onlstm"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines()[-1] == (
+        f"treenets: error: the onlstm CPU kernels cannot be built: Error building extension "
+        f"'{backend.build_name('onlstm')}'")
+    assert main(["kernels", "build", "lstm"]) == 2
+    assert capsys.readouterr().err == ("treenets: error: unknown kernels 'lstm' (expected one of: onlstm, prpn, "
+                                       "treelstm)\n")
+
+
+def test_training_and_evaluations_over_data_sets_may_build_the_kernels_and_a_parse_may_not(monkeypatch):
+    seen = {}
+
+    def record(args):
+        seen[args.command] = backend._long_job
+        return 0
+
+    for command in COMMANDS:
+        monkeypatch.setitem(COMMANDS, command, record)
+    for argv in (["train", "config.yaml"], ["eval", "onlstm-ptb-small"], ["parse-eval", "m", "--treebank", "t"],
+                 ["syneval", "m"], ["export", "m", "out"], ["parse", "m", "a sentence"], ["predict", "m"],
+                 ["serve", "m"]):
+        assert main(argv) == 0
+    assert seen == {"train": True, "eval": True, "parse-eval": True, "syneval": True, "export": True,
+                    "parse": False, "predict": False, "serve": False}
+    assert backend._long_job is False  # (only inside the command)
+
+
+@pytest.mark.slow
+def test_a_first_parse_waits_for_no_compiler(tmp_path):
+    """On a machine where the kernels are not built, a parse of one sentence answers with the PyTorch code (it
+    waited about a minute for the compiler, silently) and builds nothing."""
+    extensions = tmp_path / "extensions"
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(extensions), "HOME": str(tmp_path / "home"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "TREENETS_CACHE": str(tmp_path / "treenets")}
+    done = subprocess.run([sys.executable, "-m", "treenets", "parse", "onlstm-ptb-small", "The cat sat on the mat."],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "(X the (X cat (X sat" in done.stdout, done.stderr[-2000:]
+    assert "building" not in done.stderr and list(extensions.glob("*/*.so")) == []
