@@ -221,3 +221,107 @@ class ReferencePRPN(nn.Module):
         out = self.ffd(torch.cat([torch.stack(outs_h), torch.stack(outs_m)], -1).view(steps * batch, -1))
         out = self.drop(out).view(steps, batch, -1)
         return out, out
+
+
+# --- the reference: official-style Ordered Memory logic classifier --------------------------------------------
+# Module names as the official `ordered_memory.py` and `proplog.py` name them, so that `state_dict()` is in the
+# official format (one LayerNorm stored under three names); the loop over slots as the official step runs it.
+class ReferenceSlotAttention(nn.Module):
+    def __init__(self, d, dropout):
+        super().__init__()
+        self.query = nn.Sequential(nn.Dropout(dropout), nn.Linear(d, d), nn.LayerNorm(d))
+        self.key = nn.Sequential(nn.Dropout(dropout), nn.Linear(d, d), nn.LayerNorm(d))
+        self.beta = nn.Sequential(nn.ReLU(), nn.Dropout(dropout), nn.Linear(d, 1))
+
+    def forward(self, x, prev_out, prev_p):
+        scores = self.beta(self.query(x)[:, None] + self.key(prev_out))[..., 0] / math.sqrt(x.size(1))
+        if prev_p is None:
+            zeros = torch.zeros_like(scores)
+            return zeros, torch.ones_like(scores), zeros
+        allowed = torch.cumsum(prev_p, 1)[:, 1:]
+        allowed = torch.cat([torch.where(allowed < 1e-5, 0.0, allowed), allowed.new_ones(len(x), 1)], 1)
+        unnormalised = torch.exp(scores - scores.max(1, keepdim=True).values) * allowed
+        p = unnormalised / unnormalised.sum(1, keepdim=True).clamp_min(1e-12)
+        reverse = torch.stack([p[:, i:].sum(1) for i in range(p.size(1))], 1)
+        return torch.cumsum(p, 1), reverse, p
+
+
+class ReferenceGatedCell(nn.Module):
+    def __init__(self, d, dropout, activation):
+        super().__init__()
+        self.input_t = nn.Sequential(nn.Dropout(dropout), nn.Linear(2 * d, 4 * d), nn.ReLU(), nn.Dropout(dropout),
+                                     nn.Linear(4 * d, 4 * d))
+        self.activation = activation
+
+    def forward(self, v, h):
+        g_v, g_h, g_c, c = self.input_t(torch.cat([v, h], 1)).chunk(4, 1)
+        return self.activation(torch.sigmoid(g_v) * v + torch.sigmoid(g_h) * h + torch.sigmoid(g_c) * c)
+
+
+class ReferenceMemoryDirection(nn.Module):
+    def __init__(self, d_in, d, nslot, dropout, dropoutm):
+        super().__init__()
+        self.activation = nn.LayerNorm(d)
+        self.input_projection = nn.Sequential(nn.Linear(d_in, d), self.activation)
+        self.distribution = ReferenceSlotAttention(d, dropoutm)
+        self.cell = ReferenceGatedCell(d, dropout, self.activation)
+        self.nslot, self.d = nslot, d
+
+    def forward(self, x, mask):
+        """Outputs [T, B, D] and distributions [T, B, N] of a padded batch; past a sequence's end its state is
+        zeroed, as the official loop does."""
+        batch = x.size(1)
+        memory = x.new_zeros(batch, self.nslot, self.d)
+        out_memory, p = memory, None
+        outputs, probs = [], []
+        for t, x_t in enumerate(self.input_projection(x)):
+            cp, rcp, p = self.distribution(x_t, out_memory, p)
+            memory = memory * (1 - rcp)[:, :, None] + out_memory * rcp[:, :, None]
+            h, slots = x_t, []
+            for i in range(self.nslot):
+                if i == self.nslot - 1 or cp[:, i + 1].max() > 0:
+                    h = x_t * (1 - cp[:, i, None]) + self.cell(h, memory[:, i]) * cp[:, i, None]
+                slots.append(h)
+            out_memory = torch.stack(slots, 1)
+            ended = ~mask[t]
+            p = p.masked_fill(ended[:, None], 0.0)
+            memory = memory.masked_fill(ended[:, None, None], 0.0)
+            out_memory = out_memory.masked_fill(ended[:, None, None], 0.0)
+            outputs.append(out_memory[:, -1].masked_fill(ended[:, None], 0.0))
+            probs.append(p)
+        return torch.stack(outputs), torch.stack(probs)
+
+
+class ReferenceMemoryEncoder(nn.Module):
+    def __init__(self, d_in, d, nslot, dropout, dropoutm, bidirectional):
+        super().__init__()
+        self.OM_forward = ReferenceMemoryDirection(d_in, d, nslot, dropout, dropoutm)
+        if bidirectional:  # the official backward direction reads the whole padded batch flipped
+            self.OM_backward = ReferenceMemoryDirection(d_in, d, nslot, dropout, dropoutm)
+        self.bidirectional = bidirectional
+
+    def forward(self, x, mask):
+        outputs, probs = self.OM_forward(x, mask)
+        vectors = [outputs[mask.sum(0) - 1, torch.arange(x.size(1))]]
+        if self.bidirectional:
+            vectors.append(self.OM_backward(x.flip(0), mask.flip(0))[0][-1])
+        return torch.cat(vectors, 1), probs
+
+
+class ReferenceMemoryClassifier(nn.Module):
+    """The official `proplog.py` classifier's structure (the MLP's input is 4x the encoder's output)."""
+
+    def __init__(self, ntoken, ninp, nhid, nout, nslot, dropout, dropouti, dropouto, dropoutm, bidirectional=False):
+        super().__init__()
+        self.embedding = nn.Embedding(ntoken, ninp, padding_idx=ntoken - 1)
+        self.encoder = ReferenceMemoryEncoder(ninp, nhid, nslot, dropout, dropoutm, bidirectional)
+        size = 4 * nhid * (2 if bidirectional else 1)
+        self.mlp = nn.Sequential(nn.Dropout(dropouto), nn.Linear(size, nhid), nn.ELU(), nn.Dropout(dropouto),
+                                 nn.Linear(nhid, nout))
+        self.drop = nn.Dropout(dropouti)
+
+    def forward(self, tokens):
+        """(logits [B/2, nout], distributions [T, B, N]) of B formulas, premises then hypotheses."""
+        vectors, probs = self.encoder(self.drop(self.embedding(tokens)), tokens != self.embedding.padding_idx)
+        a, b = vectors.chunk(2)
+        return self.mlp(torch.cat([a, b, a * b, (a - b).abs()], 1)), probs

@@ -151,3 +151,75 @@ def test_parse_eval_fixtures_of_other_treebanks_pass_and_wrong_ones_fail(tmp_pat
     assert main(["check-golden", str(folder)]) == 1
     out = capsys.readouterr().out
     assert "words  1.000e+00" in out and out.strip().splitlines()[-1].startswith("FAIL")
+
+
+def test_official_ordered_memory_fixture_passes(golden_root, capsys):
+    assert main(["check-golden", str(golden_root / "ordered-memory-logic")]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == "PASS 6/6"
+    assert [line.split()[0] for line in out[:-1]] == ["logits", "probs", "logits_2x", "probs_2x", "distance_2x",
+                                                     "trees_2x"]
+
+
+def _write_memory_fixture(folder, nslot=3, ninp=6, nhid=5, bidirectional=False, seed=0):
+    """An `ordered-memory-logic` fixture for another configuration, its outputs from the official-style reference
+    loop (tests/reference.py) over the whole padded batch (without padding when bidirectional: the official
+    backward direction reads it); its trees from those distances."""
+    from reference import ReferenceMemoryClassifier
+
+    from treenets.trees import tree_from_slots
+
+    torch.manual_seed(seed)
+    vocab = ["(", ")", "a", "b", "c", "d", "e", "f", "or", "and", "not"]
+    args = {"ntoken": 12, "ninp": ninp, "nhid": nhid, "nout": 7, "nslot": nslot, "dropout": 0.2, "dropouti": 0.1,
+            "dropouto": 0.3, "dropoutm": 0.2}
+    reference = ReferenceMemoryClassifier(**args, bidirectional=bidirectional)
+    for p in reference.parameters():
+        torch.nn.init.normal_(p, std=0.4)
+    reference.eval()
+    lengths = torch.full((6,), 8) if bidirectional else torch.tensor([8, 3, 1, 6, 8, 2])
+    tokens = torch.randint(0, 11, (8, 6))
+    tokens[torch.arange(8)[:, None] >= lengths] = 11
+    outputs = {}
+    with torch.no_grad():
+        for suffix, slots in (("", nslot), ("_2x", 2 * nslot)):
+            reference.encoder.OM_forward.nslot = slots
+            if bidirectional:
+                reference.encoder.OM_backward.nslot = slots
+            logits, probs = reference(tokens)
+            outputs[f"logits{suffix}"], outputs[f"probs{suffix}"] = logits.numpy(), probs.numpy()
+    distances = probs.argmax(-1)
+    outputs["distance_2x"] = distances.numpy()
+    trees = [tree_from_slots([vocab[i] for i in tokens[:n, b]], distances[:n, b].tolist())
+             for b, n in enumerate(lengths.tolist())]
+    folder.mkdir()
+    config = {"kind": "ordered-memory-logic", "args": args, "pad": 11, "vocab": vocab, "trees_2x": trees}
+    (folder / "config.json").write_text(json.dumps(config))
+    np.savez(folder / "params.npz", **{k: v.numpy() for k, v in reference.state_dict().items()})
+    np.savez(folder / "inputs.npz", tokens=tokens.numpy())
+    np.savez(folder / "outputs.npz", **outputs)
+    return folder
+
+
+@pytest.mark.parametrize("nslot,ninp,nhid,bidirectional", [(3, 6, 5, False), (7, 4, 9, False), (2, 5, 6, True)])
+def test_ordered_memory_fixtures_of_other_configurations_pass(tmp_path, nslot, ninp, nhid, bidirectional):
+    folder = _write_memory_fixture(tmp_path / "fx", nslot, ninp, nhid, bidirectional)
+    results = check_golden(folder)
+    assert [c.name for c in results] == ["logits", "probs", "logits_2x", "probs_2x", "distance_2x", "trees_2x"]
+    assert all(c.ok for c in results), results
+
+
+def test_a_wrong_tree_or_a_layer_norm_copy_that_differs_fails(tmp_path, capsys):
+    folder = _write_memory_fixture(tmp_path / "fx")
+    config = json.loads((folder / "config.json").read_text())
+    config["trees_2x"][0] = config["trees_2x"][0][::-1]
+    (folder / "config.json").write_text(json.dumps(config))
+    assert main(["check-golden", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "trees_2x  1.000e+00" in out and out.strip().splitlines()[-1] == "FAIL 5/6"
+    params = dict(np.load(folder / "params.npz"))
+    params["encoder.OM_forward.cell.activation.weight"] = params["encoder.OM_forward.cell.activation.weight"] + 1
+    np.savez(folder / "params.npz", **params)
+    assert main(["check-golden", str(folder)]) == 2
+    assert "encoder.OM_forward.cell.activation.weight differs from encoder.OM_forward.input_projection.1.weight" in \
+        capsys.readouterr().err

@@ -3,8 +3,9 @@
 A model fixture holds `config.json` (with `kind` and the official constructor arguments), `params.npz`
 (the official `state_dict`), `inputs.npz` and `outputs.npz`. Each model kind rebuilds the model from the
 constructor arguments through `treenets.convert`, runs the inputs, and compares every array of
-`outputs.npz` to 1e-5. Models run in float64, so that the remaining difference is the reference's own
-float32 rounding.
+`outputs.npz` to 1e-5, and the trees it builds (`ordered-memory-logic`: `trees_2x`) with those of `config.json`
+exactly (the error reported is the number of trees that differ). Models run in float64, so that the remaining
+difference is the reference's own float32 rounding.
 
 A `parse-eval` fixture holds `config.json` (summary means) and `sentences.jsonl` (gold tree, distances,
 the official words, gold and predicted trees and scores per sentence); it is compared with treenets'
@@ -120,6 +121,33 @@ def _childsum_similarity(config: dict, params: dict, inputs: dict, path: Path) -
     return {name: value.numpy() for name, value in outputs.items()}
 
 
+def _ordered_memory_logic(config: dict, params: dict, inputs: dict, path: Path) -> dict:
+    """The classifier on `tokens` with the trained number of slots and twice as many (as the official evaluation
+    tests it); the trees of every sequence from the latter's distances, as `genparse` builds them."""
+    from treenets.convert import ordered_memory_classifier_from_official
+    from treenets.nn.ordered_memory import slot_distances
+    from treenets.trees import tree_from_slots
+
+    args = _arg(config, "args", path)
+    model = ordered_memory_classifier_from_official(params, **args).double()
+    pad = config.get("pad", args["ntoken"] - 1)  # the official padding index: the last token id
+    vocab = _arg(config, "vocab", path)
+    tokens = torch.from_numpy(inputs["tokens"])
+    lengths = (tokens != pad).sum(0)
+    outputs = {}
+    with torch.no_grad():
+        embedded = model.embedding(tokens)
+        for suffix, slots in (("", args["nslot"]), ("_2x", 2 * args["nslot"])):
+            run = model.encoder(embedded, lengths, slots)
+            outputs[f"logits{suffix}"] = model.classify(run.output).numpy()
+            outputs[f"probs{suffix}"] = run.probs.numpy()
+    distances = slot_distances(torch.from_numpy(outputs["probs_2x"]))
+    outputs["distance_2x"] = distances.numpy()
+    outputs["trees_2x"] = [tree_from_slots([vocab[i] for i in tokens[:n, b].tolist()], distances[:n, b].tolist())
+                           for b, n in enumerate(lengths.tolist())]
+    return outputs
+
+
 def _compare_model(run: Callable, directory: Path, config: dict, config_path: Path) -> list[Comparison]:
     params = _load_npz(directory / "params.npz")
     inputs = _load_npz(directory / "inputs.npz")
@@ -131,11 +159,17 @@ def _compare_model(run: Callable, directory: Path, config: dict, config_path: Pa
     comparisons = []
     for name, reference in expected.items():
         value = got.get(name)
-        if value is None or value.shape != reference.shape:
+        if not isinstance(value, np.ndarray) or value.shape != reference.shape:
             comparisons.append(Comparison(name, float("inf")))
         else:
             err = np.abs(value.astype(np.float64) - reference.astype(np.float64)).max(initial=0.0)
             comparisons.append(Comparison(name, float(err)))
+    for name, trees in got.items():  # trees (lists) against those of config.json: the number that differ
+        if isinstance(trees, list):
+            reference = config.get(name)
+            differ = float("inf") if not isinstance(reference, list) or len(reference) != len(trees) else \
+                float(sum(ours != theirs for ours, theirs in zip(trees, reference)))
+            comparisons.append(Comparison(name, differ, 0.0))
     return comparisons
 
 
@@ -204,7 +238,8 @@ def _parse_eval(directory: Path, config: dict, config_path: Path) -> list[Compar
 
 
 MODEL_KINDS: dict[str, Callable] = {"onlstm-lm": _onlstm_lm, "prpn-lm": _prpn_lm,
-                                    "childsum-treelstm-similarity": _childsum_similarity}
+                                    "childsum-treelstm-similarity": _childsum_similarity,
+                                    "ordered-memory-logic": _ordered_memory_logic}
 KINDS = sorted([*MODEL_KINDS, "parse-eval"])
 
 

@@ -180,3 +180,40 @@ def test_plot_is_refused_for_a_metric_without_groups(tmp_path, capsys):
     root = train_tiny_lm(tmp_path)
     assert main(["eval", str(root / "run" / "best.pt"), "--plot", str(tmp_path / "x.png")]) == 2
     assert "the metric ppl has no groups" in capsys.readouterr().err
+
+
+def test_induced_trees_of_formulas_are_scored_against_their_bracketing_by_hand():
+    from treenets.tasks.logic import induced_trees
+
+    vocab = logic_vocab()
+    pair = LogicPair(0, parse_formula("( a ( and b ) )", "p"), parse_formula("c", "h"))
+    batch = LogicBatch.build([pair], vocab)
+    falling = torch.tensor([[9, 0], [6, 0], [5, 0], [4, 0], [3, 0], [2, 0], [1, 0]])  # the tree branches right
+    level = torch.tensor([[9, 0]] + [[3, 0]] * 6)  # the tree branches left
+    predicted, gold = induced_trees(batch, falling, vocab)
+    assert predicted == [["a", ["and", "b"]], "c"] and gold == [["a", ["and", "b"]], "c"]
+    metric = AccuracyByOperators()
+    metric.add(torch.tensor([[1.0, 0.0]]), torch.tensor([0]), torch.tensor([1]))
+    assert "tree_f1" not in metric.values()
+    predicted, gold = induced_trees(batch, level, vocab)
+    assert predicted[0] == [["a", "and"], "b"]
+    metric.add_trees(predicted, gold)  # "c" has no bracket: left out
+    # spans (0,2), (0,3) against (1,3), (0,3): EVALB counts the whole formula's, 1 of 2; per formula without it, 0
+    assert metric.trees.summary()["n"] == 1
+    assert metric.values()["tree_f1"] == pytest.approx(0.5)
+    assert metric.values()["tree_sentence_f1"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_ordered_memory_is_tested_with_its_test_slots_and_its_trees_scored(tmp_path):
+    from treenets.tasks import make_task
+
+    folder = write_logic_folder(tmp_path / "logic", pairs_per_file=3)
+    config = build_config({"task": "logic", "data": {"path": str(folder)},
+                           "model": {"name": "ordered-memory", "emb_size": 6, "hidden_size": 8, "slots": 3}})
+    task = make_task(config, None, splits=("test",))
+    torch.manual_seed(0)
+    model = task.build_model()
+    calls = []
+    model.encoder.register_forward_hook(lambda module, args, output: calls.append(output.probs.size(-1)))
+    values = task.evaluate(model, "test").values()
+    assert set(calls) == {6} and 0 <= values["tree_f1"] <= 1 and values["pairs"] == 39

@@ -6,8 +6,12 @@ Encoders (one config class each below, told apart by `name`, whose `build()` mak
     lstm             LSTM layers over the same sequence (the ON-LSTM paper's baseline)
     binary-treelstm  a binary Tree-LSTM over each formula's given tree; the root's state (a model that is
                      given the trees, to show what the sequence models reach without them)
+    ordered-memory   Ordered Memory over the token sequence (`treenets.nn.ordered_memory`); its output at the
+                     last token. It induces a tree of each formula as it reads; at test time it has twice the
+                     memory slots it was trained with (`test_slots`), as the official evaluation
 
-The MLP: dropout, linear 4H -> H, ELU, dropout, linear H -> classes (as the official ON-LSTM code).
+The MLP: dropout, linear 4H -> H, ELU, dropout, linear H -> classes (as the official ON-LSTM and Ordered Memory
+code; H is the encoder's output size, doubled for a bidirectional Ordered Memory).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pydantic import Field, model_validator
 
 from treenets.nn.lstm import LSTMStack
 from treenets.nn.onlstm import ONLSTMStack
+from treenets.nn.ordered_memory import OrderedMemory
 from treenets.nn.tree_models import chosen_encoder, encoder_configs
 from treenets.nn.treelstm import NaryTreeLSTM, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
@@ -78,24 +83,48 @@ class TreeLSTMPairEncoderConfig(Section):
         return NaryTreeLSTM(self.emb_size, self.hidden_size, 2)
 
 
+class OrderedMemoryPairEncoderConfig(Section):
+    """Ordered Memory over the tokens (the official `proplog.py` options in brackets)."""
+
+    name: Literal["ordered-memory"] = "ordered-memory"
+    emb_size: PositiveInt
+    hidden_size: PositiveInt  # [nhid] the slot size
+    slots: PositiveInt  # [nslot]
+    dropout: Probability  # [dropout] in the gated recursive cell
+    dropout_memory: Probability  # [dropoutm] in the slot attention
+    bidirectional: bool
+    reads_trees: ClassVar[bool] = False
+
+    def build(self) -> OrderedMemory:
+        return OrderedMemory(self.emb_size, self.hidden_size, self.slots, self.dropout, self.dropout_memory,
+                             self.bidirectional)
+
+
 # The encoders the pair classifier's `name` chooses from: a new one is a config class above, added here.
-PairEncoderConfig = Annotated[ONLSTMPairEncoderConfig | LSTMPairEncoderConfig | TreeLSTMPairEncoderConfig,
-                              Field(discriminator="name")]
+PairEncoderConfig = Annotated[ONLSTMPairEncoderConfig | LSTMPairEncoderConfig | TreeLSTMPairEncoderConfig
+                              | OrderedMemoryPairEncoderConfig, Field(discriminator="name")]
 PairEncoderName = Literal[tuple(encoder_configs(PairEncoderConfig))]
 
 
 class PairClassifierConfig(Section):
-    """A siamese pair classifier; in brackets the official ON-LSTM `proplog.py` options. `chunk_size` is read by
-    the ON-LSTM only, `num_layers` and `weight_drop` by the sequence encoders only (a config saved with every
+    """A siamese pair classifier; in brackets the official `proplog.py` options (ON-LSTM's, Ordered Memory's).
+    `chunk_size` is read by the ON-LSTM only, `num_layers` and `weight_drop` by the ON-LSTM and the LSTM only,
+    `slots`, `test_slots`, `dropout_memory` and `bidirectional` by Ordered Memory only (a config saved with every
     field must load for every encoder, so the others are not refused)."""
 
     name: PairEncoderName = "onlstm"
     emb_size: PositiveInt = 128  # [emsize]
-    hidden_size: PositiveInt = 400  # [nhid] every layer's size, and the MLP's hidden layer
-    num_layers: PositiveInt = 1  # [nlayers] (sequence encoders)
+    hidden_size: PositiveInt = 400  # [nhid] every layer's size (Ordered Memory: the slot size), the MLP's hidden
+    num_layers: PositiveInt = 1  # [nlayers] (ON-LSTM, LSTM)
     chunk_size: PositiveInt = 10  # [chunk_size] (ON-LSTM)
-    dropout: Probability = 0.2  # [dropout] on the embeddings, between layers, and in the MLP
-    weight_drop: Probability = 0.0  # [wdrop] DropConnect on the hidden-to-hidden weights (sequence encoders)
+    dropout: Probability = 0.2  # [dropout] between layers (Ordered Memory: in its cell); the two below if unset
+    dropout_input: Probability | None = None  # [dropouti] on the embeddings (None: dropout)
+    dropout_output: Probability | None = None  # [dropouto] in the MLP (None: dropout)
+    weight_drop: Probability = 0.0  # [wdrop] DropConnect on the hidden-to-hidden weights (ON-LSTM, LSTM)
+    slots: PositiveInt = 12  # [nslot] memory slots (Ordered Memory)
+    test_slots: PositiveInt | None = None  # memory slots at test time (Ordered Memory; None: 2 * slots)
+    dropout_memory: Probability = 0.2  # [dropoutm] in the slot attention (Ordered Memory)
+    bidirectional: bool = False  # read each formula both ways (Ordered Memory)
 
     @model_validator(mode="after")
     def _encoder_accepts(self):
@@ -125,31 +154,57 @@ class PairClassifier(nn.Module):
         hidden = config.hidden_size
         self.embedding = nn.Embedding(vocab_size, config.emb_size)
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = nn.Dropout(_unless_none(config.dropout_input, config.dropout))
         self.encoder = config.encoder.build()
         # whether the encoder reads each formula's tree (the Tree-LSTM) rather than its tokens in order
         self.reads_trees = config.encoder.reads_trees
-        self.mlp = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(4 * hidden, hidden), nn.ELU(),
-                                 nn.Dropout(config.dropout), nn.Linear(hidden, num_classes))
+        self.test_slots = config.test_slots or 2 * config.slots  # Ordered Memory's at test time
+        size = self.encoder.output_size if isinstance(self.encoder, OrderedMemory) else hidden
+        drop_output = _unless_none(config.dropout_output, config.dropout)
+        self.mlp = nn.Sequential(nn.Dropout(drop_output), nn.Linear(4 * size, hidden), nn.ELU(),
+                                 nn.Dropout(drop_output), nn.Linear(hidden, num_classes))
 
-    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids) -> torch.Tensor:
+    @property
+    def induces_trees(self) -> bool:
+        """Whether the encoder induces a tree of each formula as it reads (Ordered Memory)."""
+        return isinstance(self.encoder, OrderedMemory)
+
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids,
+               test: bool = False) -> torch.Tensor:
         """One vector per formula, [N, hidden]: the sequence encoders' state at the last token of each
         right-padded column of `tokens` [T, N] (`lengths` [N]); the Tree-LSTM's root state over `trees` (with
-        their leaves' ids `leaf_ids`)."""
+        their leaves' ids `leaf_ids`). `test`: as the model is tested (Ordered Memory with `test_slots`)."""
+        return self.encode_with_probs(tokens, lengths, trees, leaf_ids, test)[0]
+
+    def encode_with_probs(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids,
+                          test: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`encode`'s vectors, and where the encoder induces trees its split-point distributions [T, N, slots]
+        (`treenets.nn.ordered_memory`; None for the other encoders)."""
         device = self.embedding.weight.device
         if self.reads_trees:
             batch = TreeBatch.build(trees, device)
             inputs, rows = batch.word_inputs(torch.cat(leaf_ids).to(device), self.embedding)
             h, _ = self.encoder(batch, self.dropout(inputs), rows)
-            return h[batch.roots]
+            return h[batch.roots], None
         tokens = tokens.to(device)
-        last_layer = self.encoder(self.dropout(self.embedding(tokens))).outputs[-1]
+        inputs = self.dropout(self.embedding(tokens))
+        if self.induces_trees:
+            run = self.encoder(inputs, lengths, self.test_slots if test else None)
+            return run.output, run.probs
+        last_layer = self.encoder(inputs).outputs[-1]
         # Padding comes after the last token and the encoders read left to right, so it changes nothing before it.
-        return last_layer[lengths.to(device) - 1, torch.arange(tokens.size(1), device=device)]
+        return last_layer[lengths.to(device) - 1, torch.arange(tokens.size(1), device=device)], None
 
-    def forward(self, tokens, lengths, trees, leaf_ids) -> torch.Tensor:
+    def forward(self, tokens, lengths, trees, leaf_ids, test: bool = False) -> torch.Tensor:
         """Logits [B, num_classes] for B pairs given as 2B formulas (premises first, then hypotheses); the
         arguments as in `encode`."""
-        vectors = self.encode(tokens, lengths, trees, leaf_ids)
+        return self.classify(self.encode(tokens, lengths, trees, leaf_ids, test))
+
+    def classify(self, vectors: torch.Tensor) -> torch.Tensor:
+        """Logits [B, num_classes] from the vectors [2B, size] of B premises, then their B hypotheses."""
         a, b = vectors.chunk(2)
         return self.mlp(torch.cat([a, b, a * b, (a - b).abs()], dim=1))
+
+
+def _unless_none(value: float | None, default: float) -> float:
+    return default if value is None else value

@@ -32,7 +32,9 @@ class LogicClassifier(Predictor):
         pair = LogicPair(0, parse_formula(typed_formula(premise), "premise"),
                          parse_formula(typed_formula(hypothesis), "hypothesis"))
         batch = LogicBatch.build([pair], self.vocab)
-        probs = torch.softmax(self.net(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids), dim=-1)[0].cpu()
+        # as the model is tested (Ordered Memory with its test slots): formulas of any size
+        logits = self.net(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids, test=True)
+        probs = torch.softmax(logits, dim=-1)[0].cpu()
         best = LABELS[int(probs.argmax())]
         return Relation(best, RELATIONS[best], {label: round(float(p), 6) for label, p in zip(LABELS, probs)})
 

@@ -1,10 +1,12 @@
 """Logical inference on propositional logic (Bowman et al. 2015; the ON-LSTM paper, section 6.4).
 
-Pairs of formulas labelled with one of seven relations; a siamese encoder (ON-LSTM, LSTM, or a binary
-Tree-LSTM given the formulas' trees) and an MLP classify each pair (`treenets.nn.pair_classifier`). Trained on
+Pairs of formulas labelled with one of seven relations; a siamese encoder (ON-LSTM, LSTM, Ordered Memory, or a
+binary Tree-LSTM given the formulas' trees) and an MLP classify each pair (`treenets.nn.pair_classifier`). Trained on
 the pairs with at most `data.max_train_operators` operators (the paper: 6) with every 10th of them held out for
 model selection; the test split holds every file, and the metric reports accuracy by the number of operators
 (0..12, 12 meaning 12 or more), which shows how a model generalises to longer formulas than it was trained on.
+An encoder that induces trees (Ordered Memory) is tested with its test-time slots and has its trees of the
+formulas scored against their bracketing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, MAX_FILE, LogicBatch, logic_vocab, read_logic_splits
+from treenets.nn.ordered_memory import slot_distances
 from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.logic import LogicClassifier
@@ -25,6 +28,10 @@ from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import AccuracyByOperators
+from treenets.trees.build import tree_from_slots, without
+from treenets.trees.parents import to_nested
+from treenets.trees.walk import fold
+from treenets.vocab import Vocab
 
 
 class LogicDataConfig(Section):
@@ -99,8 +106,23 @@ class LogicTask(Task):
         with evaluating(model) as net:
             for start in range(0, len(pairs), size):
                 batch = LogicBatch.build(pairs[start : start + size], self.vocab)
-                metric.add(net(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids), batch.labels,
-                           batch.operators)
+                vectors, probs = net.encode_with_probs(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids,
+                                                       test=split == "test")
+                metric.add(net.classify(vectors), batch.labels, batch.operators)
+                if probs is not None:
+                    metric.add_trees(*induced_trees(batch, slot_distances(probs), self.vocab))
                 if progress is not None:
                     progress(batch.size)
         return metric
+
+
+def induced_trees(batch: LogicBatch, distances: torch.Tensor, vocab: Vocab) -> tuple[list, list]:
+    """The trees an encoder induced of a batch's formulas from its syntactic distances [T, 2B] (Ordered Memory's
+    slots: `tree_from_slots`), brackets left out, and the formulas' own trees: nested lists of their words."""
+    predicted, gold = [], []
+    for j, (tree, length) in enumerate(zip(batch.trees, batch.lengths.tolist())):
+        tokens = [vocab.words[i] for i in batch.tokens[:length, j].tolist()]
+        predicted.append(without(tree_from_slots(tokens, distances[:length, j].tolist()), {"(", ")"}))
+        gold.append(fold(to_nested(tree), lambda position, words=tree.words: words[position],
+                         lambda _, children: children))
+    return predicted, gold

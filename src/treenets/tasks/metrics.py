@@ -162,7 +162,10 @@ class SentimentAccuracy(Metric):
 class AccuracyByOperators(Metric):
     """Logical inference: accuracy over all pairs (the selection value) and by the number of operators of the
     pair's larger formula (the ON-LSTM paper's figure; `max_operators` collects that many or more), with the
-    mean cross-entropy as the loss."""
+    mean cross-entropy as the loss. For a model that induces trees of the formulas (Ordered Memory), also how
+    well they match the formulas' bracketing: `tree_f1`, EVALB's F1 (over all formulas, the whole formula's
+    bracket counted), which the official code reports, and `tree_sentence_f1`, the mean per formula (the
+    ON-LSTM's parsing convention, `treenets.trees.metrics`)."""
 
     key, higher_is_better = "accuracy", True
 
@@ -171,6 +174,18 @@ class AccuracyByOperators(Metric):
         self.correct = torch.zeros(max_operators + 1, dtype=torch.float64)
         self.total = torch.zeros(max_operators + 1, dtype=torch.float64)
         self.summed_xent = 0.0
+        self.trees = None  # a treenets.trees.ParseScores once induced trees are added
+
+    def add_trees(self, predicted: list, gold: list) -> None:
+        """Induced trees against the formulas' own, both nested lists of the formulas' words (brackets left out).
+        Formulas of one word have no bracket to find and are left out, as the official code leaves them."""
+        from treenets.trees import ParseScores
+
+        if self.trees is None:
+            self.trees = ParseScores()
+        for pred, tree in zip(predicted, gold, strict=True):
+            if isinstance(tree, list):
+                self.trees.add(pred, tree)
 
     def add(self, logits: torch.Tensor, labels: torch.Tensor, operators: torch.Tensor) -> None:
         """logits [B, classes], labels [B], operators [B]."""
@@ -189,6 +204,9 @@ class AccuracyByOperators(Metric):
         result = {"accuracy": self.correct.sum().item() / pairs, "loss": self.summed_xent / pairs, "pairs": int(pairs)}
         result.update({f"accuracy_ops_{self._label(n)}": (self.correct[n] / self.total[n]).item()
                        for n in range(self.max_operators + 1) if self.total[n] > 0})
+        if self.trees is not None and self.trees.sentence:
+            summary = self.trees.summary()
+            result.update(tree_f1=summary["evalb_f1"], tree_sentence_f1=summary["sentence_f1"])
         return result
 
     def breakdown(self) -> tuple[str, dict[str, float]]:

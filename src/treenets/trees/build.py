@@ -1,4 +1,5 @@
-"""Binary trees from syntactic distances, and the baseline trees, as nested lists of words."""
+"""Binary trees from syntactic distances (and from Ordered Memory's slots), and the baseline trees, as nested lists
+of words."""
 
 from __future__ import annotations
 
@@ -44,6 +45,47 @@ def tree_from_distances(words: Sequence[str], distances: Sequence[float], split:
         return [range(lo, k), range(k, hi)]
 
     return _top_down(words, official if split == "official" else before)
+
+
+def tree_from_slots(words: Sequence[str], slots: Sequence[int]):
+    """The tree Ordered Memory induces (the official `build_tree`, as `genparse` calls it), bottom-up from the
+    memory slot each word was written at (`treenets.nn.ordered_memory.slot_distances`).
+
+    Read as a shift-reduce parse: before word t (t >= 1) is shifted, the top two subtrees of the stack are merged
+    `slots[t] - slots[t-1] + 1` times (when positive: the split point rose, closing constituents); a slot one below
+    the previous one merges nothing (a new level). The first word's slot is never read (`genparse` sets it above
+    every slot). What is left on the stack is merged at the end.
+
+    Returns:
+        a word (one-word sentence) or nested lists of words; `[]` for an empty sentence.
+    """
+    if len(words) != len(slots):
+        raise ValueError(f"{len(words)} words but {len(slots)} slots")
+    if not words:
+        return []
+    stack = [words[0]]
+    for t in range(1, len(words)):
+        merges = 0 if t == 1 else int(slots[t]) - int(slots[t - 1]) + 1
+        for _ in range(min(merges, len(stack) - 1)):
+            right = stack.pop()
+            stack[-1] = [stack[-1], right]
+        stack.append(words[t])
+    while len(stack) > 1:
+        right = stack.pop()
+        stack[-1] = [stack[-1], right]
+    return stack[0]
+
+
+def without(tree, dropped: set[str]):
+    """`tree` without the words in `dropped`, a node left with one child replaced by it (the official
+    `remove_bracket`, which scores Ordered Memory's trees of formulas without their brackets); `[]` if no word
+    is left."""
+    def node(_, children: list):
+        kept = [child for child in children if child is not None]
+        return None if not kept else kept[0] if len(kept) == 1 else kept
+
+    result = fold(tree, lambda word: None if word in dropped else word, node)
+    return [] if result is None else result
 
 
 def _top_down(words: list, split):
