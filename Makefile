@@ -8,7 +8,7 @@ DEMO_RESUMED_MINUTES ?= 0.5
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-arm lint bench clean browser
+.PHONY: setup demo test test-arm lint bench clean browser dist
 
 setup: $(STAMP)
 
@@ -58,9 +58,16 @@ browser: $(STAMP)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 	TREENETS_SCREENSHOTS=runs/screenshots $(BIN)/pytest -q tests/report
 
+# The release: the sdist and the wheel in dist/ (the wheel built from the sdist, as pip builds one). The models are
+# not in them: a release publishes models/ at a URL (models/register.py --url-base) or users install them from a
+# copy (README, Install).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 bench: $(STAMP)
 	cd benchmarks && ../$(BIN)/python lm_throughput.py && ../$(BIN)/python parse_throughput.py && \
 		../$(BIN)/python treelstm_throughput.py
 
 clean:
-	rm -rf $(VENV) runs build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) runs build dist src/*.egg-info .pytest_cache

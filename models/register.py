@@ -1,5 +1,6 @@
 """List the model folders beside this script in treenets' zoo registry (`src/treenets/zoo.json`): each file's
-sha256 and size, and download URLs under `--url-base` once a release publishes the folders.
+sha256 and size, and download URLs under `--url-base` once a release publishes the folders (as `NAME/FILE`); with
+URLs, an installed treenets downloads a model at its first use (until then: `treenets models download --from`).
 
     python models/register.py [--url-base https://.../v0.4/models]
 """

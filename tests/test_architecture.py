@@ -17,7 +17,8 @@ PACKAGE = Path(treenets.__file__).parent
 # Tasks, their configs and their predictors name each other by design (a task declares its config schema and
 # its predictor; the config union and `treenets.load` read the task registry), so they share a layer.
 LAYERS = [
-    {"errors", "version", "limits", "console", "files", "devices", "schema", "vocab", "checkpoint", "runlog", "optim"},
+    {"errors", "version", "limits", "console", "files", "folders", "devices", "schema", "vocab", "checkpoint", "runlog",
+     "optim"},
     {"trees", "text"},
     {"data"},
     {"nn", "graphs"},

@@ -12,7 +12,7 @@ import torch
 from helpers import train_tiny_lm
 
 import treenets
-from treenets import cards, zoo
+from treenets import cards, folders, zoo
 from treenets.cli import main
 from treenets.config import build_config
 from treenets.data import sha256_of
@@ -74,7 +74,7 @@ def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monke
     assert main(["export", str(tiny_run / "best.pt"), str(release / "tiny-lm")]) == 0
     known = _registry_of(release / "tiny-lm", tmp_path, release.as_uri())
     monkeypatch.setattr(zoo, "registry", lambda: known)
-    monkeypatch.setenv(zoo.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
     lm = LanguageModel.load("tiny-lm")
     assert (tmp_path / "cache" / "tiny-lm" / "model.safetensors").is_file()
@@ -83,7 +83,8 @@ def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monke
     LanguageModel.load("tiny-lm")
     assert "downloading" not in capsys.readouterr().err  # found in the cache
     (tmp_path / "cache" / "tiny-lm" / "vocab.txt").write_text("changed\n")
-    with pytest.raises(TreenetsError, match=r"vocab.txt: does not match the zoo's sha256.*delete the folder"):
+    with pytest.raises(TreenetsError, match=r"vocab.txt: does not match the zoo's sha256.*`treenets models download "
+                                            r"tiny-lm` replaces"):
         LanguageModel.load("tiny-lm")
 
 
@@ -93,9 +94,10 @@ def test_a_name_without_files_or_url_says_where_it_looked(tiny_run, tmp_path, mo
     (folder / "README.md").write_text("# tiny-lm\n")
     known = _registry_of(folder, tmp_path)
     monkeypatch.setattr(zoo, "registry", lambda: known)
-    monkeypatch.setenv(zoo.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
-    with pytest.raises(TreenetsError, match="tiny-lm: not in .*no-checkout nor in the cache .*no download URL"):
+    with pytest.raises(TreenetsError, match="tiny-lm: not in .*no-checkout/tiny-lm nor in .*cache/tiny-lm, and no "
+                                            "release publishes the models at a URL yet: `treenets models download"):
         treenets.load("tiny-lm")
     monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path)
     assert treenets.load("tiny-lm").vocab.words == treenets.load(folder).vocab.words

@@ -22,7 +22,8 @@ from treenets.version import __version__
 
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
-Data is found through --data DIR, else $TREENETS_DATA, else ../shared/data when it exists."""
+Data is found through --data DIR, else $TREENETS_DATA, else ../shared/data when it exists, else in
+~/.cache/treenets/data (`treenets data download` fills it; `treenets data check` names the folder used)."""
 
 
 MODEL_HELP = "checkpoint files (best.pt), model folders (treenets export) or zoo names (treenets models)"
@@ -57,7 +58,8 @@ def tag_list(text: str) -> tuple[str, ...]:
 
 def _add_data(parser):
     parser.add_argument("--data", metavar="DIR", default=None,
-                        help="data root (default: $TREENETS_DATA, else ../shared/data when it exists)")
+                        help="data root (default: $TREENETS_DATA, else ../shared/data when it exists, else "
+                             "data/ in the cache: `treenets data check` names it)")
 
 
 def _add_device(parser, default="auto", default_text="auto"):
@@ -145,11 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train", help="train a model from a YAML config",
-        description="Train a model from a YAML config (see configs/). Writes last.pt (resumable state), "
+        description="Train a model from a YAML config file, or a config shipped with treenets given by its name "
+                    "(`treenets configs` lists them). Writes last.pt (resumable state), "
                     "best.pt (best validation weights), metrics.jsonl and config.yaml to the run folder. "
                     "SIGINT/SIGTERM save last.pt before exiting. Runs under `torchrun --nproc_per_node=N "
                     "-m treenets train ...` with DistributedDataParallel.")
-    train.add_argument("config", nargs="?", help="YAML config file; optional with --resume (the saved config is used)")
+    train.add_argument("config", nargs="?", help="YAML config file or a shipped config's name (onlstm-ptb-small); "
+                                                 "optional with --resume (the saved config is used)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config value, e.g. --set optim.lr=10 (repeatable; values are YAML)")
     train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>)")
@@ -217,9 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
     check = data_sub.add_parser("check", help="verify sizes and checksums of the files present")
     check.add_argument("names", nargs="*", metavar="DATASET", help="datasets to check (default: all)")
     _add_data(check)
-    download = data_sub.add_parser("download", help="download missing files, verifying their sha256")
+    download = data_sub.add_parser(
+        "download", help="download missing files, verifying their sha256",
+        description="Download the files of datasets that are missing or damaged under the data root, from their "
+                    "canonical URLs or from a copy of a data root (--from), each checked against its sha256 and "
+                    "renamed into place only then.")
     download.add_argument("names", nargs="*", metavar="DATASET", help="datasets to fetch (default: all)")
-    download.add_argument("--data", metavar="DIR", required=True, help="where to put them (the data root)")
+    _add_data(download)
+    download.add_argument("--from", dest="source", metavar="DIR|URL",
+                          help="a copy of a data root to fetch from: a folder, or a URL serving one (default: each "
+                               "file's canonical URL)")
     prepare = data_sub.add_parser(
         "prepare", help="turn text files into a prepared corpus that language models train on in constant memory",
         description="Raw or tokenised text (one sentence or document per line; several files; .gz too) into a "
@@ -374,11 +385,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_threads(export)
     _add_data(export)
 
-    models = commands.add_parser("models", help="list the trained models that ship with treenets",
+    models = commands.add_parser("models", help="list the trained models that ship with treenets, or install them",
                                  description="The model zoo: each model's name, task, headline figures, and "
                                              "where it is (the source checkout's models/, the cache, or to "
-                                             "download).")
+                                             "download); `treenets models download` installs them.")
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    models_sub = models.add_subparsers(dest="models_command", metavar="ACTION")
+    models_download = models_sub.add_parser(
+        "download", help="install zoo models into the cache, verifying their sha256",
+        description="Download zoo models into the cache ($TREENETS_CACHE, default ~/.cache/treenets), where "
+                    "every command finds them by name, each file checked against its sha256 and the folder "
+                    "renamed into place only when whole; a damaged copy in the cache is replaced. Prints each "
+                    "model's folder.")
+    models_download.add_argument("names", nargs="*", metavar="NAME", help="models to install (default: all)")
+    models_download.add_argument("--from", dest="source", metavar="DIR|URL",
+                                 help="a copy of treenets' models/ folder (NAME/FILE under it): a folder, or a URL "
+                                      "serving one (default: $TREENETS_MODELS_URL, else the URLs of the registry)")
+
+    configs = commands.add_parser(
+        "configs", help="list the configs shipped with treenets, or print or copy one",
+        description="The training recipes shipped with treenets (the configs of the shipped models and of the "
+                    "papers), which `treenets train NAME` takes by name. Without NAME: list them; with NAME: "
+                    "print it, or write a copy to edit (--out).")
+    configs.add_argument("name", nargs="?", metavar="NAME", help="a shipped config to print or copy")
+    configs.add_argument("--out", metavar="FILE", help="write the copy here (a new .yaml file) instead of printing it")
 
     kernels = commands.add_parser(
         "kernels", help="show or build the compiled C++ kernels of the CPU",
@@ -442,7 +472,7 @@ def _cmd_data(args) -> int:
     from treenets import data
 
     if args.data_command == "download":
-        data.download(args.names or None, args.data)
+        data.download(args.names or None, args.data, args.source)
         return 0
     if args.data_command == "prepare":
         from treenets.data.prepare import prepare_corpus, speed, summary
@@ -512,9 +542,24 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_models(args) -> int:
-    from treenets.zoo import print_models
+    from treenets import zoo
 
-    print_models(args.json)
+    if args.models_command == "download":
+        zoo.download(args.names or None, args.source)
+    else:
+        zoo.print_models(args.json)
+    return 0
+
+
+def _cmd_configs(args) -> int:
+    from treenets.config import copy_config, print_configs
+
+    if args.name is None:
+        if args.out is not None:
+            raise TreenetsError("--out: give the NAME of the config to copy (`treenets configs` lists them)")
+        print_configs()
+    else:
+        copy_config(args.name, args.out)
     return 0
 
 
@@ -539,7 +584,7 @@ def _cmd_serve(args) -> int:
 COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "check-golden": _cmd_check_golden, "data": _cmd_data,
             "parse": _cmd_parse, "parse-eval": _cmd_parse_eval, "baselines": _cmd_baselines, "syneval": _cmd_syneval,
             "predict": _cmd_predict, "metrics": _cmd_metrics, "export": _cmd_export, "models": _cmd_models,
-            "kernels": _cmd_kernels, "serve": _cmd_serve}
+            "kernels": _cmd_kernels, "configs": _cmd_configs, "serve": _cmd_serve}
 
 
 # The commands that run long enough to pay for building the CPU kernels where they are not built yet (training, the

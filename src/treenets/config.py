@@ -5,6 +5,10 @@ schema beside its code (`treenets.tasks.<task>`, registered by name); model sect
 the models (`treenets.nn`), optimiser sections in `treenets.optim`, the `train` section here. Unknown keys,
 wrong types and impossible combinations are refused with a message naming the file (or the `--set` option)
 and the key.
+
+The recipes shipped with treenets (the checkout's `configs/`, which the package holds as `treenets/configs`)
+are found by name wherever treenets is installed: `treenets train onlstm-ptb-small`; `treenets configs` lists
+them and writes a copy to edit.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Hashable
 from functools import cache
+from itertools import takewhile
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -20,7 +25,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
 from treenets.errors import TreenetsError
-from treenets.files import read_text
+from treenets.files import output_file, read_text
 from treenets.schema import BACKENDS, PRECISIONS, PositiveFloat, PositiveInt, Section
 from treenets.tasks import all_tasks
 
@@ -222,9 +227,62 @@ def saved_config(saved: dict, path, overrides: list[str] = ()):
     return build_config(raw, source=source, overrides=overrides)
 
 
+# The shipped recipes: in a checkout a link to its `configs/` folder, in a wheel a copy of it (pyproject.toml).
+SHIPPED = Path(__file__).with_name("configs")
+
+
+def shipped_configs() -> dict[str, Path]:
+    """Name -> file of the configs shipped with treenets (`configs/NAME.yaml`)."""
+    return {path.stem: path for path in sorted(SHIPPED.glob("*.yaml"))}
+
+
+def find_config(ref: str | Path) -> Path:
+    """The config file `ref` names: a file, else the shipped config of that name (`onlstm-ptb-small`).
+
+    Raises:
+        TreenetsError: when `ref` is neither, saying so and naming the shipped config it may have meant.
+    """
+    path, shipped = Path(ref), shipped_configs()
+    if path.exists():
+        return path
+    if str(ref) in shipped:
+        return shipped[str(ref)]
+    meant = f"; the shipped {path.stem} is given by its name: `treenets train {path.stem}`" if path.stem in shipped \
+        else ""
+    raise TreenetsError(f"{path}: does not exist (expected a YAML config file, or the name of a config shipped with "
+                        f"treenets: `treenets configs` lists them{meant})")
+
+
+def print_configs() -> None:
+    """`treenets configs`: each shipped config's name, task and model, and the start of its opening comment."""
+    for name, path in shipped_configs().items():
+        config = load_config(path)
+        opening = takewhile(lambda line: line.startswith("#"), path.read_text().splitlines())
+        comment = " ".join(line.lstrip("#").strip() for line in opening)
+        print(f"{name}  ({config.task}, {config.model.name})\n  {comment[:110]}{'...' if len(comment) > 110 else ''}")
+
+
+def copy_config(name: str, out: str | Path | None = None) -> None:
+    """`treenets configs NAME`: print the shipped config `name`, or with `out` write a copy of it there to edit
+    (a new file: an existing one is never replaced)."""
+    shipped = shipped_configs()
+    if name not in shipped:
+        raise TreenetsError(f"unknown config {name!r}: expected one of {', '.join(shipped)}")
+    text = shipped[name].read_text()
+    if out is None:
+        print(text, end="")
+        return
+    target = output_file(out, "--out", (".yaml", ".yml"))
+    if target.exists():
+        raise TreenetsError(f"--out {target}: exists; give a new file name (nothing was written)")
+    target.write_text(text)
+    print(f"wrote {target}")
+
+
 def load_config(path: str | Path, overrides: list[str] = ()):
-    """Read and validate a YAML config file; see `build_config`."""
-    path = Path(path)
+    """Read and validate a YAML config file, or a shipped config given by its name (`find_config`); see
+    `build_config`."""
+    path = find_config(path)
     text = read_text(path, "a YAML config file")
     try:
         raw = parse_yaml(text)

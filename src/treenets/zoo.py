@@ -9,10 +9,13 @@ A model folder follows the Hugging Face layout:
     README.md           the model card
 
 `zoo.json` (beside this module) lists the shipped models: what each is, its headline figures, and the
-sha256, size and download URL of each file. A name is looked up in the repository's `models/` folder, then in
-the cache (`cache_dir`: `$TREENETS_CACHE`, default `~/.cache/treenets`), and downloaded into the cache when a
-URL is published; every file is checked against its sha256 before it is used. `print_models` is `treenets
-models`.
+sha256, size and download URL of each file (empty until a release publishes them). A name is looked up in the
+source checkout's `models/` folder, then in the cache (`treenets.folders.cache_dir`: `$TREENETS_CACHE`, default
+`~/.cache/treenets`). An installed treenets has no checkout: `install` downloads a model into the cache, from a
+copy of the `models/` folder (a folder, or a URL serving one: `NAME/FILE` under it) given by `--from` or
+`$TREENETS_MODELS_URL`, else from the URLs of `zoo.json`; `locate` does so on a model's first use where a URL is
+known. Every file is checked against its sha256 before it is used. `print_models` is `treenets models`,
+`download` is `treenets models download`.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from treenets import checkpoint
+from treenets import checkpoint, folders
 from treenets.console import note
+from treenets.data import fetch, mirror_url, sha256_of
 from treenets.errors import TreenetsError
 from treenets.files import json_text
 from treenets.runlog import format_figure
 
-CACHE_ENV = "TREENETS_CACHE"
+MODELS_URL_ENV = "TREENETS_MODELS_URL"
 FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
 _REGISTRY = Path(__file__).with_name("zoo.json")
 
@@ -72,31 +76,91 @@ def registry(path: Path = _REGISTRY) -> dict[str, ZooModel]:
             for name, m in doc["models"].items()}
 
 
-def repository_models() -> Path:
-    """The source checkout's `models/` folder (absent from an installed wheel)."""
-    return Path(__file__).resolve().parents[2] / "models"
+def repository_models() -> Path | None:
+    """The source checkout's `models/` folder; None for an installed treenets."""
+    repository = folders.checkout()
+    return repository / "models" if repository else None
 
 
-def cache_dir() -> Path:
-    """`$TREENETS_CACHE`, else `treenets` in the user's cache folder (`$XDG_CACHE_HOME`, else `~/.cache`), read
-    at each call (the tests give every test its own)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "treenets"
+def _lookup_folders(name: str) -> list[Path]:
+    """Where the zoo model `name` is looked up: the checkout's `models/`, then the cache."""
+    models = repository_models()
+    return [*([models / name] if models else []), folders.cache_dir() / name]
 
 
-def _verify(folder: Path, model: ZooModel) -> None:
-    from treenets.data import sha256_of
+def installed(model: ZooModel) -> Path | None:
+    """The first of `model`'s folders (`_lookup_folders`) that holds all its files (unverified), or None."""
+    return next((folder for folder in _lookup_folders(model.name)
+                 if all((folder / f).is_file() for f in model.files)), None)
 
+
+def _damage(folder: Path, model: ZooModel) -> str | None:
+    """What is wrong with `folder`'s copy of `model` (a file of another size or sha256), or None."""
     for name, spec in model.files.items():
         path = folder / name
         if path.stat().st_size != spec.bytes or sha256_of(path) != spec.sha256:
-            raise TreenetsError(f"{path}: does not match the zoo's sha256 {spec.sha256[:12]}... ({spec.bytes} bytes): "
-                                "the file is corrupted or was changed; delete the folder to download it again")
+            return (f"{path}: does not match the zoo's sha256 {spec.sha256[:12]}... ({spec.bytes} bytes): the file "
+                    "is corrupted or was changed")
+    return None
+
+
+def _urls(model: ZooModel, source: str | os.PathLike | None = None) -> dict[str, str] | None:
+    """File -> the URL `model`'s file is downloaded from: `NAME/FILE` under `source` or `$TREENETS_MODELS_URL` (a
+    copy of the `models/` folder: a folder or a URL), else the URL `zoo.json` gives; None where none is known."""
+    base = source or os.environ.get(MODELS_URL_ENV)
+    if base:
+        mirror = mirror_url(base)
+        return {f: f"{mirror}/{model.name}/{f}" for f in model.files}
+    if all(spec.url for spec in model.files.values()):
+        return {f: spec.url for f, spec in model.files.items()}
+    return None
+
+
+def _not_installed(model: ZooModel) -> TreenetsError:
+    return TreenetsError(
+        f"model {model.name}: not in {' nor in '.join(map(str, _lookup_folders(model.name)))}, and no release "
+        f"publishes the models at a URL yet: `treenets models download {model.name} --from DIR|URL` installs it from "
+        f"a copy of treenets' models/ folder (a source checkout's, or a server's; or set ${MODELS_URL_ENV})")
+
+
+def install(model: ZooModel, source: str | os.PathLike | None = None, log=note) -> Path:
+    """Download `model` into the cache (`folders.cache_dir()/NAME`) from `_urls(model, source)`, each file checked
+    against its size and sha256 (`treenets.data.fetch`); its folder.
+
+    The files are written into a temporary folder beside the model's and the folder is renamed into place once
+    every file is in and verified: an interrupted or refused download leaves no folder that looks installed, and
+    a damaged copy in the cache is replaced only by a whole verified one.
+
+    Raises:
+        TreenetsError: where no URL is known, or a file cannot be downloaded or fails its checks (naming it).
+    """
+    urls = _urls(model, source)
+    if urls is None:
+        raise _not_installed(model)
+    base = source or os.environ.get(MODELS_URL_ENV)
+    target = folders.cache_dir() / model.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{model.name}."))
+    try:
+        for file, spec in model.files.items():
+            hint = (f"is {base} a copy of treenets' models/ folder, holding {model.name}/{file}?" if base else
+                    f"offline? install it from a copy: `treenets models download {model.name} --from DIR|URL`")
+            log(f"downloading {model.name}/{file} <- {urls[file]}")
+            fetch(urls[file], tmp / file, spec.bytes, spec.sha256, hint)
+        for path in [tmp, *tmp.iterdir()]:
+            checkpoint.usual_permissions(path)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return target
 
 
 def locate(name: str, log=note) -> Path:
-    """The verified folder of the zoo model `name`: in the repository, in the cache, or downloaded.
+    """The verified folder of the zoo model `name`: in the checkout, in the cache, or downloaded into the cache
+    (`install`) where a URL is known.
 
     Raises:
         TreenetsError: for an unknown name, a file that fails its checksum, or a model that is neither
@@ -106,33 +170,45 @@ def locate(name: str, log=note) -> Path:
     if name not in known:
         raise TreenetsError(f"unknown model {name!r}: expected one of {', '.join(sorted(known))}")
     model = known[name]
-    for folder in (repository_models() / name, cache_dir() / name):
-        if all((folder / f).is_file() for f in model.files):
-            _verify(folder, model)
-            return folder
-    missing_urls = [f for f, spec in model.files.items() if not spec.url]
-    if missing_urls:
-        raise TreenetsError(f"model {name}: not in {repository_models()} nor in the cache {cache_dir()}, and no "
-                            "download URL is published for it yet (a source checkout has it under models/)")
-    from treenets.data import fetch
+    folder = installed(model)
+    if folder is None:
+        return install(model, log=log)
+    damage = _damage(folder, model)
+    if damage:
+        raise TreenetsError(f"{damage}; `treenets models download {name}` replaces a copy in the cache")
+    return folder
 
-    target = cache_dir() / name
-    target.mkdir(parents=True, exist_ok=True)
-    for file, spec in model.files.items():
-        log(f"downloading {name}/{file} <- {spec.url}")
-        fetch(spec.url, target / file, spec.sha256)
-    return target
+
+def download(names: list[str] | None = None, source: str | os.PathLike | None = None, log=note) -> None:
+    """`treenets models download`: install the zoo models `names` (all by default) that are absent, or whose copy
+    in the cache is damaged (`install`, from `source` when given), and print each one's folder. A model in the
+    checkout's `models/` is left as it is (a damaged one is an error: those are the repository's files)."""
+    known = registry()
+    unknown = [name for name in names or [] if name not in known]
+    if unknown:
+        raise TreenetsError(f"unknown model {unknown[0]!r}: expected one of {', '.join(sorted(known))}")
+    for name in names or list(known):
+        model = known[name]
+        folder = installed(model)
+        damage = _damage(folder, model) if folder else None
+        if damage and folder != folders.cache_dir() / name:
+            raise TreenetsError(damage)
+        if folder is None or damage:
+            if damage:
+                log(f"{damage}: downloading it again")
+            folder = install(model, source, log)
+        print(f"{name}  {folder}")
 
 
 def print_models(as_json: bool = False) -> None:
     """`treenets models`: each zoo model's name, task, size, summary, headline figures (F1 in percent, as
     `parse-eval` prints it) and where it is: its folder in the source checkout's `models/` or in the cache,
-    `download` (every file has a URL) or `absent`; with `as_json` the same as a JSON list, F1 as a fraction."""
+    `download` (a URL is known: `locate` downloads it at its first use) or `absent` (with a note saying how to
+    install it); with `as_json` the same as a JSON list, F1 as a fraction."""
     rows = []
     for model in registry().values():
-        local = [f for f in (repository_models() / model.name, cache_dir() / model.name)
-                 if (f / "model.safetensors").is_file()]
-        where = str(local[0]) if local else ("download" if all(f.url for f in model.files.values()) else "absent")
+        folder = installed(model)
+        where = str(folder) if folder else ("download" if _urls(model) else "absent")
         rows.append({"name": model.name, "task": model.task, "summary": model.summary, "where": where,
                      "size_mb": model.size_mb, **model.headline})
         if not as_json:
@@ -140,6 +216,9 @@ def print_models(as_json: bool = False) -> None:
             print("  " + "; ".join(model.figures))
     if as_json:
         print(json.dumps(rows, indent=1))
+    if any(row["where"] == "absent" for row in rows):
+        note("absent models: `treenets models download [NAME...] --from DIR|URL` installs them from a copy of "
+             f"treenets' models/ folder (no release publishes them at a URL yet; or set ${MODELS_URL_ENV})")
 
 
 def read_folder(folder: str | Path) -> dict:
@@ -293,16 +372,14 @@ def write_folder(predictor, out: str | Path, half: bool = False, metrics: dict |
 def registry_entry(folder: Path, url_base: str = "") -> dict:
     """The `zoo.json` entry of a written model folder: what its `metrics.json` says it is, and every file's
     sha256 and size (URLs under `url_base`, empty without one)."""
-    from treenets.data import sha256_of
-
     metrics = json.loads((folder / "metrics.json").read_text())
     files = {f: {"sha256": sha256_of(folder / f), "bytes": (folder / f).stat().st_size,
                  "url": f"{url_base.rstrip('/')}/{folder.name}/{f}" if url_base else ""} for f in FILES}
     return {"task": metrics["task"], "summary": metrics["summary"], "headline": metrics["headline"], "files": files}
 
 
-def write_registry(folders: list[Path], url_base: str = "", path: Path = _REGISTRY) -> None:
-    """Write `zoo.json` listing `folders` (maintainers run this after exporting the shipped models)."""
-    entries = {Path(f).name: registry_entry(Path(f), url_base) for f in folders}
+def write_registry(model_folders: list[Path], url_base: str = "", path: Path = _REGISTRY) -> None:
+    """Write `zoo.json` listing `model_folders` (maintainers run this after exporting the shipped models)."""
+    entries = {Path(f).name: registry_entry(Path(f), url_base) for f in model_folders}
     path.write_text(json.dumps({"models": entries}, indent=1) + "\n")
     registry.cache_clear()

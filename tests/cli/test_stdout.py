@@ -19,7 +19,7 @@ import pytest
 import yaml
 from helpers import tiny_config, tiny_sick, write_corpus
 
-from treenets import zoo
+from treenets import folders
 
 pytestmark = pytest.mark.slow
 
@@ -89,6 +89,8 @@ COMMANDS = {
     "predict lm": (lambda i, out: ["predict", "onlstm-ptb-small", "--sentence", SENTENCES[0]], "json", None),
     "models": (lambda i, out: ["models"], "text", None),
     "models --json": (lambda i, out: ["models", "--json"], "json", None),
+    "models download": (lambda i, out: ["models", "download", "lstm-logic"], "text", None),  # (the checkout's)
+    "configs": (lambda i, out: ["configs"], "text", None),
     "parse-eval": (lambda i, out: ["parse-eval", "onlstm-ptb-small", "--treebank", i / "tiny.mrg", "--output", out],
                    "text", None),
     "baselines": (lambda i, out: ["baselines", "--treebank", i / "tiny.mrg"], "text", None),
@@ -108,7 +110,7 @@ def test_a_command_prints_its_results_alone_on_stdout(name, inputs, tmp_path):
     if note is not None:
         assert note in done.stderr
     if name == "eval over induced trees":  # kept in the test's own cache, which was empty
-        assert f"(kept in {zoo.cache_dir() / 'trees'}" in done.stderr
+        assert f"(kept in {folders.cache_dir() / 'trees'}" in done.stderr
 
 
 def test_train_and_what_reads_its_run_print_results_alone_on_stdout(trained, tmp_path):

@@ -10,10 +10,10 @@ import pytest
 import treenets
 from treenets.cli import main
 from treenets.errors import TreenetsError
+from treenets.folders import cache_dir
 from treenets.predictors.tree_sources import InducedTrees, ShapeTrees, cached_trees
 from treenets.trees import spans
 from treenets.trees.parents import node_spans
-from treenets.zoo import cache_dir
 
 TOKENS = ["``", "The", "U.S.", "economy", "grew", "3.5", "%", "in", "1987", ",", "analysts", "said", ".", "''"]
 

@@ -7,7 +7,7 @@ import torch
 from helpers import tiny_sick, train_and_test
 
 import treenets
-from treenets import zoo
+from treenets import folders
 from treenets.errors import TreenetsError
 from treenets.predictors import Relatedness
 from treenets.tasks.relatedness import sparse_target
@@ -55,5 +55,5 @@ def test_relatedness_trains_evaluates_and_predicts(tmp_path, data_root, capsys, 
         assert typed.parser == {"balanced": "balanced"}.get(trees, "onlstm-ptb-small")
         assert 1.0 <= typed.score <= 5.0
     if trees in ("induced", "balanced"):  # the trees it trained on were built, not read from the cparents
-        cached = list((zoo.cache_dir() / "trees").glob("*.json"))  # the test's own cache, empty before
+        cached = list((folders.cache_dir() / "trees").glob("*.json"))  # the test's own cache, empty before
         assert len(cached) == (3 * 2 if trees == "induced" else 0)  # a file per split and side

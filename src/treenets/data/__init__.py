@@ -1,57 +1,70 @@
 """Where the datasets live, what they should contain, and how to fetch them.
 
 One setting finds every dataset: the data root. It is, in order, the `--data` option (or the `root`
-argument), the environment variable `TREENETS_DATA`, or `../shared/data` when that folder exists
-(looked up from the current directory and from the source checkout). `datasets.json` lists every file
-treenets can use, with its size, sha256 and a canonical URL, so that `treenets data check` can verify what
-is present and `treenets data download` can fetch what is missing (tests never download).
+argument), the environment variable `TREENETS_DATA`, `../shared/data` when that folder exists (looked up from
+the current directory and from the source checkout), else the default folder of an installed treenets,
+`data` in the cache (`treenets.folders.default_data_dir`). `datasets.json` lists every file treenets can
+use, with its size, sha256 and a canonical URL, so that `treenets data check` can verify what is present and
+`treenets data download` can fetch what is missing, from those URLs or from a copy of a data root (a folder, or a
+server holding one: `--from`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import shutil
 import tempfile
+import urllib.error
 import urllib.request
 import zipfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from treenets import folders
 from treenets.console import note
 from treenets.errors import TreenetsError
 
 ENV_VAR = "TREENETS_DATA"
+DEFAULT = "the default"  # the origin of the data root when nothing else names one
 _REGISTRY = Path(__file__).with_name("datasets.json")
 
 
-def _default_candidates() -> list[Path]:
-    checkout = Path(__file__).resolve().parents[3]  # src/treenets/data -> repository root
-    return [Path.cwd() / ".." / "shared" / "data", checkout / ".." / "shared" / "data"]
+def _shared_candidates() -> list[Path]:
+    """`../shared/data` beside the current folder, and beside the source checkout treenets runs from."""
+    repository = folders.checkout()
+    return [Path.cwd() / ".." / "shared" / "data", *([repository / ".." / "shared" / "data"] if repository else [])]
+
+
+def chosen_root(root: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """The data root and what chose it (`--data`, `$TREENETS_DATA`, `../shared/data` or `DEFAULT`), whether or
+    not the folder exists yet."""
+    if root is not None:
+        return Path(root).expanduser(), "--data"
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser(), f"${ENV_VAR}"
+    for candidate in _shared_candidates():
+        if candidate.is_dir():
+            return candidate.resolve(), "../shared/data"
+    return folders.default_data_dir(), DEFAULT
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
-    """The data root: `root` if given, else `$TREENETS_DATA`, else `../shared/data` if it exists.
+    """The data root (`chosen_root`), which must exist.
 
     Raises:
-        TreenetsError: if the chosen folder does not exist, or none was given and no default exists.
+        TreenetsError: if the chosen folder does not exist, saying how to fill the default one.
     """
-    if root is not None:
-        origin = "--data"
-    elif os.environ.get(ENV_VAR):
-        root, origin = os.environ[ENV_VAR], f"${ENV_VAR}"
-    else:
-        for candidate in _default_candidates():
-            if candidate.is_dir():
-                return candidate.resolve()
-        raise TreenetsError(
-            f"no data folder: set {ENV_VAR} or pass --data DIR (the folder that holds ptb_lm/, sick/, ...); "
-            f"`treenets data download --data DIR` fetches the datasets"
-        )
-    path = Path(root).expanduser()
+    path, origin = chosen_root(root)
     if not path.is_dir():
+        if origin == DEFAULT:
+            raise TreenetsError(
+                f"no data folder: the default one, {path}, does not exist yet; `treenets data download DATASET...` "
+                f"fills it (`treenets data check` lists the datasets), or set {ENV_VAR} or pass --data DIR (the "
+                "folder that holds ptb_lm/, sick/, ...)")
         raise TreenetsError(f"data folder {path} (from {origin}) does not exist")
     return path.resolve()
 
@@ -104,8 +117,11 @@ class FileStatus:
 
 
 def check(names: list[str] | None = None, root: str | os.PathLike | None = None) -> list[FileStatus]:
-    """Verify the size and sha256 of every registered file of `names` (all datasets by default)."""
-    base = data_root(root)
+    """Verify the size and sha256 of every registered file of `names` (all datasets by default). The default
+    data root may not exist yet: every file is then missing."""
+    base, origin = chosen_root(root)
+    if origin != DEFAULT or base.exists():
+        base = data_root(root)
     result = []
     for f in _select(names):
         path = base / f.path
@@ -122,10 +138,12 @@ def check(names: list[str] | None = None, root: str | os.PathLike | None = None)
 
 
 def print_check(names: list[str] | None = None, root: str | os.PathLike | None = None) -> bool:
-    """`treenets data check`: print the data root and the status of every file of `names` (`check`), then the
-    counts; whether no file is wrong (missing files are not wrong: `treenets data download` fetches them)."""
+    """`treenets data check`: print the data root and what chose it, the status of every file of `names`
+    (`check`), then the counts; whether no file is wrong (missing files are not wrong: `treenets data download`
+    fetches them)."""
     statuses = check(names, root)
-    print(f"data root: {data_root(root)}")
+    path, origin = chosen_root(root)
+    print(f"data root: {path} ({origin})")
     for s in statuses:
         print(f"{s.status:12s} {s.file.dataset:16s} {s.file.path}")
     counts = {status: sum(s.status == status for s in statuses) for status in ("ok", "missing")}
@@ -134,37 +152,64 @@ def print_check(names: list[str] | None = None, root: str | os.PathLike | None =
     return wrong == 0
 
 
-def fetch(url: str, target: Path, sha256: str) -> None:
-    """Download `url` to `target`, verifying its sha256. The file is written under a temporary name and renamed
-    only after its checksum matched, so an interrupted download never leaves a file that looks complete."""
+def mirror_url(source: str | os.PathLike) -> str:
+    """The base URL of a copy given as a URL (`http://host/models`) or as a local folder (as a `file:` URL)."""
+    if "://" in str(source):
+        return str(source).rstrip("/")
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        raise TreenetsError(f"{folder}: no such folder (--from takes a folder or a URL, e.g. http://host/path)")
+    return folder.resolve().as_uri()
+
+
+def fetch(url: str, target: Path, size: int, sha256: str, hint: str = "") -> None:
+    """Download `url` (`http(s):` or `file:`) to `target`, verifying its size and sha256. The file is written
+    under a temporary name beside `target` and renamed only after both matched, so an interrupted download never
+    leaves a file that looks complete, and a file of another size or checksum is refused and left nowhere.
+    `hint` (what to do instead) ends the message when the download fails."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
             shutil.copyfileobj(response, out)
-        got = sha256_of(Path(tmp))
-        if got != sha256:
-            raise TreenetsError(f"{url}: sha256 {got} does not match the expected {sha256}")
+        got = os.path.getsize(tmp)
+        if got != size:  # (a connection closed early ends the body without an error)
+            raise TreenetsError(f"{target.name} from {url}: {got:,} bytes, expected {size:,} (the download was cut "
+                                "short, or the copy differs): refused, nothing was written")
+        digest = sha256_of(Path(tmp))
+        if digest != sha256:
+            raise TreenetsError(f"{target.name} from {url}: sha256 {digest} is not the expected {sha256}: refused, "
+                                "nothing was written (a damaged or changed copy)")
         os.replace(tmp, target)
-    except OSError as exc:
-        raise TreenetsError(f"could not download {url}: {exc}") from exc
+    except (OSError, http.client.HTTPException) as exc:
+        # A connection that failed has its reason beside the URL; an HTTP error (404) says it itself.
+        reason = exc.reason if type(exc) is urllib.error.URLError else exc
+        raise TreenetsError(f"could not download {url}: {reason}" + (f"; {hint}" if hint else "")) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def download(names: list[str] | None, root: str | os.PathLike, log=note) -> None:
-    """Fetch the files of `names` that are missing or wrong under `root`, verifying each sha256 (`fetch`)."""
-    base = Path(root).expanduser()
+def download(names: list[str] | None, root: str | os.PathLike | None = None, source: str | os.PathLike | None = None,
+             log=note) -> Path:
+    """Fetch the files of `names` (all datasets by default) that are missing or wrong under the data root
+    (`chosen_root(root)`, created if needed), each from its URL in `datasets.json` or, with `source`, from the
+    same path under that copy of a data root (a folder or a URL), verifying each sha256 (`fetch`); the root."""
+    base = chosen_root(root)[0]
     base.mkdir(parents=True, exist_ok=True)
+    mirror = mirror_url(source) if source is not None else None
     for status in check(names, base):
         f = status.file
         if status.status == "ok":
             log(f"ok          {f.path}")
             continue
         target = base / f.path
-        log(f"downloading {f.path} <- {f.url}")
-        fetch(f.url, target, f.sha256)
+        url = f"{mirror}/{f.path}" if mirror else f.url
+        hint = (f"is {source} a copy of a data root, holding {f.path}?" if mirror else
+                f"offline? give a copy of a data root: `treenets data download {f.dataset} --from DIR|URL`")
+        log(f"downloading {f.path} <- {url}")
+        fetch(url, target, f.bytes, f.sha256, hint)
         if f.unpack_to:
             with zipfile.ZipFile(target) as archive:
                 archive.extractall(base / f.unpack_to)
+    return base

@@ -166,7 +166,7 @@ def cached_trees(source, sentences: list[list[str]], what: str, log=note) -> lis
     (shapes are built, not cached); `what` names the sentences for the log."""
     if isinstance(source, ShapeTrees):
         return source.trees(sentences)
-    from treenets.zoo import cache_dir
+    from treenets.folders import cache_dir
 
     digest = hashlib.sha256(f"{TREES_VERSION} {source.key()}".encode())
     for tokens in sentences:
