@@ -218,9 +218,9 @@ def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):
     assert records[2]["distances"][checkpoint] is None  # the empty sentence
     assert len(list(out_dir.glob("trees-*.txt"))) == 3
     summary = json.loads((out_dir / "summary.json").read_text())
-    assert [row["model"] for row in summary][-4:] == ["right-branching", "left-branching", "balanced",
-                                                      "random (5 draws)"]
-    assert all("sentence_f1" in row and "recall_NP" in row for row in summary)
+    assert [row["model"] for row in summary["rows"]][-4:] == ["right-branching", "left-branching", "balanced",
+                                                              "random (5 draws)"]
+    assert all("sentence_f1" in row and "recall_NP" in row for row in summary["rows"])
     assert (next(out_dir.glob("figures/*.png"))).read_bytes()[:4] == b"\x89PNG"
 
 
@@ -253,7 +253,7 @@ def test_parse_eval_writes_strict_json_and_says_n_a_for_a_label_without_phrases(
     def refuse(constant):
         raise ValueError(constant)
 
-    rows = json.loads((tmp_path / "out" / "summary.json").read_text(), parse_constant=refuse)
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text(), parse_constant=refuse)["rows"]
     assert rows[0].get("recall_NP") is None  # no NP in the gold trees: no recall, not NaN
 
 
