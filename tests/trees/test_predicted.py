@@ -56,10 +56,8 @@ def test_trees_without_labels_are_read_as_words():
 
 
 def test_every_format_is_matched_with_its_sentence_in_any_order(tmp_path, sentences):
-    gold_words = [s.words for s in sentences]
     lines = [
         "(X (X the) (X cat) (X (X sat) (X (X on) (X (X the) (X mat)))))",  # lower case
-        "((Mr. Smith) (paid (1,000 dollars)))",  # no labels, the treebank's case and numbers
         "(NT-1 (T-1 go) (T-1 home))",
         "(X Yes)",  # one word
         "(S (NP The cat) (VP sat (PP on (NP the mat))))",  # the same sentence again: the next one of its words
@@ -68,18 +66,30 @@ def test_every_format_is_matched_with_its_sentence_in_any_order(tmp_path, senten
     order = list(range(len(lines)))
     random.Random(0).shuffle(order)
     predicted = read_predicted(write(tmp_path, [lines[k] for k in order]), sentences)
-    assert predicted.missing == [] and predicted.lines == 6
+    assert predicted.missing == [1] and predicted.lines == 5
     # The sentence the treebank has twice: a tree for each (which one where, by the lines' order)
     assert sorted(map(str, (predicted.trees[0], predicted.trees[4]))) == sorted(map(str, (
         ["the", "cat", ["sat", ["on", ["the", "mat"]]]], [["The", "cat"], ["sat", ["on", ["the", "mat"]]]])))
-    assert predicted.trees[1] == [["Mr.", "Smith"], ["paid", ["1,000", "dollars"]]]
     assert predicted.trees[2] == ["go", "home"] and predicted.trees[3] == "Yes"
     assert predicted.trees[5] == ["a", "<unk>", "ran", ["it", "barked"]]
     # In the treebank's order, the first of two lines of the same words is the first sentence's
     in_order = read_predicted(write(tmp_path, lines), sentences)
     assert in_order.trees[0] == ["the", "cat", ["sat", ["on", ["the", "mat"]]]]
     assert in_order.trees[4] == [["The", "cat"], ["sat", ["on", ["the", "mat"]]]]
-    assert gold_words[1] == ["mr.", "smith", "paid", "N,N", "dollars"]  # what the numbers were compared with
+    # Without labels, the treebank's case and numbers
+    bare = read_predicted(write(tmp_path, ["((Mr. Smith) (paid (1,000 dollars)))", "(go home)"]), sentences)
+    assert bare.trees[1] == [["Mr.", "Smith"], ["paid", ["1,000", "dollars"]]] and bare.trees[2] == ["go", "home"]
+    assert sentences[1].words == ["mr.", "smith", "paid", "N,N", "dollars"]  # what the numbers were compared with
+
+
+def test_a_file_is_read_one_way(tmp_path):
+    # Before: each line was read with labels first, and `((x was) (y money))` so read is `was money`, another
+    # sentence of the treebank: it took that sentence's place, and the next line found none left.
+    path = tmp_path / "gold.trees"
+    path.write_text("(TOP (S (NP (NN x)) (VP (VBD was) (NP (NN y) (NN money)))))\n(TOP (S (VBD was) (NN money)))\n")
+    sentences = load_gold(path)
+    predicted = read_predicted(write(tmp_path, ["((x was) (y money))", "(was money)"]), sentences)
+    assert predicted.trees == [[["x", "was"], ["y", "money"]], ["was", "money"]]
 
 
 def test_what_treenets_writes_reads_back(tmp_path, sentences):

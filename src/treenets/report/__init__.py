@@ -213,6 +213,16 @@ def _runs_html(P: dict) -> str:
     return element("h3", f"{count} runs side by side") + element("div", table + figure, class_="charts")
 
 
+def _signed(value) -> str:
+    """A difference of F1s in percent, with its sign."""
+    return "–" if value != value else f"{100 * value:+.1f}"
+
+
+def _metric(value) -> str:
+    """A metric of `eval`: a count with thousands separated, a measure to four decimals."""
+    return "–" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
+
+
 def _comparison_html(C: dict) -> str:
     """Systems side by side: figures, the paired bootstrap, agreement, the figure by length, recall by label."""
     names = [f"[{k + 1}] {name}" for k, name in enumerate(C["systems"])]
@@ -224,11 +234,10 @@ def _comparison_html(C: dict) -> str:
                              [Row(n, {"figure": f, "sentences": c}) for n, f, c in
                               zip(names, C["figures"], C["sentences"])], name_head="system"))
     if C["bootstrap"]:
-        signed = lambda v: "–" if v != v else f"{100 * v:+.1f}"  # noqa: E731
-        cols = [Column("difference", "A − B", signed, None), Column("interval", "95 % interval", str, None),
+        cols = [Column("difference", "A − B", _signed, None), Column("interval", "95 % interval", str, None),
                 Column("p", "p-value", lambda v: f"{v:.4f}", None), Column("sentences", "sentences", str, None)]
         rows = [Row(f"{names[b['a']]} − {names[b['b']]}",
-                    {**b, "interval": f"[{signed(b['low'])}, {signed(b['high'])}]"}) for b in C["bootstrap"]]
+                    {**b, "interval": f"[{_signed(b['low'])}, {_signed(b['high'])}]"}) for b in C["bootstrap"]]
         parts.append(element("h3", "Paired bootstrap"))
         parts.append(score_table(cols, rows, name_head="A − B"))
         draws = C["bootstrap"][0]["draws"]
@@ -293,8 +302,7 @@ def _distance_charts(P: dict, k: int, run: dict) -> str:
 def eval_html(E: dict) -> str:
     """The static HTML of an `eval --output` report from its document (`eval_document`)."""
     keys = [k for k, v in E["checkpoints"][0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    fmt = lambda v: "–" if v is None else (f"{v:,}" if isinstance(v, int) else f"{v:.4f}")  # noqa: E731
-    columns = [Column(k, f"{k} *" if k == E["key"] else k, fmt, E["better"].get(k)) for k in keys]
+    columns = [Column(k, f"{k} *" if k == E["key"] else k, _metric, E["better"].get(k)) for k in keys]
     rows = [Row(f"[{k + 1}] {c['checkpoint']}", c, attrs={"model": c["checkpoint"]})
             for k, c in enumerate(E["checkpoints"])]
     parts = [element("h2", esc(f"Evaluation on the {E['split']} split")), score_table(columns, rows, "checkpoint")]

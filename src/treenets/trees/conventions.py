@@ -30,25 +30,23 @@ import numpy as np
 from treenets.trees.metrics import f1, node_spans, official_prf, official_spans
 
 
-def _official_spans(nodes: Counter, words: int) -> Counter:
-    return Counter(official_spans(nodes, words))
+# Each rule: a tree's `node_spans` -> the spans that count, with how many times (a set: each once).
+def _official_spans(nodes: Counter, words: int) -> dict:
+    return dict.fromkeys(official_spans(nodes, words), 1)
 
 
-def _kim_spans(nodes: Counter, words: int) -> Counter:
+def _kim_spans(nodes: Counter, words: int) -> dict:
     # compare_trees.py drops the last span of its list, the root's; a second node over the whole sentence stays.
-    return Counter({span: 1 for span, count in nodes.items()
-                    if span[1] - span[0] > 1 and (span != (0, words) or count > 1)})
+    return {span: 1 for span, count in nodes.items() if span[1] - span[0] > 1 and (span != (0, words) or count > 1)}
 
 
-def _li_spans(nodes: Counter, words: int) -> Counter:
-    return Counter({span: count for span, count in nodes.items() if span[1] - span[0] > 1 and span != (0, words)})
+def _li_spans(nodes: Counter, words: int) -> dict:
+    return {span: count for span, count in nodes.items() if span[1] - span[0] > 1 and span != (0, words)}
 
 
-def _evalb_spans(nodes: Counter, words: int) -> Counter:
+def _evalb_spans(nodes: Counter, words: int) -> dict:
     # Every tree is one bracket over the whole sentence at least (a word alone too: EVALB reads `(S word)`).
-    counted = Counter(nodes)
-    counted[(0, words)] = max(counted[(0, words)], 1)
-    return counted
+    return {**nodes, (0, words): max(nodes[(0, words)], 1)}
 
 
 def _official_f1(match: int, predicted: int, gold: int) -> float:
@@ -64,11 +62,12 @@ class Convention:
     name: str
     title: str  # whose convention it is, and where it is defined
     level: str
-    span_rule: Callable[[Counter, int], Counter] = field(repr=False)
+    span_rule: Callable[[Counter, int], dict] = field(repr=False)
     sentence_f1: Callable[[int, int, int], float] = field(repr=False)
     min_words: int = 1
 
-    def counted(self, tree) -> Counter:
+    def counted(self, tree) -> dict:
+        """The spans of `tree` that count, each with how many times."""
         return self.span_rule(*node_spans(tree))
 
     def record(self) -> dict:
@@ -113,7 +112,8 @@ class ConventionScores:
                 skipped += 1
                 continue
             gold_spans, pred_spans = convention.span_rule(*gold), convention.span_rule(*pred)
-            match, predicted, total = sum((pred_spans & gold_spans).values()), pred_spans.total(), gold_spans.total()
+            match = sum(min(count, gold_spans[span]) for span, count in pred_spans.items() if span in gold_spans)
+            predicted, total = sum(pred_spans.values()), sum(gold_spans.values())
             rows.append((i, match, predicted, total, convention.sentence_f1(match, predicted, total)))
         columns = list(zip(*rows)) if rows else [()] * 5
         index, match, predicted, gold = (np.array(c, dtype=np.int64) for c in columns[:4])

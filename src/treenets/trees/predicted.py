@@ -4,10 +4,10 @@
 A file holds one bracketed tree per line (blank lines skipped), with labels or without: `(X (X a) (X b))`,
 `(NT-1 (T-1 a) (T-1 b))`, `(S (NP the cat) sat)`, `((a b) c)`. Read with labels, a bracket's first item is
 its label when it is a word (`(NP the cat)`; `(T-1 a)`, a bracket around one word, is that word); read without,
-every item is a word. A line is read both ways where both are trees, and the reading whose words are a gold
-sentence's is taken (they differ by a word a bracket: `((a b) c)` read with labels is `b c`). A root labelled
-`TOP` or `ROOT`, or unlabelled, around a single phrase is the file's wrapper and dropped (`ptb.WRAPPERS`);
-other unary chains stay, for the conventions that count them.
+every item is a word. A file is read one way, with labels unless more of its lines are gold sentences read
+without (the readings differ by a word a bracket: `((a b) c)` read with labels is `b c`), or a bracket of it
+is a word alone (`(a)`). A root labelled `TOP` or `ROOT`, or unlabelled, around a single phrase is the file's
+wrapper and dropped (`ptb.WRAPPERS`); other unary chains stay, for the conventions that count them.
 
 Words are compared with the gold sentence's (the words the treebank's word rule keeps) in lower case with digit
 runs as `N`, so that a file may keep the treebank's case and numbers or write them as the official
@@ -139,29 +139,37 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
         free = [i for i in candidates if trees[i] is None]
         return next((i for i in free if i >= after), free[0] if free else None)
 
-    def find(words: list[str]) -> int | None:
-        if any(w.lower() in UNKNOWN_WORDS or w in NUMBER_WORDS for w in words):
-            return first([i for i in by_length.get(len(words), ())
-                          if all(_same(w, g) for w, g in zip(words, sentences[i].words))])
-        return first(by_words.get(tuple(_key(w) for w in words), []))
+    def candidates(words: list[str]) -> list[int]:
+        exact = by_words.get(tuple(_key(w) for w in words), [])
+        if exact or not any(w.lower() in UNKNOWN_WORDS or w in NUMBER_WORDS for w in words):
+            return exact  # (`N` is also the treebank's own word for a number, as the official preprocessing writes it)
+        return [i for i in by_length.get(len(words), ())
+                if all(_same(w, g) for w, g in zip(words, sentences[i].words))]
 
+    parsed = [(number, _tokens(line, f"{path}:{number}")) for number, line in enumerate(lines, start=1) if line.strip()]
+    readings: dict = {}  # (line, with labels) -> its words and the gold sentences they are
+
+    def reading(k: int, labelled: bool) -> tuple[list[str], list[int]]:
+        if (k, labelled) not in readings:
+            words = words_of(parsed[k][1], labelled)
+            readings[(k, labelled)] = words, candidates(words)
+        return readings[(k, labelled)]
+
+    # One reading for the whole file: a line read the other way could be another sentence by chance (`((x was)
+    # (y money))` with labels is `was money`).
+    labelled = all(_labelled(tokens) for _, tokens in parsed)
+    if labelled:
+        found = sum(bool(reading(k, True)[1]) for k in range(len(parsed)))
+        labelled = found == len(parsed) or found >= sum(bool(reading(k, False)[1]) for k in range(len(parsed)))
     read = longer = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        tokens = _tokens(line, where)
-        readings = [True, False] if _labelled(tokens) else [False]
-        found = next(((index, labelled) for labelled in readings
-                      if (index := find(words_of(tokens, labelled))) is not None), None)
-        if found is None and max_length is not None and \
-                all(len(words_of(tokens, labelled)) > max_length for labelled in readings):
+    for k, (number, tokens) in enumerate(parsed):
+        words, found = reading(k, labelled)
+        index = first(found)
+        if index is None and max_length is not None and len(words) > max_length:
             longer += 1
             continue
-        if found is None:
-            raise TreenetsError(_unmatched(where, words_of(tokens, readings[0]), sentences, trees, after, previous,
-                                           words_rule))
-        index, labelled = found
+        if index is None:
+            raise TreenetsError(_unmatched(f"{path}:{number}", words, sentences, trees, after, previous, words_rule))
         trees[index] = tree_of(tokens, labelled)
         after, previous, read = index + 1, number, read + 1
     if not read:
