@@ -224,6 +224,23 @@ def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):
     assert (next(out_dir.glob("figures/*.png"))).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_models_trees_written_out_read_back_as_a_system(tmp_path, capsys):
+    # Before: the written trees had the tokens the model read (`%` is `N` to a PTB model), and read back against
+    # the treebank they matched no sentence.
+    treebank = tmp_path / "percent.mrg"
+    treebank.write_text("( (S (NP (NNS prices)) (VP (VBD rose) (NP (CD 3) (NN %)) (PP (IN in) (NP (NN march))))) )\n")
+    assert main(["parse-eval", "onlstm-ptb-small", "--layer", "2", "--treebank", str(treebank), "--output",
+                 str(tmp_path / "out")]) == 0
+    model_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("onlstm")).split()
+    out = tmp_path / "out"
+    for written in (out / "compound-pcfg" / "model-onlstm-ptb-small-layer2.txt",
+                    out / "trees-model-onlstm-ptb-small-layer2.txt"):
+        assert "%" in written.read_text()
+        assert main(["parse-eval", str(written), "--treebank", str(treebank)]) == 0
+        file_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(str(written))).split()
+        assert file_row[1:] == model_row[2:]  # the same scores (the model's row has a layer)
+
+
 def test_parse_eval_bad_input(run, tmp_path, capsys):
     assert main(["parse-eval", str(run / "run" / "best.pt"), "--treebank", str(tmp_path / "none.mrg")]) == 2
     assert "not found" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from treenets.trees.draw import bracketed, parse_figure, preterminal_bracketed
 from treenets.trees.metrics import LABELS, multi_run, node_spans, official_spans, self_f1
 from treenets.trees.predicted import PredictedTrees, read_predicted
 from treenets.trees.ptb import WRAPPERS, GoldSentence
+from treenets.trees.walk import with_words
 
 
 @dataclass
@@ -279,12 +280,13 @@ def output_tag(result: SystemResult) -> str:
 
 def write_outputs(out: Path, sentences: list[GoldSentence], results: list[SystemResult], distances: dict,
                   figure_layer: str | None = None, figures: int = 5) -> list[Path]:
-    """`trees-<tag>.txt` (each system's trees, bracketed as `(X (X the cat) sat)`, a line per gold sentence, blank
-    where it has none), `compound-pcfg/<tag>.txt` and `compound-pcfg/gold.txt` (the same trees and the gold trees
-    over the kept words, a line per sentence with words, in the format of compound-pcfg and ED4UCP, which their
-    scripts read: `(X (X the) (X cat))`), `sentences.jsonl` (per sentence: words, gold, distances and every
-    system's tree and scores), and figures for the first `figures` sentences of 3 to 20 words (PNG: predicted
-    beside gold, distances under the words; the first model's `figure_layer`, else its first system).
+    """`trees-<tag>.txt` (each system's trees over the treebank's words, bracketed as `(X (X the cat) sat)`, a line
+    per gold sentence, blank where it has none), `compound-pcfg/<tag>.txt` and `compound-pcfg/gold.txt` (the same
+    trees and the gold trees over the kept words, a line per sentence with words, in the format of compound-pcfg
+    and ED4UCP, which their scripts read: `(X (X the) (X cat))`), `sentences.jsonl` (per sentence: words, gold,
+    distances and every system's tree and scores), and figures for the first `figures` sentences of 3 to 20 words
+    (PNG: predicted beside gold, distances under the words; the first model's `figure_layer`, else its first
+    system).
     Returns the figures' paths."""
     out.mkdir(parents=True, exist_ok=True)
     tags = {id(r): output_tag(r) for r in results}
@@ -293,10 +295,13 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[System
     present = [i for i, s in enumerate(sentences) if s.words]
     (pcfg / "gold.txt").write_text("".join(preterminal_bracketed(sentences[i].phrases) + "\n" for i in present))
     for r in results:
-        lines = [bracketed(t) if t not in (None, []) else "" for t in r.trees]
+        # Over the treebank's words (a model's trees are over the tokens it read: `%` is `N` to a PTB model), so
+        # that the files read back, here and in other tools, against the treebank.
+        trees = [with_words(t, s.words) if t not in (None, []) else t for t, s in zip(r.trees, sentences)]
+        lines = [bracketed(t) if t not in (None, []) else "" for t in trees]
         (out / f"trees-{tags[id(r)]}.txt").write_text("\n".join(lines) + "\n")
         (pcfg / f"{tags[id(r)]}.txt").write_text("".join(
-            (preterminal_bracketed(r.trees[i]) if r.trees[i] is not None else "") + "\n" for i in present))
+            (preterminal_bracketed(trees[i]) if trees[i] is not None else "") + "\n" for i in present))
     with open(out / "sentences.jsonl", "w") as fh:
         for i, s in enumerate(sentences):
             record = {"source": str(s.source), "words": s.words, "gold": s.gold, "models": {}}

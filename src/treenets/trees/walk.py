@@ -46,3 +46,9 @@ def leaves(tree) -> list:
         else:
             found.append(item)
     return found
+
+
+def with_words(tree, words: list):
+    """The tree with its words replaced by `words`, in order (as many as it has)."""
+    replacement = iter(words)
+    return fold(tree, lambda _: next(replacement), lambda _, children: children)
