@@ -86,11 +86,34 @@ def _add_pretokenized(parser):
                              "tokens, lower case, numbers as N, punctuation dropped)")
 
 
+def convention_list(text: str) -> list[str]:
+    """An argparse type: comma-separated names of scoring conventions (`official,kim`), or `all`."""
+    from treenets.trees.conventions import CONVENTIONS
+
+    names = list(CONVENTIONS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CONVENTIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or repr(text)}: expected conventions among "
+                                         f"{', '.join(CONVENTIONS)} (comma-separated), or all")
+    return list(dict.fromkeys(names))
+
+
+def _add_conventions(parser):
+    parser.add_argument("--convention", type=convention_list, default=["official"], metavar="NAMES",
+                        help="how trees are scored, comma-separated, or all: official (the ON-LSTM/PRPN sentence F1, "
+                             "with its corpus and evalb-style F1), kim (Kim et al. 2019, compound-pcfg's "
+                             "compare_trees.py), evalb (EVALB, unlabelled), li-micro and li-macro (Li et al. 2020); "
+                             "the first is the one systems are compared under (default: official; docs/parsing.md "
+                             "gives the rules)")
+
+
 def _add_treebank(parser):
     parser.add_argument("--treebank", required=True, metavar="PATH",
                         help="treebank file or folder of .mrg files (a path, a path under the data root, or "
                              "nltk-sample, wsj22, wsj24)")
     parser.add_argument("--wsj10", action="store_true", help="only sentences of at most 10 words after filtering")
+    parser.add_argument("--max-length", type=positive_int, metavar="N",
+                        help="only sentences of at most N words after filtering")
     parser.add_argument("--words", choices=sorted(WORD_RULES), default="ptb",
                         help="which leaves are words, by POS tag: " + "; ".join(
                             f"{rule.name}: {rule.summary}" for rule in WORD_RULES.values()) + " (default: ptb)")
@@ -101,7 +124,7 @@ def _add_treebank(parser):
 
 def _gold_treebank(args) -> GoldTreebank:
     """The treebank the options of `_add_treebank` name."""
-    return GoldTreebank(args.treebank, args.wsj10, args.words, args.drop_tags)
+    return GoldTreebank(args.treebank, args.wsj10, args.words, args.drop_tags, args.max_length)
 
 
 def _add_predict_options(predict):
@@ -290,21 +313,31 @@ def build_parser() -> argparse.ArgumentParser:
     _add_threads(parse)
 
     parse_eval = commands.add_parser(
-        "parse-eval", help="score induced trees against a treebank, beside the baselines",
-        description="Induce trees for every sentence of a treebank with each checkpoint and score them: "
-                    "sentence-level F1 (the ON-LSTM/PRPN convention), corpus-level F1, evalb-style F1 "
-                    "(whole-sentence span counted), per-label recall and average depth, beside right- and "
-                    "left-branching, balanced and random trees. With several checkpoints (seeds): mean, std, "
-                    "max and the F1 between runs (self-F1).")
-    parse_eval.add_argument("checkpoints", nargs="+", metavar="MODEL", help="language models: " + MODEL_HELP)
+        "parse-eval", help="score induced trees, or any parser's trees, against a treebank, beside the baselines",
+        description="Score the trees of each system against a treebank: a language model's (induced for every "
+                    "sentence) or any parser's (a file of bracketed trees, one a line, matched with the treebank's "
+                    "sentences by their words). By default: sentence-level F1 (the ON-LSTM/PRPN convention), "
+                    "corpus-level F1, evalb-style F1 (whole-sentence span counted), per-label recall and average "
+                    "depth, beside right- and left-branching, balanced and random trees; --convention scores by the "
+                    "literature's other conventions too. With several checkpoints (seeds): mean, std, max and the "
+                    "F1 between runs (self-F1). With two systems or more: the paired bootstrap of each pair and "
+                    "their agreement.")
+    parse_eval.add_argument("checkpoints", nargs="+", metavar="SYSTEM",
+                            help="language models (" + MODEL_HELP + "), or files of another parser's trees: one "
+                                 "bracketed tree a line, with labels or without ((X (X a) (X b)), ((a b) c))")
     _add_treebank(parse_eval)
+    _add_conventions(parse_eval)
     parse_eval.add_argument("--layer", default="all",
                             help="1-based layer, 'mean', or 'all' (each layer and the mean; default)")
     parse_eval.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
     parse_eval.add_argument("--output", metavar="DIR",
-                            help="write predicted trees, per-sentence scores (JSONL), a few figures, summary.json and "
-                                 "an HTML report (DIR/index.html: tables, plots, every sentence's trees) to DIR")
+                            help="write the trees (also in compound-pcfg's format, with the gold trees), per-sentence "
+                                 "scores (JSONL), a few figures, summary.json and an HTML report (DIR/index.html: "
+                                 "tables, plots, every sentence's trees) to DIR")
+    parse_eval.add_argument("--bootstrap", type=positive_int, default=10_000, metavar="N",
+                            help="samples of the paired bootstrap between systems (default: 10,000)")
+    parse_eval.add_argument("--seed", type=int, default=0, help="the seed of the bootstrap's samples (default: 0)")
     parse_eval.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="sentences per batch")
     parse_eval.add_argument("--random-draws", type=positive_int, default=5, metavar="N",
                             help="random-tree draws averaged for the random baseline (default: 5)")
@@ -317,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     description="Right- and left-branching, balanced and random trees, scored "
                                                 "like `parse-eval`.")
     _add_treebank(baselines)
+    _add_conventions(baselines)
     baselines.add_argument("--random-draws", type=positive_int, default=5, metavar="N",
                            help="random-tree draws averaged (default: 5)")
     _add_data(baselines)
@@ -499,14 +533,14 @@ def _cmd_parse_eval(args) -> int:
     from treenets.parsing import evaluate_parsing
 
     evaluate_parsing(args.checkpoints, _gold_treebank(args), args.layer, args.split, args.output, args.batch_size,
-                     args.random_draws, args.device, args.data)
+                     args.random_draws, args.device, args.data, args.convention, args.bootstrap, args.seed)
     return 0
 
 
 def _cmd_baselines(args) -> int:
     from treenets.parsing import print_baselines
 
-    print_baselines(_gold_treebank(args), args.random_draws, args.data)
+    print_baselines(_gold_treebank(args), args.random_draws, args.data, args.convention)
     return 0
 
 

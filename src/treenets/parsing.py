@@ -1,6 +1,6 @@
 """The trees that language models induce, for people: printed and drawn for sentences (`treenets parse`:
-`print_trees`), and scored against a treebank beside the baseline trees (`treenets parse-eval`:
-`evaluate_parsing`; `treenets baselines`: `print_baselines`)."""
+`print_trees`), and scored with any parser's trees against a treebank beside the baseline trees (`treenets
+parse-eval`: `evaluate_parsing`; `treenets baselines`: `print_baselines`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,23 @@ from treenets.limits import MAX_TREE_DEPTH
 from treenets.predictors.lm import LanguageModel, Layer, Parse
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
+from treenets.trees.conventions import CONVENTIONS
 from treenets.trees.draw import ascii_art, bracketed, write_svg
-from treenets.trees.evaluation import evaluate_baselines, evaluate_model, format_table, multi_run_lines, write_outputs
+from treenets.trees.evaluation import (
+    baseline_results,
+    compare_systems,
+    comparison_lines,
+    evaluate_baselines,
+    evaluate_file,
+    evaluate_model,
+    format_table,
+    gold_nodes,
+    multi_run_lines,
+    multi_run_summary,
+    system_summary,
+    write_outputs,
+)
+from treenets.trees.predicted import PredictedTrees
 from treenets.trees.walk import depth
 
 
@@ -114,49 +129,101 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
     return skipped
 
 
+def is_tree_file(ref: str) -> bool:
+    """Whether a system given to `parse-eval` is a file of bracketed trees (a text file whose first character,
+    white space aside, is `(`) rather than a model (a checkpoint, a model folder or a zoo name)."""
+    path = Path(ref)
+    if not path.is_file():
+        return False
+    with open(path, "rb") as fh:
+        return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"(")
+
+
+def _file_note(predicted: PredictedTrees, sentences: list, max_length: int | None) -> str:
+    """A file's count of the gold sentences it has a tree for, of those it lacks (the first named), and of its
+    lines skipped for their length."""
+    total, missing = sum(1 for s in sentences if s.words), predicted.missing
+    note = f"{predicted.path}: trees for {total - len(missing):,} of {total:,} sentences"
+    if missing:
+        first = sentences[missing[0]]
+        note += (f"; {len(missing):,} without a tree, not scored for it (the first: {first.source} "
+                 f"{' '.join(first.words)[:80]!r})")
+    if predicted.longer:
+        note += f"; {predicted.longer:,} lines of more than {max_length} words skipped"
+    return note
+
+
 def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all", split: str = "official",
                      output: str | None = None, batch_size: int = 64, random_draws: int = 5, device="cpu",
-                     root=None) -> None:
-    """`treenets parse-eval`: induce a tree for every sentence of `treebank` with each language model of `refs`,
-    from the distances of `layer` (`all`: each layer and the mean), score them beside the baselines
-    (`random_draws` random trees averaged) and print the table, then with several models their mean, spread
-    and self-F1; with `output`, the trees, per-sentence scores, figures, `summary.json` and an HTML report in
-    that folder."""
+                     root=None, conventions: list[str] = ("official",), draws: int = 10_000, seed: int = 0) -> None:
+    """`treenets parse-eval`: score the trees of each system of `refs` against `treebank`, beside the baselines
+    (`random_draws` random trees averaged), under `conventions` (`treenets.trees.conventions`; the first is the
+    one systems are compared under), and print the table. A system is a file of bracketed trees (another parser's:
+    `treenets.trees.predicted`), or a language model, whose trees are induced from the distances of `layer`
+    (`all`: each layer and the mean; `split` where spans split). With several models, their mean, spread and
+    self-F1; with two systems or more, the systems side by side (a model's default layer): the paired bootstrap
+    (`draws` samples, `seed`) of every pair and their agreement. With `output`, the trees (also in compound-pcfg's
+    format), per-sentence scores, figures, `summary.json` and an HTML report in that folder."""
+    conventions = list(conventions)
     if output:
         output_folder(output, "--output")
     path, sentences = treebank.read(root)
-    rows, results, distances, notes, figure_layer = [], [], {}, [], None
+    nodes = gold_nodes(sentences)
+    results, compared, distances, notes, figure_layer = [], [], {}, [], None
     for ref in refs:
+        if is_tree_file(ref):
+            result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit)
+            results.append(result)
+            compared.append(result)
+            notes.append(_file_note(predicted, sentences, treebank.length_limit))
+            continue
         lm = LanguageModel.load(ref, device=device)
         figure_layer = figure_layer or str(lm.default_layer)
         layers = lm.layers(layer, "--layer")
         model_results, model_distances, counts = evaluate_model(lm, ref, sentences, layers, split, batch_size)
         results += model_results
+        compared.append(next((r for r in model_results if r.layer == str(lm.default_layer)), model_results[0]))
         distances[ref] = model_distances
-        rows += [(ref, r.layer, r.scores.summary()) for r in model_results]
         notes.append(f"{ref}: {counts['unknown']} of {counts['words']} words not in the vocabulary (read as <unk>)")
-    rows += [(name, "", summary) for name, summary in evaluate_baselines(sentences, random_draws).items()]
-    summary = rows[0][2]
-    print(f"treebank: {treebank.where(path)}: {summary['n']} sentences scored, {summary['empty']} empty after "
+    rows = [{"model": r.source, "layer": r.layer, "kind": "model" if r.layer else "file",
+             **system_summary(r, nodes, conventions)} for r in results]
+    rows += [{"model": name, "layer": "", "kind": "baseline", **summary}
+             for name, summary in evaluate_baselines(sentences, random_draws, conventions=conventions).items()]
+    table = [(row["model"], row["layer"], row) for row in rows]
+    scored = sum(1 for s in sentences if s.words)
+    print(f"treebank: {treebank.where(path)}: {scored} sentences scored, {len(sentences) - scored} empty after "
           f"filtering; split: {split}; {treebank.describe_words()}")
-    print(format_table(rows))
-    for line in notes + multi_run_lines(results):
+    print(format_table(table, conventions))
+    models = [r for r in results if r.layer]
+    for line in notes + multi_run_lines(models):
         print(line)
+    comparison = None
+    if compared:  # beside right-branching, the reference of the field
+        comparison = compare_systems(compared + baseline_results(sentences)[:1], sentences, nodes, conventions[0],
+                                     draws, seed)
+        if len(compared) > 1:
+            for line in comparison_lines(comparison):
+                print(line)
     if output:
-        write_outputs(Path(output), sentences, results, distances, figure_layer)
-        summary = [{"model": name, "layer": row_layer, **values} for name, row_layer, values in rows]
-        (Path(output) / "summary.json").write_text(json_text(summary, indent=1))
-        section = parsing_section(f"{path}; {treebank.describe_words()}", split, treebank.wsj10, sentences, results,
-                                  distances, rows, figure_layer)
+        figures = write_outputs(Path(output), sentences, results, distances, figure_layer)
+        document = {"treebank": treebank.where(path), "words": treebank.rule.name, "split": split,
+                    "conventions": [CONVENTIONS[name].record() for name in conventions], "rows": rows,
+                    "multi_run": multi_run_summary(models), "comparison": comparison}
+        (Path(output) / "summary.json").write_text(json_text(document, indent=1))
+        section = parsing_section(f"{path}; {treebank.describe_words()}", split, treebank.length_limit, sentences,
+                                  results, distances, rows, figure_layer, document["conventions"], comparison,
+                                  [str(f.relative_to(output)) for f in figures])
         print(f"report: {write_report(output, f'treenets parse-eval: {treebank.name}', parsing=section)}")
         print(f"outputs: {output}")
 
 
-def print_baselines(treebank: GoldTreebank, random_draws: int = 5, root=None) -> None:
+def print_baselines(treebank: GoldTreebank, random_draws: int = 5, root=None,
+                    conventions: list[str] = ("official",)) -> None:
     """`treenets baselines`: the right- and left-branching, balanced and random trees (`random_draws` averaged)
-    scored against `treebank`, as `evaluate_parsing` scores a model's."""
+    scored against `treebank` under `conventions`, as `evaluate_parsing` scores a model's."""
     path, sentences = treebank.read(root)
-    rows = [(name, "", summary) for name, summary in evaluate_baselines(sentences, random_draws).items()]
+    rows = [(name, "", summary) for name, summary in
+            evaluate_baselines(sentences, random_draws, conventions=list(conventions)).items()]
     print(f"treebank: {treebank.where(path)}: {rows[0][2]['n']} sentences scored, {rows[0][2]['empty']} empty after "
           f"filtering; {treebank.describe_words()}")
-    print(format_table(rows))
+    print(format_table(rows, conventions))

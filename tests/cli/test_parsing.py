@@ -218,10 +218,27 @@ def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):
     assert records[2]["distances"][checkpoint] is None  # the empty sentence
     assert len(list(out_dir.glob("trees-*.txt"))) == 3
     summary = json.loads((out_dir / "summary.json").read_text())
-    assert [row["model"] for row in summary][-4:] == ["right-branching", "left-branching", "balanced",
-                                                      "random (5 draws)"]
-    assert all("sentence_f1" in row and "recall_NP" in row for row in summary)
+    assert [row["model"] for row in summary["rows"]][-4:] == ["right-branching", "left-branching", "balanced",
+                                                              "random (5 draws)"]
+    assert all("sentence_f1" in row and "recall_NP" in row for row in summary["rows"])
     assert (next(out_dir.glob("figures/*.png"))).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_models_trees_written_out_read_back_as_a_system(tmp_path, capsys):
+    # Before: the written trees had the tokens the model read (`%` is `N` to a PTB model), and read back against
+    # the treebank they matched no sentence.
+    treebank = tmp_path / "percent.mrg"
+    treebank.write_text("( (S (NP (NNS prices)) (VP (VBD rose) (NP (CD 3) (NN %)) (PP (IN in) (NP (NN march))))) )\n")
+    assert main(["parse-eval", "onlstm-ptb-small", "--layer", "2", "--treebank", str(treebank), "--output",
+                 str(tmp_path / "out")]) == 0
+    model_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("onlstm")).split()
+    out = tmp_path / "out"
+    for written in (out / "compound-pcfg" / "model-onlstm-ptb-small-layer2.txt",
+                    out / "trees-model-onlstm-ptb-small-layer2.txt"):
+        assert "%" in written.read_text()
+        assert main(["parse-eval", str(written), "--treebank", str(treebank)]) == 0
+        file_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(str(written))).split()
+        assert file_row[1:] == model_row[2:]  # the same scores (the model's row has a layer)
 
 
 def test_parse_eval_bad_input(run, tmp_path, capsys):
@@ -253,7 +270,7 @@ def test_parse_eval_writes_strict_json_and_says_n_a_for_a_label_without_phrases(
     def refuse(constant):
         raise ValueError(constant)
 
-    rows = json.loads((tmp_path / "out" / "summary.json").read_text(), parse_constant=refuse)
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text(), parse_constant=refuse)["rows"]
     assert rows[0].get("recall_NP") is None  # no NP in the gold trees: no recall, not NaN
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from html import unescape
 
 import pytest
 
 from treenets.cli import main
 from treenets.report import group_runs, inline_json, report_beside, tree_json, write_report
 from treenets.trees import ParseScores
-from treenets.trees.evaluation import ModelResult
+from treenets.trees.evaluation import SystemResult
 
 
 def report_data(path) -> dict:
@@ -30,6 +31,17 @@ def self_contained(html: str) -> bool:
         urls <= {"http://www.w3.org/2000/svg"}
 
 
+def static_cells(html: str) -> dict:
+    """The score table's cells as the page's HTML holds them (no script run): (model, layer, column) -> text."""
+    table = html[html.index('<section id="parsing">'):]
+    table = table[:table.index("</table>")]
+    cells = {}
+    for model, layer, row in re.findall(r'<tr[^>]*data-model="([^"]*)" data-layer="([^"]*)">(.*?)</tr>', table, re.S):
+        for column, text in re.findall(r'<td data-col="([^"]+)"[^>]*>([^<]*)</td>', row):
+            cells[(unescape(model), unescape(layer), column)] = text
+    return cells
+
+
 def test_parse_eval_report_holds_the_summary_and_every_sentence(tiny_run):
     out = tiny_run / "parse-eval"
     html = (out / "index.html").read_text()
@@ -37,8 +49,8 @@ def test_parse_eval_report_holds_the_summary_and_every_sentence(tiny_run):
     data = report_data(out / "index.html")["parsing"]
     summary = json.loads((out / "summary.json").read_text())
     # The table's rows are summary.json's, NaN (a label no sentence has) as null.
-    assert len(data["rows"]) == len(summary) == 2 * 3 + 4
-    for row, expected in zip(data["rows"], summary):
+    assert len(data["rows"]) == len(summary["rows"]) == 2 * 3 + 4
+    for row, expected in zip(data["rows"], summary["rows"]):
         assert row.keys() == expected.keys()
         for key, value in expected.items():
             assert row[key] == value or (row[key] is None and math.isnan(value)), key
@@ -54,6 +66,29 @@ def test_parse_eval_report_holds_the_summary_and_every_sentence(tiny_run):
     model = next(v for k, v in expected["models"].items() if k.endswith("best-layer2"))
     assert first["t"][0][1] == tree_json(model["tree"]) and first["f"][0][1] == pytest.approx(model["f1"], abs=1e-4)
     assert len(first["d"][0]) == 2 and len(first["d"][0][0]) == len(first["w"])  # every layer's distances
+
+
+def test_the_report_reads_without_script(tiny_run):
+    # Before: without JavaScript the page showed one sentence ("This report draws its tables ... with
+    # JavaScript"), and the PNG figures were linked nowhere.
+    out = tiny_run / "parse-eval"
+    html = (out / "index.html").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    cells = static_cells(html)
+    checked = 0
+    for row in summary["rows"]:
+        for column in ("sentence_f1", "corpus_f1", "evalb_f1", "recall_NP"):
+            value = row[column]
+            text = cells[(row["model"], row["layer"], column)]
+            assert text == ("–" if value is None else f"{100 * value:.1f}"), (row["model"], column)
+            checked += 1
+    assert checked == 4 * len(summary["rows"])
+    assert html.count("<svg") >= 4  # the runs by layer, F1 by length, recall by label, distances
+    for figure in (out / "figures").glob("*.png"):
+        assert f'href="figures/{figure.name}"' in html
+    assert "<noscript>" in html  # the sentences' browser says it needs the script
+    script = html[html.index("<script>"):]
+    assert len(script) < len(html) and "renderParsing" not in script  # the tables are not drawn by script
 
 
 def test_inline_data_cannot_end_its_script_element():
@@ -72,9 +107,12 @@ def test_tree_json_numbers_the_words_at_any_depth():
 
 
 def test_the_same_checkpoint_given_twice_makes_two_runs():
-    results = [ModelResult("best.pt", layer, ParseScores(), []) for layer in ("1", "2", "mean", "1", "2", "mean")]
+    results = [SystemResult("best.pt", layer, ParseScores(), []) for layer in ("1", "2", "mean", "1", "2", "mean")]
     assert [[r.layer for r in run] for run in group_runs(results)] == [["1", "2", "mean"]] * 2
     assert len(group_runs(results[:1] + results[3:4])) == 2  # --layer 1, twice
+    files = [SystemResult(name, "", ParseScores(), []) for name in ("a.txt", "b.txt", "b.txt")]
+    assert [[r.source for r in run] for run in group_runs(results[:3] + files)] == \
+        [["best.pt"] * 3, ["a.txt"], ["b.txt"], ["b.txt"]]
 
 
 def test_write_report_and_its_place_beside_a_json_output(tmp_path):
@@ -94,6 +132,9 @@ def test_eval_output_writes_json_and_report(tiny_run, tmp_path, capsys):
     assert document["summary"]["ppl"] == printed[2]["ppl"] and document["breakdown"] is None
     html = (tmp_path / "eval" / "index.html").read_text()
     assert self_contained(html) and report_data(tmp_path / "eval" / "index.html")["eval"] == document
+    assert re.search(r"<script>\s*</script>", html)  # nothing to browse: tables only, no script
+    for checkpoint in document["checkpoints"]:
+        assert '<td data-col="ppl"' in html and f"{checkpoint['ppl']:.4f}" in html
 
 
 def test_syneval_output_writes_a_report_beside_its_json(tiny_run, data_root, tmp_path, capsys):
@@ -103,3 +144,6 @@ def test_syneval_output_writes_a_report_beside_its_json(tiny_run, data_root, tmp
     assert f"report: {tmp_path / 'syneval.html'}" in capsys.readouterr().out
     document = json.loads(output.read_text())
     assert report_data(tmp_path / "syneval.html")["syneval"] == document
+    html = (tmp_path / "syneval.html").read_text()
+    accuracy = document["checkpoints"][0]["cases"][0]["comparisons"][0]["accuracy"]
+    assert '<td data-col="all0"' in html and f">{accuracy:.3f}<" in html and "<svg" in html

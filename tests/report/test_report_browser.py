@@ -36,7 +36,7 @@ def test_parse_eval_report_in_a_browser(tiny_run, open_page):
     tab.wait_for_selector("#sentence-list details")
 
     # The table: each row of summary.json, each column to the printed precision; the best of a column marked.
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())["rows"]
     cells = tab.evaluate(TABLE_CELLS)
     assert {(c["model"], c["layer"]) for c in cells} == {(r["model"], r["layer"]) for r in summary}
     checked = 0

@@ -38,7 +38,7 @@ from treenets.trees import (
     tree_words,
 )
 from treenets.trees.draw import ascii_art, bracketed, to_nltk, write_svg
-from treenets.trees.evaluation import ModelResult, write_outputs
+from treenets.trees.evaluation import SystemResult, write_outputs
 from treenets.trees.ptb import GoldSentence, TreeSource
 
 DEEP = 5000
@@ -116,7 +116,7 @@ def test_deep_trees_are_written_by_the_parsing_evaluation(tmp_path):
     scores = ParseScores()
     scores.add(right, left)
     sentence = GoldSentence(WORDS, left, [], None, TreeSource("deep.mrg", 1))
-    result = ModelResult("run/best.pt", "1", scores, [right])
+    result = SystemResult("run/best.pt", "1", scores, [right])
     write_outputs(tmp_path, [sentence], [result], {"run/best.pt": [np.zeros((1, len(WORDS)))]})
     assert (tmp_path / "trees-run-best-layer1.txt").read_text() == bracketed(right) + "\n"
     line = (tmp_path / "sentences.jsonl").read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 from treenets import data
 from treenets.errors import TreenetsError
 from treenets.trees.evaluation import check_scorable
-from treenets.trees.ptb import WORD_RULES, GoldSentence, WordRule, load_gold
+from treenets.trees.ptb import WORD_RULES, GoldSentence, WordRule, length_limit, load_gold
 
 # Short names for the treebanks staged under the data root.
 TREEBANKS = {
@@ -38,12 +38,13 @@ class GoldTreebank:
     """The gold trees that induced trees are scored against, as `treenets parse-eval` and `baselines` name them:
     the treebank `name` (one of `TREEBANKS`, a path, or a path under the data root), only its sentences of at
     most 10 words with `wsj10`, and as words the leaves that the rule `words` of `WORD_RULES` keeps, the POS tags
-    `drop_tags` dropped too."""
+    `drop_tags` dropped too; with `max_length`, only its sentences of at most that many words."""
 
     name: str
     wsj10: bool = False
     words: str = "ptb"
     drop_tags: tuple[str, ...] = ()
+    max_length: int | None = None
 
     @property
     def rule(self) -> WordRule:
@@ -54,13 +55,20 @@ class GoldTreebank:
     def read(self, root=None) -> tuple[Path, list[GoldSentence]]:
         """Its path and sentences; an error when no sentence has a phrase to score (`check_scorable`)."""
         path = resolve_treebank(self.name, root)
-        sentences = load_gold(path, wsj10=self.wsj10, rule=self.rule)
+        sentences = load_gold(path, wsj10=self.wsj10, rule=self.rule, max_length=self.max_length)
         check_scorable(sentences, self.where(path))
         return path, sentences
 
+    @property
+    def length_limit(self) -> int | None:
+        """The most words a sentence scored may have (10 for WSJ10), or None."""
+        return length_limit(self.wsj10, self.max_length)
+
     def where(self, path: Path) -> str:
-        """Its `path` as messages name it, ` (WSJ10)` added for the short sentences only."""
-        return f"{path}{' (WSJ10)' if self.wsj10 else ''}"
+        """Its `path` as messages name it, ` (WSJ10)` or ` (at most N words)` added when only short sentences are
+        scored."""
+        limit = self.length_limit
+        return f"{path}{'' if limit is None else ' (WSJ10)' if limit == 10 else f' (at most {limit} words)'}"
 
     def describe_words(self) -> str:
         """Which leaves are words, as a line of the evaluation's output: `words: ptb (Penn Treebank word ...)`."""

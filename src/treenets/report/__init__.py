@@ -1,7 +1,8 @@
 """The HTML report of an evaluation (`parse-eval`, `syneval`, `eval` with `--output`): one self-contained
-`index.html` that opens from disk with no network: the stylesheet, the scripts and the results (as JSON) are
-inlined when it is written, and the page draws its tables, plots and trees as SVG from that data. Trees are
-drawn only when their sentence is opened, so that a treebank of thousands of sentences stays quick.
+`index.html` that opens from disk with no network. Its tables and charts (inline SVG) are written into the page
+(`treenets.report.markup`), so that it reads, prints and archives in any viewer, with or without script; the
+results are inlined too, as JSON, and a script (the parse-eval report's only) lists every sentence and draws its
+trees when one is opened, so that a treebank of thousands of sentences stays quick.
 
 The templates are this package's data files: `report.html`, `serve.html` (the page of `treenets serve`),
 `report.css` (both pages), `trees.js` (trees and per-word bars, both pages), `report.js` and `serve.js`.
@@ -15,7 +16,10 @@ import re
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from treenets.files import json_text
+from treenets.report.markup import Column, Row, Series, chart, element, esc, fixed, percent, score_table
 from treenets.trees import right_branching, sentence_prf, spans
 from treenets.trees.metrics import LABELS
 from treenets.trees.walk import fold
@@ -34,14 +38,15 @@ def inline_json(data) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_page(template: str, title: str, scripts: list[str], data) -> str:
-    """A page from `template` with the stylesheet, `scripts` (file names, in order) and `data` inlined.
+def render_page(template: str, title: str, scripts: list[str], data, body: str = "") -> str:
+    """A page from `template` with the stylesheet, `scripts` (file names, in order), `data` and the static HTML
+    `body` inlined.
 
-    The placeholders `{{title}}`, `{{style}}`, `{{script}}` and `{{data}}` are filled in one pass, so that
-    nothing inserted is searched for placeholders again."""
+    The placeholders `{{title}}`, `{{style}}`, `{{script}}`, `{{data}}` and `{{body}}` are filled in one pass, so
+    that nothing inserted is searched for placeholders again."""
     values = {"title": html.escape(title), "style": asset("report.css"),
-              "script": "\n".join(asset(name) for name in scripts), "data": inline_json(data)}
-    return re.sub(r"\{\{(title|style|script|data)\}\}", lambda m: values[m.group(1)], asset(template))
+              "script": "\n".join(asset(name) for name in scripts), "data": inline_json(data), "body": body}
+    return re.sub(r"\{\{(title|style|script|data|body)\}\}", lambda m: values[m.group(1)], asset(template))
 
 
 def tree_json(tree) -> str:
@@ -70,36 +75,45 @@ def write_report(out: str | Path, title: str, *, parsing: dict | None = None, sy
             "higher" or "lower", `checkpoints`: each one's values, `summary`: mean and std of several,
             `breakdown`: the metric by group, or None).
     """
-    data = {"title": title, "version": __version__,
-            "created": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-            "parsing": parsing, "syneval": syneval, "eval": evaluation}
+    created = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    data = {"title": title, "version": __version__, "created": created, "parsing": parsing, "syneval": syneval,
+            "eval": evaluation}
+    body = element("p", esc(f"treenets {__version__}, written {created}"), class_="meta", id="report-meta")
+    body += (parsing_html(parsing) if parsing else "") + (eval_html(evaluation) if evaluation else "")
+    body += syneval_html(syneval) if syneval else ""
     path = Path(out) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_page("report.html", title, ["trees.js", "report.js"], data), encoding="utf-8")
+    scripts = ["trees.js", "report.js"] if parsing else []  # the sentences' browser: the only script
+    path.write_text(render_page("report.html", title, scripts, data, body), encoding="utf-8")
     return path
 
 
 def group_runs(results: list) -> list[list]:
-    """`ModelResult`s grouped by checkpoint: a model's layers come in a row and are distinct, so a layer seen
-    again starts the next checkpoint (the same file given twice makes two runs, as in the printed table)."""
+    """`SystemResult`s grouped by system: a model's layers come in a row and are distinct, so a layer seen again
+    (or another source) starts the next (the same file given twice makes two runs, as in the printed table)."""
     runs: list[list] = []
     for result in results:
-        if not runs or any(r.layer == result.layer for r in runs[-1]):
+        if not runs or runs[-1][0].source != result.source or any(r.layer == result.layer for r in runs[-1]):
             runs.append([])
         runs[-1].append(result)
     return runs
 
 
-def parsing_section(treebank: str, split: str, wsj10: bool, sentences: list, results: list, distances: dict,
-                    rows: list[tuple[str, str, dict]], default_layer: str | None) -> dict:
-    """The data of a `parse-eval` report.
+def parsing_section(treebank: str, split: str, max_length: int | None, sentences: list, results: list,
+                    distances: dict, rows: list[dict], default_layer: str | None, conventions: list[dict],
+                    comparison: dict | None = None, figures: list[str] = ()) -> dict:
+    """The data of a `parse-eval` report (inlined as JSON; `parsing_html` writes the page's tables from it).
 
     Args:
-        treebank, split, wsj10: what was scored, for the header.
-        sentences: the `GoldSentence`s; results: the `ModelResult`s of every checkpoint and layer, in order.
+        treebank, split, max_length: what was scored, for the header.
+        sentences: the `GoldSentence`s; results: the `SystemResult`s of every model layer and file, in order.
         distances: checkpoint -> per sentence `[rows, words]` array (None for an empty sentence).
-        rows: the summary table, (name, layer, summary) of each model row then each baseline (layer "").
+        rows: the summary table, a dict per row (`model`, `layer`, `kind`: model, file or baseline, and the
+            summary's values).
         default_layer: the layer whose trees the page shows first.
+        conventions: `name`, `title` and `level` of each convention the table shows, in order.
+        comparison: the systems side by side (`treenets.trees.evaluation.compare_systems`), or None.
+        figures: the PNG figures written beside the report, relative to it.
     """
     from treenets.trees.evaluation import multi_run_summary
 
@@ -108,24 +122,240 @@ def parsing_section(treebank: str, split: str, wsj10: bool, sentences: list, res
     for i, s in enumerate(sentences):
         if not s.words:
             continue
-        f1 = [[sentence_prf(spans(r.trees[i]), spans(s.gold))[2] for r in run] for run in runs]
+        f1 = [[sentence_prf(spans(r.trees[i]), spans(s.gold))[2] if r.trees[i] is not None else None for r in run]
+              for run in runs]
         records.append({
             "i": i + 1, "src": str(s.source), "w": s.words, "g": tree_json(s.gold),
             "l": [[start, end, label] for start, end, label in s.labeled if label],
-            "t": [[tree_json(r.trees[i]) for r in run] for run in runs],
-            "f": [[round(v, 4) for v in values] for values in f1],
-            "d": [[[round(v, 4) for v in row] for row in distances[run[0].checkpoint][i].tolist()] for run in runs],
+            "t": [[tree_json(r.trees[i]) if r.trees[i] is not None else None for r in run] for run in runs],
+            "f": [[round(v, 4) if v is not None else None for v in values] for values in f1],
+            "d": [[[round(v, 4) for v in row] for row in distances[run[0].source][i].tolist()]
+                  if run[0].source in distances else [] for run in runs],
             "rb": round(sentence_prf(spans(right_branching(s.words)), spans(s.gold))[2], 4),
         })
-    present = {key[len("recall_"):] for _, _, summary in rows for key in summary if key.startswith("recall_")}
+    present = {key[len("recall_"):] for row in rows for key in row if key.startswith("recall_")}
+    models = [r for r in results if r.layer]
     return {
-        "treebank": treebank, "split": split, "wsj10": wsj10, "empty": len(sentences) - len(records),
-        "runs": [{"checkpoint": run[0].checkpoint, "layers": [r.layer for r in run]} for run in runs],
+        "treebank": treebank, "split": split, "max_length": max_length, "empty": len(sentences) - len(records),
+        "conventions": conventions,
+        "runs": [{"checkpoint": run[0].source, "layers": [r.layer for r in run],
+                  "distances": run[0].source in distances} for run in runs],
         "default_layer": default_layer,
         "labels": [label for label in LABELS if label in present],  # the frequent ones: rare labels are noise
-        "rows": [{"model": name, "layer": layer, **summary} for name, layer, summary in rows],
-        "multi_run": multi_run_summary(results), "sentences": records,
+        "rows": rows, "multi_run": multi_run_summary(models), "comparison": comparison, "figures": list(figures),
+        "sentences": records,
     }
+
+
+BASELINE_COLORS = {"right-branching": "#555e6e", "left-branching": "#9aa3b2", "balanced": "#c4cad4"}
+
+
+def parsing_html(P: dict) -> str:
+    """The static HTML of a `parse-eval` report from its `parsing_section` data: every table and chart; the
+    sentences' browser is left to the script (`report.js`), which fills `#sentence-browser`."""
+    from treenets.trees.evaluation import cell, table_columns
+
+    parts = [element("h2", "Unsupervised parsing")]
+    scored = len(P["sentences"])
+    limit = f", at most {P['max_length']} words" if P["max_length"] else ""
+    parts.append(element("p", esc(f"treebank {P['treebank']}{limit}: {scored} sentences with words, {P['empty']} "
+                                  f"empty after filtering; split: {P['split']}"), class_="meta"))
+    parts.append(element("ul", "".join(element("li", esc(
+        f"[{k + 1}] {run['checkpoint']}" + (f" (layers {', '.join(run['layers'])})" if run["layers"][0] else "")))
+        for k, run in enumerate(P["runs"])), class_="meta"))
+
+    columns = [Column(key, head, fixed(2), None) if key == "depth" else Column(key, head)
+               for key, head in table_columns([c["name"] for c in P["conventions"]]) if not key.startswith("recall_")]
+    columns += [Column(f"recall_{label}", label, title=f"recall of gold {label}") for label in P["labels"]]
+    rows = [Row(r["model"], {c.key: cell(r, c.key) for c in columns}, r["layer"],
+                "baseline" if r["kind"] == "baseline" else "", {"model": r["model"], "layer": r["layer"]})
+            for r in P["rows"]]
+    parts.append(element("h3", "Scores"))
+    parts.append(score_table(columns, rows, layer_head="layer"))
+    parts.append(element("p", esc(
+        "F1 and recall in percent; the best cell of each column is marked (depth has none). " + " ".join(
+            f"{c['name']}: {c['title']}, {'mean sentence' if c['level'] == 'sentence' else 'corpus'} F1."
+            for c in P["conventions"]) + " Labels: recall of gold phrases. docs/parsing.md gives each convention's "
+        "rules."), class_="note"))
+    if P["multi_run"]:
+        parts.append(_runs_html(P))
+    if P["comparison"]:
+        parts.append(_comparison_html(P["comparison"]))
+    histograms = [_distance_charts(P, k, run) for k, run in enumerate(P["runs"]) if run["distances"]]
+    if histograms:
+        parts.append(element("h3", "Syntactic distances") + "".join(histograms))
+    if P["figures"]:
+        parts.append(element("h3", "Figures") + element("p", "Predicted tree beside gold, distances under the words: "
+                     + ", ".join(element("a", esc(Path(f).name), href=f) for f in P["figures"]), class_="note"))
+    parts.append(element("h3", "Sentences") + element(
+        "div", "<noscript><p class=\"note\">Every sentence's trees are listed and drawn by the page's script: allow "
+        "JavaScript for this file to browse them (sentences.jsonl holds them as text).</p></noscript>",
+        id="sentence-browser"))
+    return element("section", "".join(parts), id="parsing")
+
+
+def _runs_html(P: dict) -> str:
+    runs = P["runs"]
+    cols = [Column(key, head, fixed(1), None) for key, head in
+            (("mean", "mean"), ("std", "std"), ("max", "max"), ("self_f1", "self-F1"))]
+    table = score_table(cols, [Row(f"layer {m['layer']}", m) for m in P["multi_run"]], name_head="sentence F1")
+    layers = [m["layer"] for m in P["multi_run"]]
+    model_rows = [r for r in P["rows"] if r["kind"] == "model"]
+    series = [Series("mean ± std", [m["mean"] for m in P["multi_run"]], errors=[m["std"] for m in P["multi_run"]],
+                     color="#c4cad4")]
+    for k, run in enumerate(runs):
+        if run["distances"]:
+            found = {r["layer"]: 100 * r["sentence_f1"] for r in model_rows if r["model"] == run["checkpoint"]}
+            series.append(Series(f"[{k + 1}] {run['checkpoint']}", [found.get(layer) for layer in layers], "dots"))
+    figure = chart([f"layer {layer}" for layer in layers], series, ymax=100, ylabel="sentence F1 (%)",
+                   caption="Sentence F1 of each run by layer; bars: mean and standard deviation over runs")
+    count = sum(1 for run in runs if run["distances"])
+    return element("h3", f"{count} runs side by side") + element("div", table + figure, class_="charts")
+
+
+def _signed(value) -> str:
+    """A difference of F1s in percent, with its sign."""
+    return "–" if value != value else f"{100 * value:+.1f}"
+
+
+def _metric(value) -> str:
+    """A metric of `eval`: a count with thousands separated, a measure to four decimals."""
+    return "–" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
+
+
+def _comparison_html(C: dict) -> str:
+    """Systems side by side: figures, the paired bootstrap, agreement, the figure by length, recall by label."""
+    names = [f"[{k + 1}] {name}" for k, name in enumerate(C["systems"])]
+    parts = [element("h3", "Systems side by side", id="comparison")]
+    parts.append(element("p", esc(f"Under the {C['convention']} convention ({C['title']}); "
+                                  f"{'mean sentence' if C['level'] == 'sentence' else 'corpus'} F1 in percent."),
+                         class_="meta"))
+    parts.append(score_table([Column("figure", f"{C['convention']} F1"), Column("sentences", "sentences", str, None)],
+                             [Row(n, {"figure": f, "sentences": c}) for n, f, c in
+                              zip(names, C["figures"], C["sentences"])], name_head="system"))
+    if C["bootstrap"]:
+        cols = [Column("difference", "A − B", _signed, None), Column("interval", "95 % interval", str, None),
+                Column("p", "p-value", lambda v: f"{v:.4f}", None), Column("sentences", "sentences", str, None)]
+        rows = [Row(f"{names[b['a']]} − {names[b['b']]}",
+                    {**b, "interval": f"[{_signed(b['low'])}, {_signed(b['high'])}]"}) for b in C["bootstrap"]]
+        parts.append(element("h3", "Paired bootstrap"))
+        parts.append(score_table(cols, rows, name_head="A − B"))
+        draws = C["bootstrap"][0]["draws"]
+        parts.append(element("p", esc(
+            f"{draws:,} samples of the sentences both systems have, drawn with replacement (seed "
+            f"{C['bootstrap'][0]['seed']}); the interval holds the middle 95 % of the differences, and the p-value "
+            "(two-sided) is the share of samples whose difference is as far from the observed one as the observed is "
+            "from 0."), class_="note"))
+    cols = [Column(str(k), f"[{k + 1}]", percent, None) for k in range(len(names))]
+    parts.append(element("h3", "Agreement between systems"))
+    parts.append(score_table(cols, [Row(n, {str(j): v for j, v in enumerate(row)})
+                                    for n, row in zip(names, C["agreement"])], name_head=""))
+    parts.append(element("p", "Mean sentence F1 between the trees of two systems (official spans), over the "
+                         "sentences both have: the self-F1 of seeds, for any pair.", class_="note"))
+    L = C["by_length"]
+    cols = [Column("sentences", "sentences", str, None)] + [Column(str(k), f"[{k + 1}]") for k in range(len(names))]
+    rows = [Row(bucket, {"sentences": count, **{str(k): figures[b] for k, figures in enumerate(L["figures"])}})
+            for b, (bucket, count) in enumerate(zip(L["buckets"], L["sentences"]))]
+    parts.append(element("h3", "F1 by sentence length"))
+    used = [b for b, count in enumerate(L["sentences"]) if count]
+    notes = [f" ({L['sentences'][b]} sentences)" for b in used]
+    series = [Series(n, [None if f[b] != f[b] else 100 * f[b] for b in used], "line", notes=notes,
+                     color=BASELINE_COLORS.get(name), dashed=name in BASELINE_COLORS)
+              for n, name, f in zip(names, C["systems"], L["figures"])]
+    figure = chart([L["buckets"][b] for b in used], series, ymax=100, ylabel=f"{C['convention']} F1 (%)",
+                   xlabel="sentence length (words)", caption="F1 by sentence length")
+    parts.append(element("div", score_table(cols, rows, name_head="words", best_by="row") + figure, class_="charts"))
+    B = C["by_label"]
+    if B["labels"]:
+        cols = [Column("gold", "gold phrases", lambda v: f"{v:,}", None)]
+        cols += [Column(str(k), f"[{k + 1}]") for k in range(len(names))]
+        rows = [Row(label, {"gold": count, **{str(k): recalls[i] for k, recalls in enumerate(B["recall"])}})
+                for i, (label, count) in enumerate(zip(B["labels"], B["gold"]))]
+        series = [Series(n, [None if v != v else 100 * v for v in recalls], color=BASELINE_COLORS.get(name))
+                  for n, name, recalls in zip(names, C["systems"], B["recall"])]
+        figure = chart(B["labels"], series, ymax=100, ylabel="recall (%)", band=max(40, 14 * len(series)),
+                       caption="Recall of gold phrases by label")
+        parts.append(element("h3", "Recall by gold label"))
+        parts.append(element("div", score_table(cols, rows, name_head="label", best_by="row") + figure,
+                             class_="charts"))
+    return "".join(parts)
+
+
+def _distance_charts(P: dict, k: int, run: dict) -> str:
+    """A histogram of each layer's distances over every word, each over its own range (layers differ in level and
+    spread, and a tree depends only on the order of its row's distances)."""
+    rows = len(P["sentences"][0]["d"][k]) if P["sentences"] else 0
+    figures = []
+    for r in range(rows):
+        values = np.array([v for s in P["sentences"] for v in s["d"][k][r]])
+        low, high = float(values.min()), float(values.max())
+        width = (high - low) / 20 or 1.0
+        counts = np.bincount(np.minimum(((values - low) / width).astype(int), 19), minlength=20)
+        digits = max(0, 1 - int(np.floor(np.log10(width))))
+        categories = [f"{low + b * width:.{digits}f}" for b in range(20)]
+        figures.append(chart(categories, [Series(f"layer {r + 1}", counts.tolist())], band=13, height=190,
+                             tick_every=5, fmt=lambda v: f"{v:g}", ylabel="words", xlabel="distance (bin start)",
+                             caption=f"[{k + 1}] layer {r + 1}: distances of every word (20 bins)"))
+    return element("div", "".join(figures), class_="charts")
+
+
+def eval_html(E: dict) -> str:
+    """The static HTML of an `eval --output` report from its document (`eval_document`)."""
+    keys = [k for k, v in E["checkpoints"][0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    columns = [Column(k, f"{k} *" if k == E["key"] else k, _metric, E["better"].get(k)) for k in keys]
+    rows = [Row(f"[{k + 1}] {c['checkpoint']}", c, attrs={"model": c["checkpoint"]})
+            for k, c in enumerate(E["checkpoints"])]
+    parts = [element("h2", esc(f"Evaluation on the {E['split']} split")), score_table(columns, rows, "checkpoint")]
+    if E["summary"]:
+        cells = {k: f"{v['mean']:.4f} ± {v['std']:.4f}" for k, v in E["summary"].items()}
+        parts.append(score_table([Column(k, k, str, None) for k in cells],
+                                 [Row(f"mean ± std over {len(E['checkpoints'])}", cells)], ""))
+    parts.append(element("p", "* the metric that selects models; the best cell of each metric column is marked.",
+                         class_="note"))
+    if E["breakdown"]:
+        B = E["breakdown"]
+        groups = list(dict.fromkeys(g for values in B["series"].values() for g in values))
+        series = [Series(name, [values.get(g) for g in groups], "line") for name, values in B["series"].items()]
+        parts.append(chart(groups, series, ylabel=B["key"], xlabel=B["title"], fmt=lambda v: f"{v:.2f}",
+                           caption=f"{B['key']} by {B['title']}"))
+    return element("section", "".join(parts), id="eval")
+
+
+def syneval_html(S: dict) -> str:
+    """The static HTML of a `syneval --output` report from its document: accuracy by case and model."""
+    parts = [element("h2", "Targeted syntactic evaluation (Marvin &amp; Linzen 2018)")]
+    limit = f", the first {S['limit']} items of each condition" if S["limit"] else ""
+    parts.append(element("p", esc(f"templates {S['data']}{limit}"), class_="meta"))
+    parts.append(element("ul", "".join(element("li", esc(
+        f"[{k + 1}] {c['checkpoint']}: {len(c['unknown_types'])} of {c['word_types']} word types not in the "
+        f"vocabulary; {c['sentences']} sentences scored in {c['seconds']:.1f} s")) for k, c in
+        enumerate(S["checkpoints"])), class_="meta"))
+    lines = [(ci, m, c["label"] if m == 0 else f"{c['label']} vs. {cmp['against']}", cmp["pairs"])
+             for ci, c in enumerate(S["checkpoints"][0]["cases"]) for m, cmp in enumerate(c["comparisons"])]
+    several = len(S["checkpoints"]) > 1
+    columns = [Column("pairs", "pairs", lambda v: f"{v:,}", None)]
+    for k in range(len(S["checkpoints"])):
+        columns += [Column(f"all{k}", f"[{k + 1}] all", fixed(3), "higher" if several else None),
+                    Column(f"covered{k}", f"[{k + 1}] covered", fixed(3), None),
+                    Column(f"oov{k}", f"[{k + 1}] oov", str, None)]
+    rows = []
+    for ci, m, label, pairs in lines:
+        cells = {"pairs": pairs}
+        for k, c in enumerate(S["checkpoints"]):
+            cmp = c["cases"][ci]["comparisons"][m]
+            cells.update({f"all{k}": cmp["accuracy"], f"covered{k}": cmp["covered_accuracy"],
+                          f"oov{k}": cmp["oov_pairs"]})
+        rows.append(Row(label, cells))
+    parts.append(score_table(columns, rows, "case", best_by="row"))
+    parts.append(element("p", "Accuracy on all pairs, on the pairs without out-of-vocabulary words (covered), and the "
+                         "count of pairs with one (oov); with several models, the best accuracy on all pairs of each "
+                         "row is marked.", class_="note"))
+    series = [Series(f"[{k + 1}] {c['checkpoint']}",
+                     [c["cases"][ci]["comparisons"][m]["accuracy"] for ci, m, _, _ in lines])
+              for k, c in enumerate(S["checkpoints"])]
+    parts.append(chart([label for _, _, label, _ in lines], series, rotate=True, ymax=1, fmt=lambda v: f"{v:.2f}",
+                       ylabel="accuracy (all pairs)", caption="Accuracy by case"))
+    return element("section", "".join(parts), id="syneval")
 
 
 # Metrics where lower is better, whatever the metric that selects models (`Metric.key`) is.

@@ -25,6 +25,13 @@ def bracketed(tree) -> str:
     return text if isinstance(tree, list) else f"(X {text})"
 
 
+def preterminal_bracketed(tree, label: str = "X") -> str:
+    """`(X (X the) (X cat))`: every word in a bracket of its own, every node labelled `label`; the one-tree-a-line
+    format of compound-pcfg and ED4UCP, whose scripts read a word only inside such a bracket. A node of one child
+    stays (a unary chain); a lone word is `(X word)`."""
+    return fold(tree, lambda word: f"({label} {word})", lambda _, children: f"({label} {' '.join(children)})")
+
+
 def _drawable(tree) -> list:
     """The tree as a list (a lone word under one node), refused when deeper than the drawing libraries reach."""
     tree = tree if isinstance(tree, list) else [tree]

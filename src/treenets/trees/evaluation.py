@@ -1,33 +1,71 @@
-"""Unsupervised parsing evaluation: trees induced by a language model scored against a treebank beside the
-baseline trees, as a table, per-sentence records and figures (`treenets parse-eval`, `treenets baselines`).
+"""Unsupervised parsing evaluation: trees induced by a language model or written by any parser (a file of
+bracketed trees) scored against a treebank beside the baseline trees, under the conventions of the literature,
+side by side with significance, as a table, per-sentence records and figures (`treenets parse-eval`,
+`treenets baselines`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from treenets.errors import TreenetsError
 from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
-from treenets.trees.draw import bracketed, parse_figure
-from treenets.trees.metrics import LABELS, multi_run, self_f1
-from treenets.trees.ptb import GoldSentence
+from treenets.trees.compare import LENGTH_BUCKETS, agreement, bucket_counts, bucket_name, by_length, pairwise_bootstrap
+from treenets.trees.conventions import CONVENTIONS, ConventionScores
+from treenets.trees.draw import bracketed, parse_figure, preterminal_bracketed
+from treenets.trees.metrics import LABELS, multi_run, node_spans, official_spans, self_f1
+from treenets.trees.predicted import PredictedTrees, read_predicted
+from treenets.trees.ptb import WRAPPERS, GoldSentence
+from treenets.trees.walk import with_words
 
 
 @dataclass
-class ModelResult:
-    checkpoint: str
+class SystemResult:
+    """The trees of one system and their official scores: a language model's layer (`source` the model,
+    `layer` the layer whose distances built them), a file of another parser's trees (`layer` ""), or a baseline.
+    `trees` has one entry per gold sentence: a nested list, `[]` for a sentence left empty by the preprocessing,
+    None where a file has no tree for it."""
+
+    source: str
     layer: str
     scores: ParseScores
-    trees: list  # predicted nested-list tree per sentence
+    trees: list
+
+    @property
+    def name(self) -> str:
+        return f"{self.source} layer {self.layer}" if self.layer else self.source
+
+    @functools.cached_property
+    def nodes(self) -> list:
+        """Each tree's `node_spans` (None where there is no tree, or an empty one), computed once for every
+        convention and comparison."""
+        return [node_spans(t) if t is not None and t != [] else None for t in self.trees]
+
+
+def gold_nodes(sentences: list[GoldSentence]) -> list:
+    """Every gold tree's `node_spans` (with all its phrases: `GoldSentence.nodes`), None for an empty sentence:
+    what the conventions score against."""
+    return [s.nodes for s in sentences]
+
+
+def score_trees(source: str, layer: str, trees: list, sentences: list[GoldSentence]) -> SystemResult:
+    """`trees` (one per gold sentence) with their official scores."""
+    result = SystemResult(source, layer, ParseScores(), trees)
+    for tree, nodes, sentence in zip(trees, result.nodes, sentences, strict=True):
+        both = (nodes, sentence.nodes) if nodes is not None and sentence.nodes is not None else None
+        result.scores.add(tree, sentence.gold, sentence.labeled, both)
+    return result
 
 
 def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: list, split: str,
-                   batch_size: int = 64, progress: bool = True) -> tuple[list[ModelResult], list, dict]:
+                   batch_size: int = 64, progress: bool = True) -> tuple[list[SystemResult], list, dict]:
     """Induce (`lm.parse`) and score trees for every requested layer of one model.
 
     Returns the results per layer, the distances per sentence (`[rows, words]`, None for an empty
@@ -46,14 +84,8 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     bar.close()
     words = sum(len(s.words) for s in sentences)
     unknown = sum(len(p.unknown) for p in parses if p is not None)
-    results = []
-    for layer in layers:
-        scores, trees = ParseScores(), []
-        for sentence, parse in zip(sentences, parses):
-            tree = parse.at(layer).nested if parse is not None else []
-            scores.add(tree, sentence.gold, sentence.labeled)
-            trees.append(tree)
-        results.append(ModelResult(checkpoint, str(layer), scores, trees))
+    results = [score_trees(checkpoint, str(layer), [parse.at(layer).nested if parse is not None else []
+                                                     for parse in parses], sentences) for layer in layers]
     distances = [p.distances.numpy() if p is not None else None for p in parses]
     return results, distances, {"words": words, "unknown": unknown}
 
@@ -69,38 +101,81 @@ def check_scorable(sentences: list[GoldSentence], where: str) -> None:
                             "F1 over them would be 100 by convention, which says nothing")
 
 
-def evaluate_baselines(sentences: list[GoldSentence], draws: int = 5, seed: int = 0) -> dict[str, dict]:
-    """Summaries of the baseline trees; `random` is the mean over `draws` seeded draws."""
-    builders = {"right-branching": right_branching, "left-branching": left_branching, "balanced": balanced}
-    result = {}
-    for name, build in builders.items():
-        scores = ParseScores()
-        for s in sentences:
-            scores.add(build(s.words), s.gold, s.labeled)
-        result[name] = scores.summary()
+def evaluate_file(path: str, sentences: list[GoldSentence], words_rule: str = "", max_length: int | None = None
+                  ) -> tuple[SystemResult, PredictedTrees]:
+    """A file of another parser's trees (`treenets.trees.predicted.read_predicted`), matched with `sentences` and
+    scored; and what was read of it."""
+    predicted = read_predicted(path, sentences, words_rule, max_length)
+    return score_trees(path, "", predicted.trees, sentences), predicted
+
+
+BASELINES = {"right-branching": right_branching, "left-branching": left_branching, "balanced": balanced}
+
+
+def baseline_results(sentences: list[GoldSentence]) -> list[SystemResult]:
+    """The right- and left-branching and balanced trees of every sentence, scored."""
+    return [score_trees(name, "", [build(s.words) if s.words else [] for s in sentences], sentences)
+            for name, build in BASELINES.items()]
+
+
+def random_results(sentences: list[GoldSentence], draws: int = 5, seed: int = 0) -> list[SystemResult]:
+    """`draws` seeded draws of a random binary tree for every sentence, each scored."""
     rng = random.Random(seed)
-    summaries = []
-    for _ in range(draws):
-        scores = ParseScores()
-        for s in sentences:
-            scores.add(random_tree(s.words, rng), s.gold, s.labeled)
-        summaries.append(scores.summary())
-    result[f"random ({draws} draws)"] = {k: sum(d.get(k, 0.0) for d in summaries) / draws for k in summaries[0]}
+    return [score_trees(f"random draw {k + 1}", "", [random_tree(s.words, rng) if s.words else [] for s in sentences],
+                        sentences) for k in range(draws)]
+
+
+def _mean(summaries: list[dict]) -> dict:
+    """The mean of summaries (nested ones too) key by key."""
+    return {key: _mean([d[key] for d in summaries]) if isinstance(value, dict)
+            else sum(d.get(key, 0.0) for d in summaries) / len(summaries) for key, value in summaries[0].items()}
+
+
+def system_summary(result: SystemResult, nodes: list, conventions: list[str]) -> dict:
+    """`result.scores.summary()` with, under `conventions`, each convention's `ConventionScores.summary()`."""
+    return {**result.scores.summary(), "conventions": {
+        name: ConventionScores.score(CONVENTIONS[name], result.nodes, nodes).summary() for name in conventions}}
+
+
+def evaluate_baselines(sentences: list[GoldSentence], draws: int = 5, seed: int = 0,
+                       conventions: list[str] = ("official",)) -> dict[str, dict]:
+    """Summaries of the baseline trees (`system_summary`); `random` is the mean over `draws` seeded draws."""
+    nodes = gold_nodes(sentences)
+    result = {r.source: system_summary(r, nodes, conventions) for r in baseline_results(sentences)}
+    result[f"random ({draws} draws)"] = _mean([system_summary(r, nodes, conventions)
+                                               for r in random_results(sentences, draws, seed)])
     return result
 
 
-COLUMNS = ("sentence_f1", "corpus_f1", "evalb_f1", "depth") + tuple(f"recall_{label}" for label in LABELS[:6])
-HEADERS = ("sent-F1", "corp-F1", "evalb-F1", "depth") + LABELS[:6]
+OFFICIAL_COLUMNS = (("sentence_f1", "sent-F1"), ("corpus_f1", "corp-F1"), ("evalb_f1", "evalb-F1"))
 
 
-def format_table(rows: list[tuple[str, str, dict]]) -> str:
-    """Rows of (name, layer, summary) as a text table; F1 and recalls in percent."""
+def table_columns(conventions: list[str]) -> list[tuple[str, str]]:
+    """The table's columns `(key, header)` for `conventions` in their order: `official` as its three F1s (the
+    sentence, corpus and evalb-style F1 of the ON-LSTM/PRPN table), any other as its figure (key
+    `conventions.<name>`); then depth and the recall of the six most frequent labels."""
+    columns = []
+    for name in conventions:
+        columns += OFFICIAL_COLUMNS if name == "official" else [(f"conventions.{name}", name)]
+    return columns + [("depth", "depth")] + [(f"recall_{label}", label) for label in LABELS[:6]]
+
+
+def cell(summary: dict, key: str) -> float:
+    """A summary's value under a table key (`conventions.kim`: that convention's figure); NaN when absent."""
+    if key.startswith("conventions."):
+        return summary.get("conventions", {}).get(key.split(".", 1)[1], {}).get("f1", float("nan"))
+    return summary.get(key, float("nan"))
+
+
+def format_table(rows: list[tuple[str, str, dict]], conventions: list[str] = ("official",)) -> str:
+    """Rows of (name, layer, summary) as a text table (`table_columns`); F1 and recalls in percent."""
+    columns = table_columns(list(conventions))
     width = max(12, *(len(name) for name, _, _ in rows))
-    lines = [f"{'':{width}} {'layer':>5} " + " ".join(f"{h:>8}" for h in HEADERS)]
+    lines = [f"{'':{width}} {'layer':>5} " + " ".join(f"{header:>8}" for _, header in columns)]
     for name, layer, summary in rows:
         cells = []
-        for key in COLUMNS:
-            value = summary.get(key, float("nan"))
+        for key, _ in columns:
+            value = cell(summary, key)
             if value != value:  # NaN: no gold phrase of that label
                 cells.append(f"{'n/a':>8}")
             else:
@@ -109,7 +184,50 @@ def format_table(rows: list[tuple[str, str, dict]]) -> str:
     return "\n".join(lines)
 
 
-def multi_run_summary(results: list[ModelResult]) -> list[dict]:
+def compare_systems(systems: list[SystemResult], sentences: list[GoldSentence], nodes: list, convention: str,
+                    draws: int = 10_000, seed: int = 0) -> dict:
+    """Systems side by side under `convention`: each one's figure and number of sentences scored, the paired
+    bootstrap of every pair (`treenets.trees.compare`), the agreement between their trees, the figure by sentence
+    length and the recall by gold label (the labels by number of gold phrases, the most first)."""
+    scores = [ConventionScores.score(CONVENTIONS[convention], r.nodes, nodes) for r in systems]
+    lengths = np.array([len(s.words) for s in sentences])
+    labels = sorted(systems[0].scores.label_total.items(), key=lambda item: (-item[1], item[0])) if systems else []
+    labels = [(label, count) for label, count in labels if label not in WRAPPERS]
+    return {
+        "convention": convention, "title": CONVENTIONS[convention].title, "level": CONVENTIONS[convention].level,
+        "systems": [r.name for r in systems], "figures": [s.figure() for s in scores],
+        "sentences": [len(s.f1) for s in scores],
+        "bootstrap": pairwise_bootstrap(scores, draws, seed),
+        "agreement": agreement([[official_spans(*n) if n is not None else None for n in r.nodes] for r in systems]),
+        "by_length": {"buckets": [bucket_name(b) for b in LENGTH_BUCKETS],
+                      "sentences": bucket_counts(lengths[lengths > 0]),
+                      "figures": [by_length(s, lengths) for s in scores]},
+        "by_label": {"labels": [label for label, _ in labels], "gold": [count for _, count in labels],
+                     "recall": [[r.scores.label_correct[label] / count for label, count in labels] for r in systems]},
+    }
+
+
+def comparison_lines(comparison: dict) -> list[str]:
+    """The systems, the paired bootstrap and the agreement of `compare_systems` as lines of text."""
+    C = comparison
+    lines = [f"systems side by side ({C['convention']}: {C['title']}; "
+             f"{'mean sentence' if C['level'] == 'sentence' else 'corpus'} F1):"]
+    lines += [f"  [{k + 1}] {name}: {100 * figure:.1f} over {count:,} sentences"
+              for k, (name, figure, count) in enumerate(zip(C["systems"], C["figures"], C["sentences"]))]
+    if C["bootstrap"]:
+        first = C["bootstrap"][0]
+        lines.append(f"paired bootstrap ({first['draws']:,} samples, seed {first['seed']}): A - B, 95% interval, "
+                     "p-value (two-sided)")
+        for b in C["bootstrap"]:
+            lines.append(f"  [{b['a'] + 1}] - [{b['b'] + 1}]: {100 * b['difference']:+6.1f} [{100 * b['low']:+.1f}, "
+                         f"{100 * b['high']:+.1f}]  p {b['p']:.4f}  ({b['sentences']:,} sentences)")
+    lines.append("agreement (mean sentence F1 between the trees of two systems):")
+    lines.append("      " + " ".join(f"{f'[{k + 1}]':>6}" for k in range(len(C["systems"]))))
+    lines += [f"{f'[{i + 1}]':>5} " + " ".join(f"{100 * v:6.1f}" for v in row) for i, row in enumerate(C["agreement"])]
+    return lines
+
+
+def multi_run_summary(results: list[SystemResult]) -> list[dict]:
     """For several checkpoints: per layer found in two or more, the mean/std/max sentence F1 over the runs and
     the mean self-F1 between them (`layer`, `runs`, `mean`, `std`, `max`, `self_f1`; in percent)."""
     summary = []
@@ -123,7 +241,7 @@ def multi_run_summary(results: list[ModelResult]) -> list[dict]:
     return summary
 
 
-def multi_run_lines(results: list[ModelResult]) -> list[str]:
+def multi_run_lines(results: list[SystemResult]) -> list[str]:
     """`multi_run_summary` as lines of text."""
     return [f"layer {s['layer']}: sentence F1 over {s['runs']} runs: mean {s['mean']:.1f}, std {s['std']:.1f}, "
             f"max {s['max']:.1f}; self-F1 {s['self_f1']:.1f}" for s in multi_run_summary(results)]
@@ -153,42 +271,65 @@ def _json(value) -> str:
     return "".join(parts)
 
 
-def write_outputs(out: Path, sentences: list[GoldSentence], results: list[ModelResult], distances: dict,
-                  figure_layer: str | None = None, figures: int = 5) -> None:
-    """`trees-<model>-layer<L>.txt` (bracketed predicted trees), `sentences.jsonl` (per sentence: words, gold,
-    distances and every model/layer's tree and scores), and figures for the first `figures` sentences of
-    3 to 20 words (PNG: predicted beside gold, distances under the words; the first model's `figure_layer`,
-    else its first layer)."""
+def output_tag(result: SystemResult) -> str:
+    """The name of a system in file names and records: `<folder>-<stem>-layer<L>` for a model's layer,
+    `file-<stem>` for a file of trees."""
+    path = Path(result.source)
+    return f"{path.parent.name or 'model'}-{path.stem}-layer{result.layer}" if result.layer else f"file-{path.stem}"
+
+
+def write_outputs(out: Path, sentences: list[GoldSentence], results: list[SystemResult], distances: dict,
+                  figure_layer: str | None = None, figures: int = 5) -> list[Path]:
+    """`trees-<tag>.txt` (each system's trees over the treebank's words, bracketed as `(X (X the cat) sat)`, a line
+    per gold sentence, blank where it has none), `compound-pcfg/<tag>.txt` and `compound-pcfg/gold.txt` (the same
+    trees and the gold trees over the kept words, a line per sentence with words, in the format of compound-pcfg
+    and ED4UCP, which their scripts read: `(X (X the) (X cat))`), `sentences.jsonl` (per sentence: words, gold,
+    distances and every system's tree and scores), and figures for the first `figures` sentences of 3 to 20 words
+    (PNG: predicted beside gold, distances under the words; the first model's `figure_layer`, else its first
+    system).
+    Returns the figures' paths."""
     out.mkdir(parents=True, exist_ok=True)
-    tags = {id(r): f"{Path(r.checkpoint).parent.name or 'model'}-{Path(r.checkpoint).stem}-layer{r.layer}"
-            for r in results}
+    tags = {id(r): output_tag(r) for r in results}
+    pcfg = out / "compound-pcfg"
+    pcfg.mkdir(exist_ok=True)
+    present = [i for i, s in enumerate(sentences) if s.words]
+    (pcfg / "gold.txt").write_text("".join(preterminal_bracketed(sentences[i].phrases) + "\n" for i in present))
     for r in results:
-        lines = [bracketed(t) if t != [] else "" for t in r.trees]
+        # Over the treebank's words (a model's trees are over the tokens it read: `%` is `N` to a PTB model), so
+        # that the files read back, here and in other tools, against the treebank.
+        trees = [with_words(t, s.words) if t not in (None, []) else t for t, s in zip(r.trees, sentences)]
+        lines = [bracketed(t) if t not in (None, []) else "" for t in trees]
         (out / f"trees-{tags[id(r)]}.txt").write_text("\n".join(lines) + "\n")
+        (pcfg / f"{tags[id(r)]}.txt").write_text("".join(
+            (preterminal_bracketed(trees[i]) if trees[i] is not None else "") + "\n" for i in present))
     with open(out / "sentences.jsonl", "w") as fh:
         for i, s in enumerate(sentences):
             record = {"source": str(s.source), "words": s.words, "gold": s.gold, "models": {}}
             for r in results:
                 tree = r.trees[i]
-                prf = sentence_prf(spans(tree), spans(s.gold)) if s.words else (None, None, None)
+                scored = s.words and tree is not None
+                prf = sentence_prf(spans(tree), spans(s.gold)) if scored else (None, None, None)
                 record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
             record["distances"] = {ckpt: (d[i].tolist() if d[i] is not None else None)
                                    for ckpt, d in distances.items()}
             fh.write(_json(record) + "\n")
     if not results:
-        return
+        return []
     first = next((r for r in results if r.layer == figure_layer), results[0])
-    first_distances = distances[first.checkpoint]
-    drawn = 0
+    first_distances = distances.get(first.source)
+    drawn = []
     figure_dir = out / "figures"
     figure_dir.mkdir(exist_ok=True)
     for i, s in enumerate(sentences):
-        if drawn >= figures:
+        if len(drawn) >= figures:
             break
-        if 3 <= len(s.words) <= 20:
-            layers = first_distances[i]
+        if 3 <= len(s.words) <= 20 and first.trees[i] is not None:
+            layers = first_distances[i] if first_distances is not None else []
             names = [f"layer {k + 1}" for k in range(len(layers))]
             f1 = sentence_prf(spans(first.trees[i]), spans(s.gold))[2]
-            parse_figure(s.words, first.trees[i], s.gold, layers, figure_dir / f"{i:05d}.png", names,
-                         title=f"{s.source} - layer {first.layer} - sentence F1 {100 * f1:.1f}")
-            drawn += 1
+            path = figure_dir / f"{i:05d}.png"
+            parse_figure(s.words, first.trees[i], s.gold, layers, path, names,
+                         title=f"{s.source} - {f'layer {first.layer}' if first.layer else Path(first.source).name} - "
+                               f"sentence F1 {100 * f1:.1f}")
+            drawn.append(path)
+    return drawn

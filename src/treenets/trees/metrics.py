@@ -1,10 +1,12 @@
-"""Unlabelled constituency scores of induced trees, under the conventions in use, side by side.
+"""Unlabelled constituency scores of induced trees: the official (ON-LSTM/PRPN) figures, side by side, and the
+span and F1 arithmetic that the conventions of the literature (`treenets.trees.conventions`) share.
 
 - **sentence F1** (the ON-LSTM/PRPN code): per sentence, precision/recall/F1 between the span *sets* of the
   two trees, spans of two or more words, the whole-sentence span excluded; a gold tree without such a span
   has recall 1, and precision 1 too when the prediction has none; the mean over sentences.
 - **corpus F1**: the same spans, matches and counts summed over the corpus before dividing.
-- **evalb F1**: corpus F1 with the whole-sentence span counted (as EVALB does, on the same filtered words).
+- **evalb F1**: corpus F1 of the same span sets with the whole-sentence span counted (EVALB's own rules, which
+  also count each node of a unary chain and phrases of one word, are the `evalb` convention).
 
 Also: recall of gold phrases per label (NP, VP, PP, ...), average depth of the words in the predicted trees,
 and the numbers of sentences scored and of sentences left empty by the preprocessing.
@@ -16,9 +18,31 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from treenets.trees.walk import fold
-
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP", "S", "QP", "WHNP", "PRN")
+
+
+def node_spans(tree) -> tuple[Counter, int]:
+    """Every node of a nested-list tree as its span `(start, end)` over the words, with multiplicity (a unary
+    chain, `[["a", "b"]]`, gives its span once per node; a list of one word, `["a"]`, a one-word span), and the
+    number of words. A word alone has no node."""
+    if not isinstance(tree, list):
+        return Counter(), 1
+    # Without recursion (a tree nests as deep as its sentence is long), and without `walk.fold`'s generality: this walk
+    # runs for every tree of every system under every convention.
+    found, words, starts, stack = [], 0, [0], [iter(tree)]
+    while stack:
+        for child in stack[-1]:
+            if isinstance(child, list):
+                stack.append(iter(child))
+                starts.append(words)
+                break
+            words += 1
+        else:
+            stack.pop()
+            start = starts.pop()
+            if start < words:  # (an empty list covers no word: no node)
+                found.append((start, words))
+    return Counter(found), words
 
 
 def spans(tree, include_root: bool = False) -> set[tuple[int, int]]:
@@ -26,43 +50,58 @@ def spans(tree, include_root: bool = False) -> set[tuple[int, int]]:
 
     The whole-sentence span is left out unless `include_root` (the official `get_brackets` leaves it out).
     """
-    found: set[tuple[int, int]] = set()
-    words = 0
-
-    def leaf(_) -> tuple[int, int]:
-        nonlocal words
-        words += 1
-        return words - 1, words
-
-    def node(_, children: list) -> tuple[int, int]:
-        start, end = (children[0][0], children[-1][1]) if children else (words, words)
-        if end - start > 1:
-            found.add((start, end))
-        return start, end
-
-    fold(tree, leaf, node)
-    if not include_root:
-        found.discard((0, words))
-    return found
+    nodes, words = node_spans(tree)
+    return phrase_spans(nodes) if include_root else official_spans(nodes, words)
 
 
-def sentence_prf(pred: set, gold: set) -> tuple[float, float, float]:
-    """Precision, recall and F1 of one sentence exactly as the official code computes them (with its 1e-8s)."""
-    overlap = len(pred & gold)
-    prec = overlap / (len(pred) + 1e-8)
-    reca = overlap / (len(gold) + 1e-8)
+def official_spans(nodes: Counter, words: int) -> set[tuple[int, int]]:
+    """`spans` from a tree's `node_spans`: those of two or more words but the whole sentence's."""
+    return phrase_spans(nodes) - {(0, words)}
+
+
+def phrase_spans(nodes: Counter) -> set[tuple[int, int]]:
+    """The spans of two or more words among `node_spans`."""
+    return {span for span in nodes if span[1] - span[0] > 1}
+
+
+def official_prf(overlap: int, predicted: int, gold: int) -> tuple[float, float, float]:
+    """Precision, recall and F1 of one sentence from its counts of spans, exactly as the official code computes
+    them (with its 1e-8s): a sentence without gold spans has recall 1, and precision 1 too when nothing is
+    predicted."""
+    prec = overlap / (predicted + 1e-8)
+    reca = overlap / (gold + 1e-8)
     if not gold:
         reca = 1.0
-        if not pred:
+        if not predicted:
             prec = 1.0
     return prec, reca, 2 * prec * reca / (prec + reca + 1e-8)
 
 
+def sentence_prf(pred: set, gold: set) -> tuple[float, float, float]:
+    """Precision, recall and F1 of one sentence exactly as the official code computes them (with its 1e-8s)."""
+    return official_prf(len(pred & gold), len(pred), len(gold))
+
+
+def f1(match: int, predicted: int, gold: int) -> float:
+    """F1 from counts, `2 match / (predicted + gold)` (the harmonic mean of precision and recall, 0 when nothing
+    matches); 1 when there is nothing to predict and nothing predicted."""
+    return 2 * match / (predicted + gold) if predicted + gold else 1.0
+
+
 def average_depth(tree) -> float:
     """Mean depth of the words: the number of nodes above each word, the root included (0 for one word)."""
-    # Each node's value: (the sum of its words' depths below it, its number of words).
-    total, words = fold(tree, lambda _: (0, 1),
-                        lambda _, children: (sum(d + n for d, n in children), sum(n for _, n in children)))
+    if not isinstance(tree, list):
+        return 0.0
+    total, words, stack = 0, 0, [iter(tree)]
+    while stack:
+        for child in stack[-1]:
+            if isinstance(child, list):
+                stack.append(iter(child))
+                break
+            total += len(stack)
+            words += 1
+        else:
+            stack.pop()
     return total / words
 
 
@@ -81,20 +120,27 @@ class ParseScores:
     label_total: Counter = field(default_factory=Counter)
     depths: list = field(default_factory=list)
     empty: int = 0
+    missing: int = 0
 
-    def add(self, pred, gold, gold_labeled: list[tuple[int, int, str]] | None = None) -> tuple[float, float, float]:
+    def add(self, pred, gold, gold_labeled: list[tuple[int, int, str]] | None = None,
+            nodes: tuple | None = None) -> tuple[float, float, float]:
         """Score one sentence; `pred` and `gold` are nested lists (`[]` for an empty sentence, which is counted
-        in `empty` and not scored). Returns the sentence's (prec, reca, f1)."""
-        if pred == [] or gold == []:
+        in `empty` and not scored; `pred` None where a system has no tree for it, counted in `missing`); `nodes`,
+        their `node_spans` when known already. Returns the sentence's (prec, reca, f1)."""
+        if gold == [] or (pred is not None and pred == []):
             self.empty += 1
             return float("nan"), float("nan"), float("nan")
-        p, g = spans(pred), spans(gold)
+        if pred is None:
+            self.missing += 1
+            return float("nan"), float("nan"), float("nan")
+        (pred_nodes, words), (gold_nodes, _) = nodes or (node_spans(pred), node_spans(gold))
+        pe, ge = phrase_spans(pred_nodes), phrase_spans(gold_nodes)
+        p, g = pe - {(0, words)}, ge - {(0, words)}
         result = sentence_prf(p, g)
         self.sentence.append(result)
         self.match += len(p & g)
         self.predicted += len(p)
         self.gold += len(g)
-        pe, ge = spans(pred, include_root=True), spans(gold, include_root=True)
         self.evalb_match += len(pe & ge)
         self.evalb_predicted += len(pe)
         self.evalb_gold += len(ge)
@@ -105,21 +151,16 @@ class ParseScores:
         self.depths.append(average_depth(pred))
         return result
 
-    @staticmethod
-    def _f1(match: int, predicted: int, gold: int) -> float:
-        prec = match / predicted if predicted else 1.0
-        reca = match / gold if gold else 1.0
-        return 2 * prec * reca / (prec + reca) if prec + reca else 0.0
-
     def summary(self) -> dict:
-        """`n`, `empty`, `sentence_f1` (and its prec/reca), `corpus_f1`, `evalb_f1`, `depth`, `recall_<LABEL>`."""
+        """`n`, `empty`, `missing`, `sentence_f1` (and its prec/reca), `corpus_f1`, `evalb_f1`, `depth`,
+        `recall_<LABEL>`."""
         n = len(self.sentence)
         mean = (lambda i: sum(s[i] for s in self.sentence) / n) if n else (lambda i: float("nan"))
         result = {
-            "n": n, "empty": self.empty,
+            "n": n, "empty": self.empty, "missing": self.missing,
             "sentence_prec": mean(0), "sentence_reca": mean(1), "sentence_f1": mean(2),
-            "corpus_f1": self._f1(self.match, self.predicted, self.gold),
-            "evalb_f1": self._f1(self.evalb_match, self.evalb_predicted, self.evalb_gold),
+            "corpus_f1": f1(self.match, self.predicted, self.gold),
+            "evalb_f1": f1(self.evalb_match, self.evalb_predicted, self.evalb_gold),
             "depth": statistics.fmean(self.depths) if self.depths else float("nan"),
         }
         for label, total in sorted(self.label_total.items()):
@@ -129,9 +170,15 @@ class ParseScores:
 
 
 def self_f1(trees_a: list, trees_b: list) -> float:
-    """Mean sentence F1 between two sets of predictions for the same sentences (agreement between runs)."""
-    scores = [sentence_prf(spans(a), spans(b))[2] for a, b in zip(trees_a, trees_b, strict=True)
-              if a != [] and b != []]
+    """Mean sentence F1 between two sets of predictions for the same sentences (agreement between runs), over the
+    sentences both have (a tree None or `[]`: none)."""
+    return mean_sentence_f1([spans(t) if t is not None and t != [] else None for t in trees_a],
+                            [spans(t) if t is not None and t != [] else None for t in trees_b])
+
+
+def mean_sentence_f1(spans_a: list, spans_b: list) -> float:
+    """`self_f1` from the trees' span sets (`spans`; None where a system has no tree)."""
+    scores = [sentence_prf(a, b)[2] for a, b in zip(spans_a, spans_b, strict=True) if a is not None and b is not None]
     return sum(scores) / len(scores) if scores else float("nan")
 
 

@@ -9,6 +9,7 @@ empty and unary nodes collapsed.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import nltk
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import MAX_TREE_DEPTH, check_lines
+from treenets.trees.metrics import node_spans
 from treenets.trees.walk import fold
 
 # The POS tags whose words are kept (the official `word_tags`).
@@ -62,6 +64,11 @@ WORD_RULES = {rule.name: rule for rule in (
              drop=frozenset({"$,", "$.", "$(", "--", "-NONE-"})),
     WordRule("ud", "trees with Universal Dependencies' POS tags: every word but PUNCT (and -NONE-)",
              drop=frozenset({"PUNCT", "-NONE-"})),
+    WordRule("li", "Li et al. (2020) without punctuation: every Penn Treebank word but , . : `` '' -LRB- -RRB- # "
+             "SYM LS LST and -NONE- ($ kept)",
+             drop=frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "#", "SYM", "LS", "LST", "-NONE-"})),
+    WordRule("li-punct", "Li et al. (2020) with punctuation: every Penn Treebank word but LS, LST and -NONE-",
+             drop=frozenset({"LS", "LST", "-NONE-"})),
 )}
 PTB = WORD_RULES["ptb"]
 
@@ -184,6 +191,39 @@ def collapse(tree, rule: WordRule = PTB) -> Nested | list:
     return fold(tree, normalize_word, node)
 
 
+# The labels of a treebank's outer root, which holds the sentence's tree and is no phrase of it: the unlabelled
+# `( ...)` of .mrg files (which nltk's PTB reader strips), `(TOP ...)` of one-tree-per-line files, `(ROOT ...)`.
+WRAPPERS = frozenset({"", "TOP", "ROOT"})
+
+
+def unwrapped(tree, label: str):
+    """A nested-list tree without its outer root when that root is a wrapper (labelled as one of `WRAPPERS`)
+    around a single phrase."""
+    if label in WRAPPERS and isinstance(tree, list) and len(tree) == 1 and isinstance(tree[0], list):
+        return tree[0]
+    return tree
+
+
+def phrases(tree, rule: WordRule = PTB) -> Nested | list:
+    """The gold tree over the kept words (`rule`) with every phrase of the treebank in it, as nested lists: a
+    phrase left with a single child is kept as a list of one (unary chains stay, a phrase over one word is
+    `["word"]`), a preterminal is its word, empty phrases are dropped, and so is the wrapper root (`WRAPPERS`).
+    The conventions that count unary chains or one-word phrases (`kim`, `evalb`) score this tree; `collapse`
+    gives the same spans of two or more words. A sentence without kept words gives `[]`."""
+    if not isinstance(tree, nltk.Tree):
+        return []
+
+    def node(phrase: nltk.Tree, values: list):
+        kept = rule.keeps(phrase.label())
+        children = [value for child, value in zip(phrase, values)
+                    if (kept or isinstance(child, nltk.Tree)) and value != []]
+        if len(phrase) == 1 and not isinstance(phrase[0], nltk.Tree):  # a preterminal: its word, or nothing
+            return children[0] if children else []
+        return children
+
+    return unwrapped(fold(tree, normalize_word, node), tree.label())
+
+
 def label_of(tree: nltk.Tree) -> str:
     """The constituent label without function tags and indices: `NP-SBJ-1` -> `NP`, `S=2` -> `S`."""
     return re.split(r"[-=]", tree.label())[0]
@@ -220,15 +260,34 @@ class GoldSentence:
     labeled: list  # (start, end, label) of the gold phrases, for per-label recall
     tree: nltk.Tree
     source: TreeSource
+    phrases: object = None  # `gold` with every phrase of the treebank kept (unary chains too): `phrases`
+
+    def __post_init__(self):
+        if self.phrases is None:  # a sentence made from a nested-list tree alone: its phrases are its nodes
+            self.phrases = self.gold
+
+    @functools.cached_property
+    def nodes(self) -> tuple | None:
+        """The `node_spans` of its `phrases` (what every system is scored against), None for an empty sentence."""
+        return node_spans(self.phrases) if self.words else None
 
 
-def load_gold(path: Path, wsj10: bool = False, rule: WordRule = PTB) -> list[GoldSentence]:
+def length_limit(wsj10: bool, max_length: int | None) -> int | None:
+    """The most words a sentence scored may have: 10 with `wsj10`, `max_length` if lower (or without `wsj10`)."""
+    return 10 if wsj10 and (max_length is None or max_length > 10) else max_length
+
+
+def load_gold(path: Path, wsj10: bool = False, rule: WordRule = PTB, max_length: int | None = None
+              ) -> list[GoldSentence]:
     """The sentences of a treebank, preprocessed as in the official evaluation (the words `rule` keeps: by default
-    the official word tags); `wsj10` keeps those with at most 10 words after filtering."""
+    the official word tags); `wsj10` keeps those with at most 10 words after filtering, `max_length` those with at
+    most that many."""
+    limit = length_limit(wsj10, max_length)
     sentences = []
     for tree, source in read_treebank(path):
         words = tree_words(tree, rule)
-        if wsj10 and len(words) > 10:
+        if limit is not None and len(words) > limit:
             continue
-        sentences.append(GoldSentence(words, collapse(tree, rule), labeled_spans(tree, rule), tree, source))
+        sentences.append(GoldSentence(words, collapse(tree, rule), labeled_spans(tree, rule), tree, source,
+                                      phrases(tree, rule)))
     return sentences

@@ -34,3 +34,21 @@ def fold(tree, leaf, node):
 def depth(tree) -> int:
     """The number of levels of lists above the deepest word (0 for a word)."""
     return fold(tree, lambda _: 0, lambda _, children: 1 + max(children, default=0))
+
+
+def leaves(tree) -> list:
+    """The words of a nested-list tree in sentence order (a word alone: itself)."""
+    found, stack = [], [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        else:
+            found.append(item)
+    return found
+
+
+def with_words(tree, words: list):
+    """The tree with its words replaced by `words`, in order (as many as it has)."""
+    replacement = iter(words)
+    return fold(tree, lambda _: next(replacement), lambda _, children: children)
