@@ -671,7 +671,14 @@ def main(argv: list[str] | None = None) -> int:
 
             set_threads(args.threads)
         with _precision(args), _kernel_builds(args):
-            return COMMANDS[args.command](args)
+            code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, so that a reader gone away is met below rather than at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # The reader of the output stopped reading (`treenets configs | head`): end quietly, as other command-line
+        # tools do, with nothing more written to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except TreenetsError as exc:
         print(f"treenets: error: {exc}", file=sys.stderr)
         return 2

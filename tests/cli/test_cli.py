@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -249,3 +250,16 @@ def test_a_wrong_option_shows_the_usage_of_its_command(argv, usage, capsys):
     error = capsys.readouterr().err
     assert exit_.value.code == 2 and error.startswith(usage), error
     assert error.rstrip().endswith("error: unrecognized arguments: --bogus")
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly():
+    """`treenets configs | head`: the pipe closed before the output is written ends the command without a word on
+    stderr (before: `treenets: error: Broken pipe`)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # a reader already gone: every write to the pipe fails
+    try:
+        done = subprocess.run([sys.executable, "-m", "treenets", "configs"], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == 1
