@@ -182,13 +182,17 @@ def collapse(tree, rule: WordRule = PTB) -> Nested | list:
         return []
 
     def node(phrase: nltk.Tree, values: list):
-        # A word is kept when its tag (the phrase right above it) is kept by the rule.
-        kept = rule.keeps(phrase.label())
-        children = [value for child, value in zip(phrase, values)
-                    if (kept or isinstance(child, nltk.Tree)) and value != []]
+        children = _kept_children(phrase, values, rule)
         return children if len(children) > 1 else (children[0] if children else [])
 
     return fold(tree, normalize_word, node)
+
+
+def _kept_children(phrase: nltk.Tree, values: list, rule: WordRule) -> list:
+    """The values of `phrase`'s children that stay: its phrases' (when not empty), and its words' where its tag is
+    kept by `rule` (a word is kept when its tag, the phrase right above it, is)."""
+    kept = rule.keeps(phrase.label())
+    return [value for child, value in zip(phrase, values) if (kept or isinstance(child, nltk.Tree)) and value != []]
 
 
 # The labels of a treebank's outer root, which holds the sentence's tree and is no phrase of it: the unlabelled
@@ -214,9 +218,7 @@ def phrases(tree, rule: WordRule = PTB) -> Nested | list:
         return []
 
     def node(phrase: nltk.Tree, values: list):
-        kept = rule.keeps(phrase.label())
-        children = [value for child, value in zip(phrase, values)
-                    if (kept or isinstance(child, nltk.Tree)) and value != []]
+        children = _kept_children(phrase, values, rule)
         if len(phrase) == 1 and not isinstance(phrase[0], nltk.Tree):  # a preterminal: its word, or nothing
             return children[0] if children else []
         return children
