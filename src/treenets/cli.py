@@ -142,6 +142,21 @@ def _add_predict_options(predict):
     _add_threads(predict)
 
 
+def _add_listops_options(listops):
+    """`data listops`'s options, whose defaults come from `treenets.data.listops` (which imports torch)."""
+    from treenets.data.listops import TEST_SIZE, TRAIN_SIZE
+
+    listops.add_argument("--out", metavar="DIR",
+                         help="the folder to write (default: listops under the data root, where listops configs look)")
+    listops.add_argument("--train", type=positive_int, default=TRAIN_SIZE, metavar="N",
+                         help=f"training sequences (default: {TRAIN_SIZE:,})")
+    listops.add_argument("--test", type=positive_int, default=TEST_SIZE, metavar="N",
+                         help=f"test sequences (default: {TEST_SIZE:,}, as the official test file)")
+    listops.add_argument("--seed", type=int, default=0, help="the seed of the draws (default: 0)")
+    listops.add_argument("--overwrite", action="store_true", help="replace the files of a data set already in --out")
+    _add_data(listops)
+
+
 class CommandParser(argparse.ArgumentParser):
     """The parser of a command, which can add options when it is first used (`defer`): `predict`'s options come
     from the predictors, which import torch, and neither `treenets --help` nor another command waits for that."""
@@ -282,13 +297,27 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("--overwrite", action="store_true", help="replace a corpus already in --out")
     prepare.add_argument("--no-progress", action="store_true", help="no progress bars")
 
+    listops = data_sub.add_parser(
+        "listops", help="write a ListOps data set (train.tsv, test.tsv) with the official generator's settings",
+        description="Draw distinct ListOps sequences (Nangia & Bowman 2018) with the settings of the official "
+                    "generator (operators MIN, MAX, MED, SM; lists of 2 to 5 arguments nested at most 20 deep) from "
+                    "a fixed seed, and write them as the official files write them (label<TAB>sequence, the binary "
+                    "tree's brackets included), with meta.json recording the settings, sizes and sha256 of each "
+                    "file. A listops config reads the folder (data.path).")
+    listops.defer(_add_listops_options)
+
     parse = commands.add_parser(
-        "parse", help="induce trees for sentences with a trained language model",
+        "parse", help="induce trees for sentences with a trained language model (or an Ordered Memory encoder)",
         description="Print the tree a model induces for each sentence, bracketed and drawn as text, or with --json "
                     "one JSON object per sentence and line. A sentence is first normalised into the words of the "
                     "model's training text (the normaliser its config names; for the PTB models: Penn Treebank "
-                    "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed.")
-    parse.add_argument("checkpoint", metavar="MODEL", help="a language model: " + MODEL_HELP)
+                    "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed. A logic "
+                    "or ListOps model with an Ordered Memory encoder reads formulas or sequences instead, and draws "
+                    "the tree built from its memory slots, with the input's own tree (--json: gold_tree) and, for a "
+                    "formula, the induced tree without its brackets (scored_tree), as its task scores them.")
+    parse.add_argument("checkpoint", metavar="MODEL",
+                       help="a language model, or a logic or ListOps model with an Ordered Memory encoder: "
+                            + MODEL_HELP)
     parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
     parse.add_argument("--file", metavar="TXT",
                        help="read sentences from a file, one per line; a line the model cannot read (no word left "
@@ -507,6 +536,13 @@ def _cmd_data(args) -> int:
 
     if args.data_command == "download":
         data.download(args.names or None, args.data, args.source)
+        return 0
+    if args.data_command == "listops":
+        from treenets.data.listops import generate, summary
+
+        out = args.out or data.chosen_root(args.data)[0] / "listops"
+        record = generate(out, args.train, args.test, args.seed, args.overwrite)
+        print(summary(record, out))
         return 0
     if args.data_command == "prepare":
         from treenets.data.prepare import prepare_corpus, speed, summary

@@ -1,6 +1,7 @@
 """The trees that language models induce, for people: printed and drawn for sentences (`treenets parse`:
-`print_trees`), and scored with any parser's trees against a treebank beside the baseline trees (`treenets
-parse-eval`: `evaluate_parsing`; `treenets baselines`: `print_baselines`)."""
+`print_trees`; also those an Ordered Memory encoder of a logic or ListOps model induces of what it reads), and
+scored with any parser's trees against a treebank beside the baseline trees (`treenets parse-eval`:
+`evaluate_parsing`; `treenets baselines`: `print_baselines`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
 from treenets.files import json_text, output_folder, read_sentences
 from treenets.limits import MAX_TREE_DEPTH
+from treenets.predictors.base import Predictor
 from treenets.predictors.lm import LanguageModel, Layer, Parse
+from treenets.predictors.slots import SlotParse, SlotParser
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
 from treenets.trees.conventions import CONVENTIONS
@@ -47,9 +50,21 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
               "layer": parse.layer}
     if len(layers) > 1:
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
+    if isinstance(parse, SlotParse):
+        record.update(scored_tree=bracketed(parse.scored), gold_tree=bracketed(parse.own))
     if distances:
         record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
     return record
+
+
+def tree_inducer(ref: str, device="cpu") -> LanguageModel | SlotParser:
+    """The model `ref` (`Predictor.load`), or an error unless it induces trees: a language model, or a model
+    whose encoder may be Ordered Memory (a logic or ListOps model; `SlotParser.layers` says whether it is)."""
+    model = Predictor.load(ref, device=device)
+    if not isinstance(model, LanguageModel | SlotParser):
+        raise TreenetsError(f"{ref}: a {model.config.task} model induces no trees (`treenets parse` reads language "
+                            "models, and logic and ListOps models whose encoder is Ordered Memory)")
+    return model
 
 
 def shown(text: str) -> str:
@@ -62,8 +77,10 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                 pretokenized: bool = False, device="cpu") -> int:
     """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
-    printed bracketed and drawn as text, or with `as_json` one JSON object per line (`parse_record`); with
-    `distances` every layer's distances too; with `svg` one drawing per tree in that folder. A sentence given
+    printed bracketed and drawn as text (for an Ordered Memory encoder, `tree_inducer`: the tree built from its
+    slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree:
+    `SlotParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
+    distances too; with `svg` one drawing per tree in that folder. A sentence given
     that the model cannot read is an error; a line of `file` is skipped, named on stderr with the reason, and
     counted in a last line there. Returns how many lines were skipped."""
     given = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
@@ -72,7 +89,7 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
         raise TreenetsError("parse: give sentences as arguments or --file")
     if svg:
         output_folder(svg, "--svg")
-    lm = LanguageModel.load(ref, device=device)
+    lm = tree_inducer(ref, device)
     layers = lm.layers(layer, option="--layer")
     for where, text in given:  # a sentence with nothing to read: an error naming it, before any output
         lm.read(text, pretokenized, where)
@@ -113,12 +130,18 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                     print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
                     continue
                 print(ascii_art(tree, words))
+                if isinstance(parse, SlotParse):
+                    if parse.left_out:
+                        print(f"    without {' '.join(sorted(parse.left_out))}: {bracketed(parse.scored)}")
+                    print(f"    its own tree: {bracketed(parse.own)}")
             if svg and levels <= MAX_TREE_DEPTH:
                 write_svg(tree, Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
                                              f"{number:04d}-layer-{row}.svg"))
         if distances and not as_json:
             for i, values in enumerate(parse.distances):
-                print(f"    layer {i + 1}: " + " ".join(f"{w}={d:.2f}" for w, d in zip(words, values.tolist())))
+                name = "slots" if isinstance(parse, SlotParse) else f"layer {i + 1}"
+                print(f"    {name}: " + " ".join(f"{w}={d:.2f}" if isinstance(d, float) else f"{w}={d}"
+                                                 for w, d in zip(words, values.tolist())))
             print()
     if svg:
         print(f"SVG drawings: {svg}", file=sys.stderr if as_json else sys.stdout)

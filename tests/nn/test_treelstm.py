@@ -24,7 +24,12 @@ from treenets.errors import TreenetsError
 from treenets.golden import check_golden
 from treenets.nn import treelstm
 from treenets.nn.backend import kernels, use_backend
-from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig, TreeEncoderConfig
+from treenets.nn.tree_models import (
+    RelatednessModelConfig,
+    SentenceEncoderConfig,
+    SentimentModelConfig,
+    TreeEncoderConfig,
+)
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
 
@@ -127,6 +132,7 @@ def test_nary_refuses_wide_nodes():
 
 # --- the encoders, chosen by name ----------------------------------------------------------------------
 TREE_ENCODERS = get_args(get_args(TreeEncoderConfig)[0])  # the union's configs: every encoder a model may name
+SENTENCE_ENCODERS = get_args(get_args(SentenceEncoderConfig)[0])  # sentiment's: those and Ordered Memory
 
 
 def _name(encoder) -> str:
@@ -134,9 +140,9 @@ def _name(encoder) -> str:
 
 
 def test_the_models_accept_exactly_the_names_of_the_encoder_union():
-    names = tuple(_name(encoder) for encoder in TREE_ENCODERS)
-    for config in (RelatednessModelConfig, SentimentModelConfig):
-        assert get_args(config.model_fields["name"].annotation) == names
+    assert get_args(RelatednessModelConfig.model_fields["name"].annotation) == tuple(map(_name, TREE_ENCODERS))
+    assert get_args(SentimentModelConfig.model_fields["name"].annotation) == tuple(map(_name, SENTENCE_ENCODERS))
+    assert SENTENCE_ENCODERS[: len(TREE_ENCODERS)] == TREE_ENCODERS
 
 
 @pytest.mark.parametrize("encoder", TREE_ENCODERS, ids=_name)

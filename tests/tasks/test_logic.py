@@ -217,3 +217,47 @@ def test_ordered_memory_is_tested_with_its_test_slots_and_its_trees_scored(tmp_p
     model.encoder.register_forward_hook(lambda module, args, output: calls.append(output.probs.size(-1)))
     values = task.evaluate(model, "test").values()
     assert set(calls) == {6} and 0 <= values["tree_f1"] <= 1 and values["pairs"] == 39
+
+
+def test_parse_draws_the_tree_ordered_memory_induces_of_a_formula(tmp_path, capsys):
+    from treenets.data.logic import formula_inputs
+    from treenets.nn.ordered_memory import slot_distances
+    from treenets.trees import tree_from_slots, without
+    from treenets.trees.draw import bracketed
+
+    folder = write_logic_folder(tmp_path / "logic", pairs_per_file=4)
+    config = {"task": "logic", "data": {"path": str(folder), "max_train_operators": 2, "batch_size": 8},
+              "model": {"name": "ordered-memory", "emb_size": 6, "hidden_size": 8, "slots": 3},
+              "train": {"epochs": 1, "log_interval": 2, "threads": 1}}
+    (tmp_path / "om.yaml").write_text(yaml.safe_dump(config))
+    assert main(["train", str(tmp_path / "om.yaml"), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    best = str(tmp_path / "run" / "best.pt")
+    capsys.readouterr()
+    assert main(["parse", best, "(A (and B))", "( not c )", "--json", "--distances"]) == 0  # typed as people type
+    first, second = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    tokens = first["tokens"]
+    assert tokens == ["(", "a", "(", "and", "b", ")", ")"] and first["gold_tree"] == "(X a (X and b))"
+    # the slots of the formula read as the model is tested (its 6 test slots), the tree built from them over every
+    # token, and without the brackets the tree the task scores
+    model = LogicClassifier.load(best)
+    _, probs = model.net.encode_with_probs(*formula_inputs([parse_formula(" ".join(tokens), "f")], model.vocab),
+                                           test=True)
+    assert probs.size(-1) == 6
+    slots = slot_distances(probs)[:, 0].tolist()
+    assert first["distances"] == [slots]
+    assert first["tree"] == bracketed(tree_from_slots(tokens, slots))
+    assert first["scored_tree"] == bracketed(without(tree_from_slots(tokens, slots), {"(", ")"}))
+    assert second["tokens"] == ["(", "not", "c", ")"] and second["gold_tree"] == "(X not c)"
+    assert main(["parse", best, "( a ( and b ) )"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("[1] ( a ( and b ) )\n(X ") and f"    without ( ): {first['scored_tree']}\n" in out
+    assert "    its own tree: (X a (X and b))\n" in out
+    assert main(["parse", best, "( a ( and b )"]) == 2
+    assert "formula '( a ( and b )': 1 bracket(s) not closed" in capsys.readouterr().err
+
+
+def test_parse_says_a_logic_model_without_ordered_memory_induces_no_trees(logic_run, capsys):
+    capsys.readouterr()
+    assert main(["parse", str(logic_run / "run" / "best.pt"), "( a ( and b ) )"]) == 2
+    assert ("this logic model's encoder (onlstm) induces no trees: only Ordered Memory (ordered-memory) does"
+            in capsys.readouterr().err)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import torch
 from helpers import train_and_test
 
 from treenets.cli import main
@@ -69,3 +71,52 @@ def test_over_other_trees_a_node_is_trained_on_the_label_of_the_treebank_phrase_
             for node, span in node_spans(tree).items():
                 assert tree.labels[node] == gold_spans.get(span, -1)
         assert task.vocab.words == gold.vocab.words
+
+
+def test_every_labelled_phrase_becomes_a_sentence_of_its_own(tmp_path):
+    from treenets.data.sst import labelled_phrases, read_trees
+
+    path = tmp_path / "train.txt"
+    path.write_text("(3 (2 It) (4 (4 works) (2 .)))\n(2 (3 good) (2 film))\n")
+    binary = read_trees(path, "binary")
+    assert len(binary) == 1  # the neutral sentence is not a binary example...
+    phrases = labelled_phrases(read_trees(path, "binary", neutral_roots=True))  # ...but its positive phrase is
+    assert sorted((p.words, p.labels[p.root]) for p in phrases) == [(("It", "works", "."), 1), (("good",), 1),
+                                                                     (("works",), 1), (("works", "."), 1)]
+    assert len(labelled_phrases(read_trees(path, "fine"))) == 5 + 3  # every node of both sentences
+
+
+def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, data_root, capsys):
+    from treenets.config import build_config, load_config, to_dict
+    from treenets.data.sst import labelled_phrases, read_trees
+    from treenets.errors import TreenetsError
+    from treenets.nn.ordered_memory import OrderedMemory
+    from treenets.tasks import make_task
+
+    source = data_root / "sst" / "trainDevTestTrees_PTB" / "trees"
+    folder = tmp_path / "sst"
+    folder.mkdir()
+    for split, count in (("train", 30), ("dev", 20), ("test", 20)):
+        lines = (source / f"{split}.txt").read_text().splitlines()[:count]
+        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    config = to_dict(load_config(Path(__file__).resolve().parents[2] / "configs" / "om-sst.yaml"))
+    config["data"].update(path=str(folder), batch_size=64)
+    config["model"].update(emb_size=8, mem_size=6, mlp_hidden=5, slots=4)
+    config["train"].update(epochs=1, log_interval=4)
+    task = make_task(build_config(config), None, splits=("train",))
+    assert len(task.trees["train"]) == len(labelled_phrases(read_trees(folder / "train.txt", "binary", True)))
+    assert task.batches.lengths.tolist() == [len(tree.words) for tree in task.trees["train"]]  # batched by length
+    model = task.build_model().eval()
+    # the sentence's vector is Ordered Memory's output at its last word, then the hidden ReLU layer
+    assert isinstance(model.encoder.memory, OrderedMemory) and model.hidden.out_features == 5
+    words = [torch.tensor([1, 2, 3]), torch.tensor([4, 5])]
+    states, _ = model.encode([None, None], words)
+    alone = model.encoder.memory(model.emb(words[1]).unsqueeze(1), torch.tensor([2])).output
+    torch.testing.assert_close(states.h[1:], alone)
+    assert states.c is None
+    result = train_and_test(tmp_path, capsys, config)
+    assert 0.0 <= result["root_accuracy"] <= 1.0 and "phrase_accuracy" not in result
+    assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It works ."]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] in ("negative", "positive")
+    with pytest.raises(TreenetsError, match="data.subtrees: a binary-treelstm trains on every phrase of the trees"):
+        build_config({**config, "model": {"name": "binary-treelstm"}})

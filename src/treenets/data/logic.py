@@ -182,10 +182,15 @@ class LogicBatch(Batch):
 
     @classmethod
     def build(cls, pairs: list[LogicPair], vocab: Vocab) -> LogicBatch:
-        formulas = [p.premise for p in pairs] + [p.hypothesis for p in pairs]
-        lengths = torch.tensor([len(f.tokens) for f in formulas])
-        tokens = torch.full((int(lengths.max()), len(formulas)), vocab.index[PAD], dtype=torch.long)
-        for j, formula in enumerate(formulas):
-            tokens[: len(formula.tokens), j] = torch.tensor(vocab.encode(formula.tokens)[0])
-        return cls(torch.tensor([p.label for p in pairs]), torch.tensor([p.operators for p in pairs]), tokens,
-                   lengths, [f.tree for f in formulas], [torch.tensor(vocab.encode(f.tree.words)[0]) for f in formulas])
+        formulas = formula_inputs([p.premise for p in pairs] + [p.hypothesis for p in pairs], vocab)
+        return cls(torch.tensor([p.label for p in pairs]), torch.tensor([p.operators for p in pairs]), *formulas)
+
+
+def formula_inputs(formulas: list[Formula], vocab: Vocab) -> tuple[torch.Tensor, torch.Tensor, list, list]:
+    """What the encoders read of `formulas`: their token ids [T, N], right-padded with <pad>, their lengths [N],
+    their trees and the ids of each tree's leaves in node order."""
+    lengths = torch.tensor([len(f.tokens) for f in formulas])
+    tokens = torch.full((int(lengths.max()), len(formulas)), vocab.index[PAD], dtype=torch.long)
+    for j, formula in enumerate(formulas):
+        tokens[: len(formula.tokens), j] = torch.tensor(vocab.encode(formula.tokens)[0])
+    return tokens, lengths, [f.tree for f in formulas], [torch.tensor(vocab.encode(f.tree.words)[0]) for f in formulas]

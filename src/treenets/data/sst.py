@@ -13,7 +13,7 @@ from treenets.data.batching import Batch
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import check_lines
-from treenets.trees.parents import ParentTree, parse_bracketed
+from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
 from treenets.vocab import Vocab
 
 SPLIT_FILES = {"train": "train.txt", "valid": "dev.txt", "test": "test.txt"}
@@ -23,8 +23,9 @@ CLASS_NAMES = {"fine": ("very negative", "negative", "neutral", "positive", "ver
 NUM_CLASSES = {classes: len(names) for classes, names in CLASS_NAMES.items()}
 
 
-def read_trees(path: Path, classes: str) -> list[ParentTree]:
-    """Labelled trees of an SST file (one bracketed tree per line), labels mapped for `classes`."""
+def read_trees(path: Path, classes: str, neutral_roots: bool = False) -> list[ParentTree]:
+    """Labelled trees of an SST file (one bracketed tree per line), labels mapped for `classes`; with
+    `neutral_roots`, binary keeps the sentences with a neutral root too (their other phrases are labelled)."""
     if not path.is_file():
         raise TreenetsError(f"{path}: missing (expected SST trees in PTB form, one per line)")
     trees = []
@@ -37,11 +38,26 @@ def read_trees(path: Path, classes: str) -> list[ParentTree]:
             raise TreenetsError(f"{path}:{lineno}: labels must be 0..4 on every node")
         if classes == "binary":
             labels = tuple(BINARY[label] for label in tree.labels)
-            if labels[tree.root] == -1:
+            if labels[tree.root] == -1 and not neutral_roots:
                 continue  # a neutral sentence: not part of the binary task
             tree = ParentTree(tree.parents, tree.words, labels)
         trees.append(tree)
     return trees
+
+
+def labelled_phrases(trees: list[ParentTree]) -> list[ParentTree]:
+    """Every labelled phrase of `trees` (words included, in each tree's node order) as a sentence of its own, for a
+    sequential encoder, which reads the words and the root's label: its words as a chain with the phrase's label
+    at the root (torchtext's `train_subtrees`, as Ordered Memory's SST code trains: binary from every sentence,
+    `read_trees(..., neutral_roots=True)`)."""
+    phrases = []
+    for tree in trees:
+        for node, (start, end) in node_spans(tree).items():
+            if tree.labels[node] >= 0:
+                words = tree.words[start:end]
+                phrases.append(ParentTree(tuple(range(-1, len(words) - 1)), words,
+                                          (tree.labels[node],) + (-1,) * (len(words) - 1)))
+    return phrases
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Whole models over sentences with given trees (Tai et al., 2015): word embeddings, a sentence encoder
 (Child-Sum or N-ary Tree-LSTM, or the sequential baselines LSTM / BiLSTM) and a head — the similarity head
 for relatedness (section 4.2), a softmax classifier on every node for sentiment (section 4.1). Each
-model's config is declared beside it.
+model's config is declared beside it. Sentiment also takes Ordered Memory (Shen et al., 2019) as a sequential
+encoder, with its SST classifier: input dropout and an MLP with a hidden layer.
 
 The encoders are chosen as the language models are: one small config per encoder, told apart by its `name`, whose
 `build()` makes the network (`TreeEncoderConfig`, their union). A model config holds the encoder's fields flat
@@ -18,6 +19,8 @@ import torch.nn as nn
 from pydantic import Field
 
 from treenets.nn import precision
+from treenets.nn.dropout import locked_dropout
+from treenets.nn.ordered_memory import OrderedMemory
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 from treenets.trees.parents import ParentTree
@@ -71,9 +74,41 @@ class BiLSTMEncoderConfig(_EncoderSizes):
         return SequenceLSTM(self.emb_size, self.mem_size, bidirectional=True)
 
 
-# The encoders a tree model's `name` chooses from: a new one is a config class above, added here.
+class OrderedMemoryEncoderConfig(_EncoderSizes):
+    """Ordered Memory over the words (`treenets.nn.ordered_memory`); the sentence is its output at the last word
+    (the official `sentiment.py`'s encoder; `mem_size` is the slot size). It has no memory cell apart from its
+    slots: a sentence has no `c`, so it encodes sentences for sentiment only."""
+
+    name: Literal["ordered-memory"] = "ordered-memory"
+    slots: PositiveInt  # [nslot]
+    dropout_cell: Probability  # [dropout] in the gated recursive cell
+    dropout_memory: Probability  # [dropoutm] in the slot attention
+    reads_trees: ClassVar[bool] = False
+
+    def build(self) -> OrderedMemorySentences:
+        return OrderedMemorySentences(self)
+
+
+class OrderedMemorySentences(nn.Module):
+    """Ordered Memory as a sentence encoder: `forward` as `SequenceLSTM`'s, with no `c` (None)."""
+
+    def __init__(self, config: OrderedMemoryEncoderConfig):
+        super().__init__()
+        self.memory = OrderedMemory(config.emb_size, config.mem_size, config.slots, config.dropout_cell,
+                                    config.dropout_memory)
+        self.out_dim = config.mem_size
+
+    def forward(self, embedded: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, None]:
+        """embedded [T, B, in] (right-padded), lengths [B] -> (sentence vectors [B, out_dim], None)."""
+        return self.memory(embedded, lengths).output, None
+
+
+# The encoders a tree model's `name` chooses from: a new one is a config class above, added here (sentiment's
+# alone, for an encoder without a memory cell, which relatedness may compare).
 TreeEncoderConfig = Annotated[ChildSumTreeLSTMConfig | BinaryTreeLSTMConfig | LSTMEncoderConfig | BiLSTMEncoderConfig,
                               Field(discriminator="name")]
+SentenceEncoderConfig = Annotated[ChildSumTreeLSTMConfig | BinaryTreeLSTMConfig | LSTMEncoderConfig
+                                  | BiLSTMEncoderConfig | OrderedMemoryEncoderConfig, Field(discriminator="name")]
 
 
 def encoder_configs(encoders) -> dict[str, type[Section]]:
@@ -89,11 +124,12 @@ def chosen_encoder(encoders, config: Section) -> Section:
 
 
 TreeEncoderName = Literal[tuple(encoder_configs(TreeEncoderConfig))]
+SentenceEncoderName = Literal[tuple(encoder_configs(SentenceEncoderConfig))]
 
 
 class States(NamedTuple):
     h: torch.Tensor  # [n, dim]
-    c: torch.Tensor  # [n, dim]
+    c: torch.Tensor | None  # [n, dim]; None for Ordered Memory
 
 
 class TreeModel(nn.Module):
@@ -101,14 +137,17 @@ class TreeModel(nn.Module):
 
     Args:
         vocab_size: rows of the embedding.
-        encoder: the encoder's config (`TreeEncoderConfig`), with the word vectors' size.
+        encoder: the encoder's config (`SentenceEncoderConfig`), with the word vectors' size.
         freeze_embeddings: keep the word vectors fixed.
         emb_std: initialise the word vectors N(0, emb_std) (None: N(0, 1), torch's default).
+        dropout_input: dropout on the word vectors a sequential encoder reads, one mask per sentence (locked over
+            its words, as Ordered Memory's SST code).
     """
 
-    def __init__(self, vocab_size: int, encoder: TreeEncoderConfig, freeze_embeddings: bool,
-                 emb_std: float | None = None):
+    def __init__(self, vocab_size: int, encoder: SentenceEncoderConfig, freeze_embeddings: bool,
+                 emb_std: float | None = None, dropout_input: float = 0.0):
         super().__init__()
+        self.dropout_input = dropout_input
         self.emb = nn.Embedding(vocab_size, encoder.emb_size)
         if emb_std is not None:
             nn.init.normal_(self.emb.weight, 0.0, emb_std)
@@ -130,7 +169,8 @@ class TreeModel(nn.Module):
         device = self.emb.weight.device
         if self.sequential:
             padded = nn.utils.rnn.pad_sequence(word_ids).to(device)
-            return States(*self.encoder(self.emb(padded), torch.tensor([len(w) for w in word_ids]))), None
+            inputs = locked_dropout(self.emb(padded), self.dropout_input, self.training)
+            return States(*self.encoder(inputs, torch.tensor([len(w) for w in word_ids]))), None
         batch = TreeBatch.build(trees, device)
         return States(*self.encoder(batch, *batch.word_inputs(torch.cat(word_ids).to(device), self.emb))), batch
 
@@ -193,25 +233,34 @@ def expected_score(log_probs: torch.Tensor) -> torch.Tensor:
 
 
 class SentimentModelConfig(Section):
-    """Tree-LSTM (or LSTM) encoder with a softmax classifier (on every node for Tree-LSTMs)."""
+    """Tree-LSTM (or LSTM, or Ordered Memory) encoder with a softmax classifier (on every node for Tree-LSTMs).
+    `slots`, `dropout_cell` and `dropout_memory` are read by Ordered Memory only, `dropout_input` by the sequential
+    encoders only (in brackets the official Ordered Memory `sentiment.py` options)."""
 
-    name: TreeEncoderName = "binary-treelstm"
+    name: SentenceEncoderName = "binary-treelstm"
     emb_size: PositiveInt = 300
-    mem_size: PositiveInt = 150
-    dropout: Probability = 0.5  # on the classifier's input
+    mem_size: PositiveInt = 150  # [nhid] (Ordered Memory: the slot size)
+    dropout: Probability = 0.5  # [dropouto] on the classifier's input (and its hidden layer's)
+    dropout_input: Probability = 0.0  # [dropouti] on the word vectors, one mask per sentence (sequential encoders)
+    # [nhid] a hidden ReLU layer of this size before the classifier (Ordered Memory's SST classifier); None: none
+    mlp_hidden: PositiveInt | None = None
+    slots: PositiveInt = 15  # [nslot] (Ordered Memory)
+    dropout_cell: Probability = 0.2  # [dropout] in the gated recursive cell (Ordered Memory)
+    dropout_memory: Probability = 0.2  # [dropoutm] in the slot attention (Ordered Memory)
     freeze_embeddings: bool = False
 
     @property
-    def encoder(self) -> TreeEncoderConfig:
+    def encoder(self) -> SentenceEncoderConfig:
         """The config of the encoder `name` names."""
-        return chosen_encoder(TreeEncoderConfig, self)
+        return chosen_encoder(SentenceEncoderConfig, self)
 
     def build(self, vocab_size: int, num_classes: int) -> SentimentModel:
         return SentimentModel(vocab_size, self, num_classes)
 
 
 class SentimentModel(TreeModel):
-    """Embedding -> encoder -> dropout -> softmax classifier (on every node for Tree-LSTMs).
+    """Embedding -> (input dropout) -> encoder -> dropout -> (hidden ReLU layer -> dropout) -> softmax classifier
+    (on every node for Tree-LSTMs).
 
     Args:
         vocab_size: rows of the embedding.
@@ -220,12 +269,17 @@ class SentimentModel(TreeModel):
     """
 
     def __init__(self, vocab_size: int, config: SentimentModelConfig, num_classes: int):
-        super().__init__(vocab_size, config.encoder, config.freeze_embeddings, emb_std=0.05)
-        self.classifier = nn.Linear(self.out_dim, num_classes)
+        super().__init__(vocab_size, config.encoder, config.freeze_embeddings, emb_std=0.05,
+                         dropout_input=config.dropout_input)
+        self.hidden = None if config.mlp_hidden is None else nn.Linear(self.out_dim, config.mlp_hidden)
+        self.classifier = nn.Linear(config.mlp_hidden or self.out_dim, num_classes)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, trees: list[ParentTree], word_ids: list[torch.Tensor]):
         """Log-probabilities: for Tree-LSTMs of every node `[nodes, classes]` with the batch's `TreeBatch`;
         for sequential encoders of every sentence `[B, classes]` (and None)."""
         states, batch = self.encode(trees, word_ids)
-        return precision.log_softmax(self.classifier(self.dropout(states.h)), dim=-1), batch
+        features = self.dropout(states.h)
+        if self.hidden is not None:
+            features = self.dropout(torch.relu(self.hidden(features)))
+        return precision.log_softmax(self.classifier(features), dim=-1), batch

@@ -1,4 +1,5 @@
-"""A trained logical-inference model: the relation between two propositional-logic formulas."""
+"""A trained logical-inference model: the relation between two propositional-logic formulas, and for an Ordered
+Memory encoder the trees it induces of formulas (`treenets parse`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ from dataclasses import dataclass
 
 import torch
 
-from treenets.data.logic import LABELS, RELATIONS, LogicBatch, LogicPair, parse_formula
+from treenets.data.logic import LABELS, RELATIONS, LogicBatch, LogicPair, formula_inputs, parse_formula
 from treenets.errors import TreenetsError
+from treenets.nn.ordered_memory import slot_distances
 from treenets.predictors.base import PredictionInput, Predictor
+from treenets.predictors.slots import SlotParser
+from treenets.trees.parents import nested_words
 
 
 @dataclass
@@ -19,8 +23,10 @@ class Relation:
     probabilities: dict[str, float]  # every relation's probability
 
 
-class LogicClassifier(Predictor):
-    """A trained logic model with its vocabulary (from `treenets.load`): classifies formula pairs."""
+class LogicClassifier(SlotParser, Predictor):
+    """A trained logic model with its vocabulary (from `treenets.load`): classifies formula pairs; with an Ordered
+    Memory encoder, `parse` gives the trees it induces of formulas (`treenets.predictors.slots`), brackets included,
+    and scored without them."""
 
     inputs = (PredictionInput("pair", "logic: two bracketed formulas (premise, hypothesis)", 2, ("A", "B")),)
     reads = "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas)"
@@ -37,6 +43,23 @@ class LogicClassifier(Predictor):
         probs = torch.softmax(logits, dim=-1)[0].cpu()
         best = LABELS[int(probs.argmax())]
         return Relation(best, RELATIONS[best], {label: round(float(p), 6) for label, p in zip(LABELS, probs)})
+
+    left_out = frozenset(("(", ")"))
+
+    def _read_input(self, text: str, where: str | None) -> tuple[list[str], list | str]:
+        formula = parse_formula(typed_formula(text), where or f"formula {text!r:.60}")
+        return list(formula.tokens), nested_words(formula.tree)
+
+    def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
+        formulas = [parse_formula(" ".join(t), "formula") for t in tokens]
+        _, probs = self.net.encode_with_probs(*formula_inputs(formulas, self.vocab), test=True)
+        return slot_distances(probs)
+
+    def _no_trees(self) -> str | None:
+        if self.net.induces_trees:
+            return None
+        return (f"this logic model's encoder ({self.config.model.name}) induces no trees: only Ordered Memory "
+                "(ordered-memory) does")
 
     def _predict_inputs(self, pretokenized: bool = False, pair: list[str] | None = None) -> Relation:
         if not pair:

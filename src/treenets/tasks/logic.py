@@ -29,8 +29,7 @@ from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import AccuracyByOperators
 from treenets.trees.build import tree_from_slots, without
-from treenets.trees.parents import to_nested
-from treenets.trees.walk import fold
+from treenets.trees.parents import nested_words
 from treenets.vocab import Vocab
 
 
@@ -123,6 +122,5 @@ def induced_trees(batch: LogicBatch, distances: torch.Tensor, vocab: Vocab) -> t
     for j, (tree, length) in enumerate(zip(batch.trees, batch.lengths.tolist())):
         tokens = [vocab.words[i] for i in batch.tokens[:length, j].tolist()]
         predicted.append(without(tree_from_slots(tokens, distances[:length, j].tolist()), {"(", ")"}))
-        gold.append(fold(to_nested(tree), lambda position, words=tree.words: words[position],
-                         lambda _, children: children))
+        gold.append(nested_words(tree))
     return predicted, gold

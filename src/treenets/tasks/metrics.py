@@ -165,9 +165,12 @@ class AccuracyByOperators(Metric):
     mean cross-entropy as the loss. For a model that induces trees of the formulas (Ordered Memory), also how
     well they match the formulas' bracketing: `tree_f1`, EVALB's F1 (over all formulas, the whole formula's
     bracket counted), which the official code reports, and `tree_sentence_f1`, the mean per formula (the
-    ON-LSTM's parsing convention, `treenets.trees.metrics`)."""
+    ON-LSTM's parsing convention, `treenets.trees.metrics`).
+
+    A subclass counts other groups: `group` names them (in `breakdown`), `prefix` in the keys of `values`."""
 
     key, higher_is_better = "accuracy", True
+    group, prefix, units = "operators", "ops", "pairs"
 
     def __init__(self, max_operators: int = 12):
         self.max_operators = max_operators
@@ -177,8 +180,8 @@ class AccuracyByOperators(Metric):
         self.trees = None  # a treenets.trees.ParseScores once induced trees are added
 
     def add_trees(self, predicted: list, gold: list) -> None:
-        """Induced trees against the formulas' own, both nested lists of the formulas' words (brackets left out).
-        Formulas of one word have no bracket to find and are left out, as the official code leaves them."""
+        """Induced trees against the inputs' own, both nested lists of the inputs' words (a formula's brackets left
+        out). Inputs of one word have no bracket to find and are left out, as the official code leaves them."""
         from treenets.trees import ParseScores
 
         if self.trees is None:
@@ -188,7 +191,7 @@ class AccuracyByOperators(Metric):
                 self.trees.add(pred, tree)
 
     def add(self, logits: torch.Tensor, labels: torch.Tensor, operators: torch.Tensor) -> None:
-        """logits [B, classes], labels [B], operators [B]."""
+        """logits [B, classes], labels [B], operators (the group of each example) [B]."""
         logits, labels = logits.detach().cpu(), labels.cpu()
         buckets = operators.cpu().clamp(max=self.max_operators)
         hits = (logits.argmax(-1) == labels).double()
@@ -200,9 +203,10 @@ class AccuracyByOperators(Metric):
         return f"{n}+" if n == self.max_operators else str(n)
 
     def values(self) -> dict:
-        pairs = self.total.sum().item()
-        result = {"accuracy": self.correct.sum().item() / pairs, "loss": self.summed_xent / pairs, "pairs": int(pairs)}
-        result.update({f"accuracy_ops_{self._label(n)}": (self.correct[n] / self.total[n]).item()
+        count = self.total.sum().item()
+        result = {"accuracy": self.correct.sum().item() / count, "loss": self.summed_xent / count,
+                  self.units: int(count)}
+        result.update({f"accuracy_{self.prefix}_{self._label(n)}": (self.correct[n] / self.total[n]).item()
                        for n in range(self.max_operators + 1) if self.total[n] > 0})
         if self.trees is not None and self.trees.sentence:
             summary = self.trees.summary()
@@ -210,5 +214,15 @@ class AccuracyByOperators(Metric):
         return result
 
     def breakdown(self) -> tuple[str, dict[str, float]]:
-        return "operators", {self._label(n): (self.correct[n] / self.total[n]).item()
-                             for n in range(self.max_operators + 1) if self.total[n] > 0}
+        return self.group, {self._label(n): (self.correct[n] / self.total[n]).item()
+                            for n in range(self.max_operators + 1) if self.total[n] > 0}
+
+
+class AccuracyByDepth(AccuracyByOperators):
+    """ListOps: accuracy over all sequences (the selection value) and by how deeply their lists nest (0: a lone
+    digit; `max_depth` collects that deep or deeper), the loss and the induced trees' F1 as `AccuracyByOperators`."""
+
+    group, prefix, units = "depth", "depth", "sequences"
+
+    def __init__(self, max_depth: int = 20):
+        super().__init__(max_depth)

@@ -1,8 +1,9 @@
 """Sentiment classification on the Stanford Sentiment Treebank (Tai et al. 2015, section 4.1).
 
 A Tree-LSTM over the binary constituency tree with a softmax classifier on every node, trained on every
-labelled node; fine-grained (5 classes) or binary (negative / positive). The sequential baselines (LSTM,
-BiLSTM) classify the sentence from its last state and are trained on the sentence labels. Metrics: root
+labelled node; fine-grained (5 classes) or binary (negative / positive). The sequential encoders (the baselines
+LSTM, BiLSTM; Ordered Memory, Shen et al. 2019) classify the sentence from their vector of it and are trained on
+the sentence labels, or on every labelled phrase as a sentence (`data.subtrees`). Metrics: root
 accuracy (the paper's figure) and, for tree models, accuracy over all labelled phrases. Model selection on
 dev.
 """
@@ -19,7 +20,7 @@ from treenets import data
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
-from treenets.data.sst import NUM_CLASSES, SPLIT_FILES, TreesBatch, read_trees
+from treenets.data.sst import NUM_CLASSES, SPLIT_FILES, TreesBatch, labelled_phrases, read_trees
 from treenets.nn.tree_models import SentimentModel, SentimentModelConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import OptimConfig
@@ -45,6 +46,9 @@ class SSTDataConfig(Section):
     parser: str = DEFAULT_PARSER  # the language model that induces trees: for `trees: induced`, and for
     # sentences typed without a tree
     normalizer: NormalizerName = "tokens"  # how a typed sentence becomes SST's tokens (`treenets.text`)
+    # sequential encoders: train on every labelled phrase of the training trees as a sentence of its own (Ordered
+    # Memory's recipe, `--subtrees`), not on the sentences alone (a Tree-LSTM trains on every phrase in any case)
+    subtrees: bool = False
     embeddings: str | None = None  # GloVe-format text file; None: random initialisation
     batch_size: PositiveInt = 25
     eval_batch_size: PositiveInt = 100
@@ -61,7 +65,10 @@ class SentimentConfig(Section):
     def _trees_fit_the_encoder(self):
         if self.model.name == "childsum-treelstm":
             raise ValueError("model.name: SST trees are binary constituency trees; use binary-treelstm (or lstm, "
-                             "bilstm)")
+                             "bilstm, ordered-memory)")
+        if self.data.subtrees and self.model.encoder.reads_trees:
+            raise ValueError(f"data.subtrees: a {self.model.name} trains on every phrase of the trees already; "
+                             "subtrees are for the sequential encoders")
         return self
 
 
@@ -89,18 +96,25 @@ class SentimentTask(Task):
         super().__init__(config, **kwargs)
         cfg = config.data
         folder = self.data_folder("train.txt, dev.txt, test.txt")
-        self.trees = {split: read_trees(folder / SPLIT_FILES[split], cfg.classes) for split in self.splits}
+        # (binary phrases from every training sentence, those of the neutral ones too, as torchtext's subtrees)
+        self.trees = {split: read_trees(folder / SPLIT_FILES[split], cfg.classes, cfg.subtrees and split == "train")
+                      for split in self.splits}
         if cfg.trees != "gold" and config.model.encoder.reads_trees:
             source = tree_source(cfg.trees, cfg.parser)
             for split, gold in self.trees.items():
                 built = cached_trees(source, [list(tree.words) for tree in gold], f"SST {split}")
                 self.trees[split] = [labels_from(tree, labelled) for tree, labelled in zip(built, gold)]
+        if cfg.subtrees and "train" in self.splits:
+            self.trees["train"] = labelled_phrases(self.trees["train"])
         if self.vocab is None:
             words = dict.fromkeys(w for tree in self.trees["train"] for w in tree.words)
             self.vocab = Vocab(["<unk>"] + list(words), unk="<unk>")
         if "train" in self.splits:
+            # Phrases in batches of similar length, as the official recipe's torchtext BucketIterator batches them
+            # (a sequential encoder runs as many steps as a batch's longest phrase).
+            lengths = [len(tree.words) for tree in self.trees["train"]] if cfg.subtrees else None
             self.batches = ShuffledBatches(len(self.trees["train"]), cfg.batch_size, config.train.seed,
-                                           rank=self.rank, world=self.world)
+                                           rank=self.rank, world=self.world, lengths=lengths)
 
     @classmethod
     def build_net(cls, config, vocab_size: int) -> SentimentModel:

@@ -254,6 +254,11 @@ def to_nested(tree: ParentTree):
     return nested[tree.root]
 
 
+def nested_words(tree: ParentTree):
+    """A constituency tree as nested lists of its words (a lone word for one)."""
+    return fold(to_nested(tree), lambda position: tree.words[position], lambda _, children: children)
+
+
 def node_spans(tree: ParentTree) -> dict[int, tuple[int, int]]:
     """Word span `(start, end)` of every node of a constituency tree (words are nodes 0..w-1)."""
     spans: dict[int, tuple[int, int]] = {}
