@@ -20,6 +20,13 @@ class Batch:
         raise NotImplementedError
 
 
+def hold_out(pool: Sequence, every: int) -> tuple[list, list]:
+    """(the rest, every `every`-th example of `pool` in its order): a validation split held out of a training file
+    (the logic and ListOps tasks)."""
+    return ([e for i, e in enumerate(pool, start=1) if i % every],
+            [e for i, e in enumerate(pool, start=1) if not i % every])
+
+
 class ShuffledBatches:
     """Indices of `count` examples in batches of `batch_size`, reshuffled at the start of every epoch from
     the object's own generator; process `rank` of `world` takes every `world`-th row of each batch.

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from treenets.data.batching import Batch
+from treenets.data.batching import Batch, hold_out
 from treenets.errors import TreenetsError
 from treenets.files import json_text, read_text
 from treenets.limits import check_lines
@@ -179,9 +179,8 @@ def read_listops_splits(folder: Path, valid_every: int, max_train_length: int | 
     result = {}
     if "train" in splits or "valid" in splits:
         pool = read_listops_file(folder / SPLIT_FILES["train"])
-        result["valid"] = [e for i, e in enumerate(pool, start=1) if not i % valid_every]
-        result["train"] = [e for i, e in enumerate(pool, start=1)
-                           if i % valid_every and (max_train_length is None or len(e.tokens) <= max_train_length)]
+        train, result["valid"] = hold_out(pool, valid_every)
+        result["train"] = [e for e in train if max_train_length is None or len(e.tokens) <= max_train_length]
     if "test" in splits:
         result["test"] = read_listops_file(folder / SPLIT_FILES["test"])
     for split in splits:  # an empty split has no accuracy (0 / 0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from treenets.data.batching import Batch
+from treenets.data.batching import Batch, hold_out
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import check_lines
@@ -145,8 +145,7 @@ def read_logic_splits(folder: Path, max_train_operators: int, valid_every: int,
     result = {}
     if "train" in splits or "valid" in splits:
         pool = [pair for n in range(max_train_operators + 1) for pair in read_logic_file(folder / f"train{n}")]
-        result["train"] = [p for i, p in enumerate(pool, start=1) if i % valid_every]
-        result["valid"] = [p for i, p in enumerate(pool, start=1) if not i % valid_every]
+        result["train"], result["valid"] = hold_out(pool, valid_every)
     if "test" in splits:
         result["test"] = [pair for n in range(MAX_FILE + 1) for pair in read_logic_file(folder / f"test{n}")]
     for split in splits:  # an empty split has no accuracy (0 / 0)
