@@ -11,6 +11,9 @@ backward, `clip_grad_norm_` to 1, Adam (betas (0, 0.999)); evaluation: the forwa
 twice the slots, on the same batches. The sides take turns, `--batches` batches at a time, twice; the better
 turn of each counts. The official classifier around its `OrderedMemory` is `proplog.py`'s (embedding, the
 encoder, the MLP over [a; b; a*b; |a-b|]), rebuilt here because `proplog.py` reads its arguments when imported.
+
+`--profile` prints instead where treenets' step spends its time (torch.profiler, self time per operator, training
+and evaluation): how much of it is the matrix products and how much the element-wise work and Python around them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import ReferenceMemoryClassifier  # noqa: E402 - the reference the tests use
@@ -98,11 +102,25 @@ def timed(side, batches, inputs, train: bool, slots: int) -> float:
     return sum(batch.size for batch in batches) / (time.perf_counter() - start)
 
 
+def profiled(side, batches, inputs, train: bool, slots: int, rows: int = 12) -> None:
+    """Print the operators that take most of `side`'s self time over `batches` (after one batch of warm-up)."""
+    timed(side, batches[:1], inputs, train, slots)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        timed(side, batches, inputs, train, slots)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    print(f"{'train' if train else 'eval'}: {total / len(batches) / 1e3:.0f} ms a batch")
+    print(f"  {'operator':42} {'share':>6} {'calls/batch':>11}")
+    for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:rows]:
+        print(f"  {e.key[:42]:42} {100 * e.self_cpu_time_total / total:5.1f}% {e.count / len(batches):11.0f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--official", help="a clone of yikangshen/Ordered-Memory (its ordered_memory.py is timed)")
     parser.add_argument("--batches", type=int, default=4, help="batches per turn")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="where treenets' step spends its time, no timing")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)  # as the training loop does on the CPU
@@ -118,6 +136,10 @@ def main():
     sides = {"treenets": (Ours(ordered_memory_classifier_from_official(reference.state_dict(), **official_args)),
                           lambda batch: batch),
              "reference": (Reference(reference), lambda batch: batch.tokens)}
+    if args.profile:
+        for train, slots in ((True, model.slots), (False, 2 * model.slots)):
+            profiled(sides["treenets"][0], batches, lambda batch: batch, train, slots)
+        return
     if args.official:
         folder = Path(args.official).resolve()
         if not (folder / "ordered_memory.py").is_file():

@@ -196,11 +196,13 @@ class OrderedMemoryRecurrence(nn.Module):
         first = slots - int((cp.amax(0) > 0).sum())  # slots before it have ->pi = 0 throughout: M^ = x_t there
         composed = [x_t.unsqueeze(1).expand(-1, first, -1)]
         if first < slots:
-            h_parts = self.cell.memory_part(memory[:, first:])
+            # the slots as a tuple of views (`unbind`): the backward of one view taken per slot (`memory[:, i]`)
+            # would fill a zero gradient of the whole memory for each slot (a fifth of a training step's time)
+            h_parts = self.cell.memory_part(memory[:, first:]).unbind(1)
             v = x_t
-            for i in range(first, slots):
-                o = self.norm(self.cell(v, memory[:, i], h_parts[:, i - first]))
-                v = torch.lerp(x_t, o, cp[:, i : i + 1])
+            for h, h_part, weight in zip(memory[:, first:].unbind(1), h_parts, cp[:, first:, None].unbind(1)):
+                o = self.norm(self.cell(v, h, h_part))
+                v = torch.lerp(x_t, o, weight)
                 composed.append(v.unsqueeze(1))
         return torch.cat(composed, dim=1)
 
