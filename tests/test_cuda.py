@@ -5,6 +5,7 @@ the command line and `treenets.load` on `cuda`. Skipped where no GPU is availabl
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 import torch
@@ -147,6 +148,51 @@ def test_tree_batches_are_built_on_the_gpu():
     batch = TreeBatch.build(trees, device="cuda")
     assert batch.roots.device.type == "cuda"
     assert all(level.nodes.device.type == "cuda" for level in batch.levels)
+
+
+@pytest.mark.parametrize("name", ["childsum", "binary"])
+def test_captured_tree_lstm_level_loops_train_and_infer_like_exact_levels_in_float64(name):
+    """`auto` on CUDA builds tree batches with padded levels and replays the level loop as CUDA graphs (forward and
+    backward); `torch` runs exact levels from Python. float64, no dropout, three batches three times over (each
+    shape captured at its second batch, replayed at its third): the same losses, weights and inference outputs."""
+    from reference import random_tree
+
+    from treenets.nn import treelstm
+
+    rng = random.Random(7)
+    batches = []
+    for _ in range(3):
+        trees = [random_tree(rng, rng.randint(1, 12), max_children=None if name == "childsum" else 2)
+                 for _ in range(8)]
+        batches.append((trees, [torch.randint(1, 8, (len(t.words),), device="cuda") for t in trees]))
+    build, _, loss_of = MODELS[name]
+    runs = []
+    for backend in ("auto", "torch"):
+        torch.manual_seed(0)
+        model = build(False).double().cuda().train()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        losses = []
+        with use_backend(backend):
+            assert (treelstm.TreeBatch.build(batches[0][0], "cuda").stacked is not None) == (backend == "auto")
+            for batch in batches * 3:
+                optimizer.zero_grad()
+                loss = loss_of(model, batch)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+            model.eval()
+            with torch.inference_mode():
+                inferred = [loss_of(model, batch).item() for batch in batches * 3]
+        if backend == "auto":
+            graphed = treelstm.graphed_levels(model.encoder)
+            for windows in (graphed.forward, graphed.backward):
+                assert windows.failure is None and windows.graphs, windows.summary()
+                assert windows.calls.total() > len(windows.graphs)
+        runs.append((losses, inferred, [p.detach().cpu() for p in model.parameters()]))
+    (losses, inferred, weights), (plain_losses, plain_inferred, plain_weights) = runs
+    assert losses == pytest.approx(plain_losses, rel=1e-10) and inferred == pytest.approx(plain_inferred, rel=1e-10)
+    for a, b in zip(weights, plain_weights):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("backend", ["torch", "compile", "auto"])

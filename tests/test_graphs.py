@@ -6,6 +6,8 @@ loop. tests/test_cuda.py checks the real graphs on a GPU."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 from helpers import tiny_config
@@ -178,3 +180,141 @@ def test_a_prpn_dropout_seed_drawn_on_the_device_gives_the_mask_of_the_same_numb
     for seed in (0, 12345, 2**62 - 1):
         torch.testing.assert_close(splitmix_uniform_bits(torch.tensor(seed), 1001), splitmix_uniform_bits(seed, 1001),
                                    rtol=0, atol=0)
+
+
+# --- Tree-LSTM level loops (treenets.nn.treelstm.GraphedLevels) ------------------------------------------
+def _tree_batches(cell_kind: str, count: int, seed: int):
+    from reference import random_tree
+
+    rng = random.Random(seed)
+    return [[random_tree(rng, rng.randint(1, 12), max_children=None if cell_kind == "childsum" else 2)
+             for _ in range(6)] for _ in range(count)]
+
+
+@pytest.mark.parametrize("cell_kind", ["childsum", "nary"])
+def test_captured_level_loops_give_the_states_and_gradients_of_the_plain_loop(cell_kind):
+    """float64, four batches three times over (a padded shape is captured at its second batch, replayed at its
+    third): the states and every gradient in training, and the states in inference (its own graphs), through the
+    captured level loops as through the exact levels."""
+    from treenets.nn import treelstm
+    from treenets.nn.backend import use_backend
+
+    torch.manual_seed(0)
+    cell = (treelstm.ChildSumTreeLSTM(3, 4) if cell_kind == "childsum" else treelstm.NaryTreeLSTM(3, 4, 2)).double()
+    graphed = treelstm.capture_levels(cell, capture=calling_capture)
+    batches = _tree_batches(cell_kind, 4, seed=1) * 3
+
+    def run(trees, schedule, inference):
+        with use_backend("torch"), treelstm.use_levels(schedule):
+            batch = treelstm.TreeBatch.build(trees)
+            x = torch.randn(batch.num_nodes, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+            if inference:
+                with torch.inference_mode():
+                    return cell(batch, batch.node_inputs(x))
+            x.requires_grad_()
+            cell.zero_grad()
+            h, c = cell(batch, batch.node_inputs(x))
+            (h.sin().sum() + c.pow(2).sum()).backward()
+            return h.detach(), c.detach(), x.grad, *(p.grad.clone() for p in cell.parameters())
+
+    for inference in (False, True):
+        for trees in batches:
+            for a, b in zip(run(trees, "captured", inference), run(trees, "exact", inference)):
+                torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+    for windows in (graphed.forward, graphed.backward):
+        assert windows.graphs and windows.failure is None
+        assert windows.calls.total() > len(windows.graphs)  # keys came again after their capture: replays
+    assert {key[-1] for key in graphed.forward.graphs} == {(False,), (True,)}  # training's and inference's graphs
+
+
+def test_captured_level_loops_under_autocast_run_the_backward_in_its_products():
+    """bf16 products (an autocast block on the CPU) around the forward, the backward outside it, as training runs
+    them: the gradients through the captured loops are those of the plain loop, which autograd computes in the
+    block's products (the backward's graph runs the loop again in them)."""
+    from treenets.nn import treelstm
+    from treenets.nn.backend import use_backend
+
+    torch.manual_seed(0)
+    cell = treelstm.ChildSumTreeLSTM(3, 4)
+    treelstm.capture_levels(cell, capture=calling_capture)
+    trees = _tree_batches("childsum", 1, seed=3)[0]
+    results = []
+    for schedule in ("captured", "captured", "exact"):  # the first captured batch runs as is, the second replays
+        with use_backend("torch"), treelstm.use_levels(schedule):
+            batch = treelstm.TreeBatch.build(trees)
+            cell.zero_grad()
+            with torch.autocast("cpu", torch.bfloat16):
+                h, c = cell(batch, batch.node_inputs(torch.linspace(-1, 1, batch.num_nodes * 3).view(-1, 3)))
+            (h.sum() + c.sum()).backward()
+            results.append([p.grad.clone() for p in cell.parameters()])
+    for captured in results[:2]:
+        for a, b in zip(captured, results[2]):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("model_kind", ["childsum", "binary"])
+def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of_the_plain_loop(model_kind):
+    """A relatedness model (Child-Sum) and a sentiment model (binary, dropout on: the masks come from the same
+    stream either way) built and batched as the tasks do (`TreeBatch.build`'s default), float64, six SGD steps over
+    three batches twice: the same losses and weights through the captured level loops as through exact levels."""
+    from reference import random_tree
+
+    from treenets.nn import treelstm
+    from treenets.nn.backend import use_backend
+    from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
+
+    rng = random.Random(4)
+    batches = []
+    for _ in range(3):
+        trees = [random_tree(rng, rng.randint(1, 9), max_children=None if model_kind == "childsum" else 2)
+                 for _ in range(6)]
+        batches.append((trees, [torch.tensor([rng.randrange(1, 8) for _ in t.words]) for t in trees]))
+    runs = []
+    for schedule in ("captured", "exact"):
+        torch.manual_seed(0)
+        if model_kind == "childsum":
+            model = RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(8).double()
+        else:
+            model = SentimentModelConfig(emb_size=6, mem_size=5, dropout=0.3).build(8, 5).double()
+        graphed = treelstm.capture_levels(model.encoder, capture=calling_capture)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        losses = []
+        with use_backend("torch"), treelstm.use_levels(schedule):
+            for trees, ids in batches * 2:
+                optimizer.zero_grad()
+                if model_kind == "childsum":
+                    loss = -model((trees, ids), (trees[::-1], ids[::-1]))[:, 2].mean()
+                else:
+                    loss = -model(trees, ids)[0][:, 1].mean()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        runs.append((losses, [p.detach().clone() for p in model.parameters()]))
+        assert bool(graphed.backward.graphs) == (schedule == "captured")
+    (losses, weights), (plain_losses, plain_weights) = runs
+    assert losses == pytest.approx(plain_losses, rel=1e-12) and losses[0] != losses[3]
+    for a, b in zip(weights, plain_weights):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_level_loops_a_graph_cannot_hold_run_from_python_and_say_why(capsys):
+    """A failed capture: the padded loop runs from Python, with the states of exact levels; each of the two
+    graphs' reasons said once."""
+    from treenets.nn import treelstm
+    from treenets.nn.backend import use_backend
+
+    cell = treelstm.NaryTreeLSTM(3, 4, 2)
+    graphed = treelstm.capture_levels(cell, capture=failing_capture)
+    trees = _tree_batches("nary", 1, seed=5)[0]
+    states = []
+    for schedule in ("captured",) * 3 + ("exact",):
+        with use_backend("torch"), treelstm.use_levels(schedule):
+            batch = treelstm.TreeBatch.build(trees)
+            h, c = cell(batch, batch.node_inputs(torch.ones(batch.num_nodes, 3)))
+            h.sum().backward()
+            states.append(h.detach())
+    for a in states[:3]:  # (float32: padded levels' products may round otherwise)
+        torch.testing.assert_close(a, states[3], rtol=1e-6, atol=1e-7)
+    err = capsys.readouterr().err
+    assert err.count("Tree-LSTM level loops not captured") == 1 and graphed.forward.failure is not None, err
+    assert err.count("Tree-LSTM level loops' gradients not captured") == 1, err

@@ -157,7 +157,8 @@ class Trainer:
         `graphs.capture_refusal` allows; else None, with the reason said on a CUDA device."""
         refusal = graphs.capture_refusal(self.device, self.world)
         if refusal is None and not hasattr(self.task, "train_window"):
-            refusal = f"task {self.config.task}: its batches run from Python (only language-model windows are captured)"
+            refusal = (f"task {self.config.task}: its batches run from Python (whole windows are captured for "
+                       "language models; a Tree-LSTM replays its level loop as CUDA graphs)")
         graphs.set_capturable(self.optimizer, refusal is None)
         if refusal is not None:
             if refusal:

@@ -30,7 +30,7 @@ from treenets.nn.tree_models import (
     SentimentModelConfig,
     TreeEncoderConfig,
 )
-from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch
+from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch, padded_size
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
 
 
@@ -128,6 +128,89 @@ def test_nary_refuses_wide_nodes():
     batch = TreeBatch.build([ParentTree((3, 3, 3, -1), ("a", "b", "c"))])
     with pytest.raises(TreenetsError, match="3 children"):
         cell(batch, batch.node_inputs(torch.zeros(3, 2)))
+
+
+# --- padded levels (for CUDA graphs) --------------------------------------------------------------------
+def _chain(size: int) -> ParentTree:
+    """A tree as deep as it has nodes: node k's parent is node k - 1."""
+    return ParentTree((-1, *range(size - 1)), tuple(f"w{k}" for k in range(size)))
+
+
+def _states_and_gradients(cell, batch, x, weights):
+    """h and c of every node, and the gradients of the inputs and the weights of a weighted sum of both."""
+    x = x.clone().requires_grad_()
+    cell.zero_grad()
+    h, c = cell(batch, batch.node_inputs(x))
+    (h * weights[0]).sum().add((c * weights[1]).sum()).backward()
+    return h.detach(), c.detach(), x.grad, *(p.grad.clone() for p in cell.parameters())
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=8), chains=st.lists(st.integers(1, 30), max_size=2),
+       seed=st.integers(0, 2**16), cell_kind=st.sampled_from(["childsum", "nary"]))
+def test_padded_levels_give_the_states_and_gradients_of_exact_ones(sizes, chains, seed, cell_kind):
+    """Random trees (single nodes among them) and chains up to 30 deep, float64: the padded schedule (padding nodes,
+    edges, levels and rows) changes no node's states and no gradient, whether the batch holds grad or not."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    cell = (ChildSumTreeLSTM(3, 4) if cell_kind == "childsum" else NaryTreeLSTM(3, 4, 3)).double()
+    trees = [random_tree(rng, size, max_children=None if cell_kind == "childsum" else 3) for size in sizes]
+    trees += [_chain(size) for size in chains]
+    rng.shuffle(trees)
+    exact, padded = TreeBatch.build(trees, padded=False), TreeBatch.build(trees, padded=True)
+    assert padded.stacked is not None and exact.stacked is None and padded.num_rows >= padded.num_nodes + 2
+    x = torch.randn(exact.num_nodes, 3, dtype=torch.float64)
+    weights = torch.randn(2, exact.num_nodes, 4, dtype=torch.float64)
+    with use_backend("torch"):  # the PyTorch loop both ways (the compiled kernels take exact levels only)
+        results = [_states_and_gradients(cell, batch, x, weights) for batch in (exact, padded)]
+        with torch.no_grad():
+            inferred = cell(padded, padded.node_inputs(x))
+    for a, b in zip(*results):
+        torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-14)
+    for a, b in zip(inferred, results[0]):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_padding_stays_finite_in_float32_over_many_deep_levels():
+    """Twenty stars of ten leaves beside a chain 60 deep: above the stars each level holds one edge and 255 padding
+    edges into one padding node. They carry a row nothing writes: had they carried what padding nodes wrote, that
+    node's c could grow up to 255-fold a level, overflow float32, and 0 * inf would reach the weights' gradients."""
+    torch.manual_seed(0)
+    cell = ChildSumTreeLSTM(3, 4)
+    star = ParentTree((-1, *[0] * 10), tuple(f"w{k}" for k in range(11)))
+    trees = [star] * 20 + [_chain(60)]
+    exact, padded = TreeBatch.build(trees, padded=False), TreeBatch.build(trees, padded=True)
+    assert padded.stacked[0].shape == (64, 256)
+    x = torch.randn(exact.num_nodes, 3)
+    weights = torch.randn(2, exact.num_nodes, 4)
+    with use_backend("torch"):
+        results = [_states_and_gradients(cell, batch, x, weights) for batch in (exact, padded)]
+    for a, b in zip(*results):
+        assert torch.isfinite(b).all()
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_padded_sizes_are_the_ladder_of_powers_of_two_and_three_halves():
+    ladder = sorted({2**k for k in range(12)} | {3 * 2**k for k in range(11)})
+    assert [padded_size(n) for n in range(1, 14)] == [1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 16]
+    for n in range(1, 2000):
+        assert padded_size(n) == next(size for size in ladder if size >= n)
+
+
+def test_random_batches_share_a_few_padded_shapes():
+    """300 batches of 25 random trees of 1 to 30 nodes: every batch has exact shapes of its own, the padded ones
+    (the rows, the levels and their width) fall on a few, each size on a few steps of the ladder."""
+    rng = random.Random(0)
+    exact, padded = set(), set()
+    for _ in range(300):
+        trees = [random_tree(rng, rng.randint(1, 30)) for _ in range(25)]
+        batch = TreeBatch.build(trees, padded=False)
+        exact.add((batch.num_nodes, *((len(level.nodes), len(level.child)) for level in batch.levels)))
+        batch = TreeBatch.build(trees, padded=True)
+        assert len({t.shape for t in batch.stacked}) == 1 and len(batch.stacked[0]) == len(batch.levels)
+        padded.add((batch.num_rows, *batch.stacked[0].shape))
+    assert len(exact) == 300 and len(padded) <= 15, len(padded)
+    assert all(len({shape[k] for shape in padded}) <= 4 for k in range(3)), padded
 
 
 # --- the encoders, chosen by name ----------------------------------------------------------------------
