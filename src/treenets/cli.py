@@ -311,12 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the tree a model induces for each sentence, bracketed and drawn as text, or with --json "
                     "one JSON object per sentence and line. A sentence is first normalised into the words of the "
                     "model's training text (the normaliser its config names; for the PTB models: Penn Treebank "
-                    "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed. A logic "
-                    "or ListOps model with an Ordered Memory encoder reads formulas or sequences instead, and draws "
-                    "the tree built from its memory slots, with the input's own tree (--json: gold_tree) and, for a "
-                    "formula, the induced tree without its brackets (scored_tree), as its task scores them.")
+                    "tokens, lower case, numbers as N, punctuation dropped); what the model read is printed. A logic, "
+                    "ListOps or sentiment model with an Ordered Memory encoder draws the tree built from its memory "
+                    "slots of a formula, a sequence or a sentence (as its predict reads it), with the input's own "
+                    "tree where it has one (--json: gold_tree; null for a sentence) and, for a formula, the induced "
+                    "tree without its brackets (scored_tree), as its task scores them.")
     parse.add_argument("checkpoint", metavar="MODEL",
-                       help="a language model, or a logic or ListOps model with an Ordered Memory encoder: "
+                       help="a language model, or a logic, ListOps or sentiment model with an Ordered Memory "
+                            "encoder: "
                             + MODEL_HELP)
     parse.add_argument("sentences", nargs="*", help="sentences (quote each one)")
     parse.add_argument("--file", metavar="TXT",

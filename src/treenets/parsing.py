@@ -1,6 +1,6 @@
 """The trees that language models induce, for people: printed and drawn for sentences (`treenets parse`:
-`print_trees`; also those an Ordered Memory encoder of a logic or ListOps model induces of what it reads), and
-scored with any parser's trees against a treebank beside the baseline trees (`treenets parse-eval`:
+`print_trees`; also those an Ordered Memory encoder of a logic, ListOps or sentiment model induces of what it
+reads), and scored with any parser's trees against a treebank beside the baseline trees (`treenets parse-eval`:
 `evaluate_parsing`; `treenets baselines`: `print_baselines`)."""
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
     if len(layers) > 1:
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
     if isinstance(parse, SlotParse):
-        record.update(scored_tree=bracketed(parse.scored), gold_tree=bracketed(parse.own))
+        record.update(scored_tree=bracketed(parse.scored),
+                      gold_tree=None if parse.own is None else bracketed(parse.own))  # None: a sentence as typed
     if distances:
         record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
     return record
@@ -59,11 +60,12 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
 
 def tree_inducer(ref: str, device="cpu") -> LanguageModel | SlotParser:
     """The model `ref` (`Predictor.load`), or an error unless it induces trees: a language model, or a model
-    whose encoder may be Ordered Memory (a logic or ListOps model; `SlotParser.layers` says whether it is)."""
+    whose encoder may be Ordered Memory (a logic, ListOps or sentiment model; `SlotParser.layers` says whether it
+    is)."""
     model = Predictor.load(ref, device=device)
     if not isinstance(model, LanguageModel | SlotParser):
         raise TreenetsError(f"{ref}: a {model.config.task} model induces no trees (`treenets parse` reads language "
-                            "models, and logic and ListOps models whose encoder is Ordered Memory)")
+                            "models, and logic, ListOps and sentiment models whose encoder is Ordered Memory)")
     return model
 
 
@@ -78,8 +80,8 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
     """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
     printed bracketed and drawn as text (for an Ordered Memory encoder, `tree_inducer`: the tree built from its
-    slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree:
-    `SlotParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
+    slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree where it
+    has one: `SlotParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
     distances too; with `svg` one drawing per tree in that folder. A sentence given
     that the model cannot read is an error; a line of `file` is skipped, named on stderr with the reason, and
     counted in a last line there. Returns how many lines were skipped."""
@@ -133,7 +135,8 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                 if isinstance(parse, SlotParse):
                     if parse.left_out:
                         print(f"    without {' '.join(sorted(parse.left_out))}: {bracketed(parse.scored)}")
-                    print(f"    its own tree: {bracketed(parse.own)}")
+                    if parse.own is not None:  # a sentence as typed has none
+                        print(f"    its own tree: {bracketed(parse.own)}")
             if svg and levels <= MAX_TREE_DEPTH:
                 write_svg(tree, Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
                                              f"{number:04d}-layer-{row}.svg"))

@@ -10,6 +10,9 @@ import torch
 from helpers import train_and_test
 
 from treenets.cli import main
+from treenets.predictors.sentiment import SentimentClassifier
+from treenets.trees import tree_from_slots
+from treenets.trees.draw import bracketed
 
 
 @pytest.mark.parametrize("encoder,classes,trees", [("binary-treelstm", "fine", "gold"), ("bilstm", "binary", "gold"),
@@ -49,6 +52,11 @@ def test_sentiment_trains_evaluates_and_predicts(tmp_path, data_root, capsys, en
         assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It works ."]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["label"] in (0, 1) and out["name"] == ["negative", "positive"][out["label"]]
+    # Only an Ordered Memory encoder induces trees: parse names the encoder and exits non-zero.
+    capsys.readouterr()
+    assert main(["parse", str(tmp_path / "run" / "best.pt"), "It works ."]) == 2
+    assert (f"this sentiment model's encoder ({encoder}) induces no trees: only Ordered Memory (ordered-memory) does"
+            in capsys.readouterr().err)
 
 
 def test_over_other_trees_a_node_is_trained_on_the_label_of_the_treebank_phrase_over_its_words(data_root, tmp_path):
@@ -116,7 +124,51 @@ def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, d
     assert states.c is None
     result = train_and_test(tmp_path, capsys, config)
     assert 0.0 <= result["root_accuracy"] <= 1.0 and "phrase_accuracy" not in result
+    # its trees of the test sentences scored against the treebank's
+    assert 0.0 <= result["tree_f1"] <= 1.0 and 0.0 <= result["tree_sentence_f1"] <= 1.0
     assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It works ."]) == 0
     assert json.loads(capsys.readouterr().out)["name"] in ("negative", "positive")
     with pytest.raises(TreenetsError, match="data.subtrees: a binary-treelstm trains on every phrase of the trees"):
         build_config({**config, "model": {"name": "binary-treelstm"}})
+    # `treenets parse`: the tree its Ordered Memory induces of a sentence as typed, over the tokens predict reads
+    best = str(tmp_path / "run" / "best.pt")
+    capsys.readouterr()
+    assert main(["parse", best, "A charming film.", "--json", "--distances"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["tokens"] == ["A", "charming", "film", "."] and record["gold_tree"] is None  # none of its own
+    model = SentimentClassifier.load(best)
+    _, slots = model.net.forward_with_slots([torch.tensor(model.vocab.encode(record["tokens"])[0])])
+    slots = slots[:, 0].tolist()
+    assert record["distances"] == [slots] and record["tree"] == bracketed(tree_from_slots(record["tokens"], slots))
+    assert record["scored_tree"] == record["tree"]  # no token left out
+    assert main(["parse", best, "A charming film."]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"[1] A charming film .\n{record['tree']}\n") and "its own tree" not in out
+    assert main(["parse", best, "It doesn't", "--pretokenized", "--json"]) == 0  # split on white space alone
+    assert json.loads(capsys.readouterr().out)["tokens"] == ["It", "doesn't"]
+
+
+def test_the_trees_ordered_memory_induces_of_sentences_are_scored_against_the_treebank_by_hand(tmp_path,
+                                                                                                monkeypatch):
+    from treenets.config import build_config
+    from treenets.tasks import make_task
+
+    folder = tmp_path / "sst"
+    folder.mkdir()
+    for name in ("train.txt", "dev.txt", "test.txt"):  # two right-branching sentences, one left, one word
+        (folder / name).write_text("(3 (2 It) (4 (4 works) (2 .)))\n(3 (2 A) (3 (3 good) (2 film)))\n"
+                                   "(1 (1 (2 a) (1 bad)) (2 film))\n(3 Yes)\n")
+    config = build_config({"task": "sentiment", "data": {"path": str(folder)},
+                           "model": {"name": "ordered-memory", "emb_size": 6, "mem_size": 5, "slots": 3}})
+    task = make_task(config, None, splits=("train", "valid"))
+    model = task.build_model()
+    read = model.forward_with_slots
+    falling = torch.tensor([[3, 3, 3, 3], [2, 2, 2, 0], [1, 1, 1, 0]])  # [T, B]: right-branching trees
+    monkeypatch.setattr(model, "forward_with_slots", lambda word_ids: (read(word_ids)[0], falling))
+    values = task.evaluate(model, "valid").values()
+    # (It (works .)) and (A (good film)) match both brackets of their own; (a (bad film)) only the whole sentence's
+    # of ((a bad) film); "Yes" has no bracket to find. EVALB: 5 of 6 brackets each way; per sentence without the
+    # whole one: 1, 1 and 0.
+    assert values["sentences"] == 4
+    assert values["tree_f1"] == pytest.approx(5 / 6)
+    assert values["tree_sentence_f1"] == pytest.approx(2 / 3)

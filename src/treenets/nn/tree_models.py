@@ -20,7 +20,7 @@ from pydantic import Field
 
 from treenets.nn import precision
 from treenets.nn.dropout import locked_dropout
-from treenets.nn.ordered_memory import OrderedMemory
+from treenets.nn.ordered_memory import OrderedMemory, slot_distances
 from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 from treenets.trees.parents import ParentTree
@@ -158,6 +158,13 @@ class TreeModel(nn.Module):
         if freeze_embeddings:
             self.emb.weight.requires_grad_(False)
 
+    def sequence_inputs(self, word_ids: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """What a sequential encoder reads of sentences of these word ids: their word vectors right-padded [T, B,
+        emb] (with input dropout in training) and their lengths [B]."""
+        padded = nn.utils.rnn.pad_sequence(word_ids).to(self.emb.weight.device)
+        return (locked_dropout(self.emb(padded), self.dropout_input, self.training),
+                torch.tensor([len(w) for w in word_ids]))
+
     def encode(self, trees: list[ParentTree], word_ids: list[torch.Tensor]) -> tuple[States, TreeBatch | None]:
         """States of every node of a batch of trees (`[num_nodes, dim]`, with the batch's `TreeBatch`), or for
         sequential encoders of every sentence (`[B, dim]`, and None).
@@ -166,11 +173,9 @@ class TreeModel(nn.Module):
             trees: the trees (their shape; sequential encoders only count their words).
             word_ids: per tree, the ids of its words in node order, [n_words].
         """
-        device = self.emb.weight.device
         if self.sequential:
-            padded = nn.utils.rnn.pad_sequence(word_ids).to(device)
-            inputs = locked_dropout(self.emb(padded), self.dropout_input, self.training)
-            return States(*self.encoder(inputs, torch.tensor([len(w) for w in word_ids]))), None
+            return States(*self.encoder(*self.sequence_inputs(word_ids))), None
+        device = self.emb.weight.device
         batch = TreeBatch.build(trees, device)
         return States(*self.encoder(batch, *batch.word_inputs(torch.cat(word_ids).to(device), self.emb))), batch
 
@@ -279,7 +284,23 @@ class SentimentModel(TreeModel):
         """Log-probabilities: for Tree-LSTMs of every node `[nodes, classes]` with the batch's `TreeBatch`;
         for sequential encoders of every sentence `[B, classes]` (and None)."""
         states, batch = self.encode(trees, word_ids)
-        features = self.dropout(states.h)
+        return self.classify(states.h), batch
+
+    def classify(self, vectors: torch.Tensor) -> torch.Tensor:
+        """The head: log-probabilities [n, classes] of the classes of n vectors [n, dim] (nodes or sentences)."""
+        features = self.dropout(vectors)
         if self.hidden is not None:
             features = self.dropout(torch.relu(self.hidden(features)))
-        return precision.log_softmax(self.classifier(features), dim=-1), batch
+        return precision.log_softmax(self.classifier(features), dim=-1)
+
+    @property
+    def induces_trees(self) -> bool:
+        """Whether the encoder induces a tree of each sentence it reads (Ordered Memory)."""
+        return isinstance(self.encoder, OrderedMemorySentences)
+
+    def forward_with_slots(self, word_ids: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Ordered Memory only (`induces_trees`): as `forward` over sentences of these word ids, their
+        log-probabilities [B, classes], with the memory slot of each word [T, B] (`slot_distances`; 0 past a
+        sentence's end), from which its tree is built (`treenets.trees.tree_from_slots`)."""
+        memory = self.encoder.memory(*self.sequence_inputs(word_ids))
+        return self.classify(memory.output), slot_distances(memory.probs)

@@ -51,7 +51,7 @@ class ListOpsClassifier(SlotParser, Predictor):
             raise TreenetsError(f"predict: {self.reads}")
         return self.predict(sentence)  # sequences are tokens already: `pretokenized` changes nothing
 
-    def _read_input(self, text: str, where: str | None) -> tuple[list[str], list | str]:
+    def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], list | str]:
         tokens, _, _ = read_sequence(typed_sequence(text), where or f"sequence {text!r:.60}")
         return list(tokens), gold_tree(tokens)
 

@@ -46,7 +46,7 @@ class LogicClassifier(SlotParser, Predictor):
 
     left_out = frozenset(("(", ")"))
 
-    def _read_input(self, text: str, where: str | None) -> tuple[list[str], list | str]:
+    def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], list | str]:
         formula = parse_formula(typed_formula(text), where or f"formula {text!r:.60}")
         return list(formula.tokens), nested_words(formula.tree)
 

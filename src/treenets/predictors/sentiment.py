@@ -1,4 +1,5 @@
-"""A trained sentiment classifier: the class of a sentence and, for Tree-LSTMs, of every phrase."""
+"""A trained sentiment classifier: the class of a sentence and, for Tree-LSTMs, of every phrase; for an Ordered
+Memory encoder, the tree it induces of a sentence (`treenets parse`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from treenets.data.sst import CLASS_NAMES
 from treenets.errors import TreenetsError
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.relatedness import chain
+from treenets.predictors.slots import SlotParser
 from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for
 from treenets.text import Dropped, checked_text
 from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
@@ -45,8 +47,10 @@ def labelled_tree(tree: ParentTree, labels: list[int]) -> str:
     return text[tree.root]
 
 
-class SentimentClassifier(Predictor):
-    """A trained sentiment model with its vocabulary (from `treenets.load`): classifies sentences and phrases."""
+class SentimentClassifier(SlotParser, Predictor):
+    """A trained sentiment model with its vocabulary (from `treenets.load`): classifies sentences and phrases; with
+    an Ordered Memory encoder, `parse` gives the trees it induces of sentences (`treenets.predictors.slots`), over
+    the tokens `predict` reads (a sentence as typed has no tree of its own to show beside it)."""
 
     inputs = (PredictionInput("sentence", "sentiment: a sentence as typed (a Tree-LSTM reads it over the tree --parser "
                               "induces)"),
@@ -107,3 +111,17 @@ class SentimentClassifier(Predictor):
         if tree is not None and sentence is not None:
             raise TreenetsError("predict: give --sentence or --tree, not both")
         return self.predict(sentence, tree, parser, pretokenized)
+
+    def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], None]:
+        return sentence_tokens(self.config, text, pretokenized, where or f"sentence {text!r:.60}")[0], None
+
+    def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
+        _, slots = self.net.forward_with_slots([torch.tensor(self.vocab.encode(t)[0]) for t in tokens])
+        return slots
+
+    def _no_trees(self) -> str | None:
+        if self.net.induces_trees:
+            return None
+        return (f"this sentiment model's encoder ({self.config.model.name}) induces no trees: only Ordered Memory "
+                "(ordered-memory) does (a Tree-LSTM reads the trees a parser gives it: `treenets predict "
+                "--sentence` shows them)")

@@ -1,10 +1,11 @@
 """The trees that classifiers with an Ordered Memory encoder induce of what they read (logic formulas, ListOps
-sequences), for `treenets parse` beside the language models' trees.
+sequences, SST sentences), for `treenets parse` beside the language models' trees.
 
 Ordered Memory writes each token at a memory slot; the slots are its syntactic distances, one row of them, and
 its tree is built from them bottom-up (`treenets.trees.tree_from_slots`, the official `build_tree`). A
 `SlotParse` holds that tree over the tokens read, the same tree with the tokens the scores leave out (a formula's
-brackets) left out, and the input's own tree over the same words, which the task scores it against.
+brackets) left out, and the input's own tree over the same words, which the task scores it against (None
+where the input has none: a sentence as typed).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ class SlotParse(Parse):
     """The tree Ordered Memory induces of one input: `words` are the tokens it read, `distances` [1, words] their
     memory slots (`layer` 1, `split` unused)."""
 
-    own: list | str = ""  # the input's own tree over its words (the tokens without `left_out`)
+    own: list | str | None = None  # the input's own tree over its words (the tokens without `left_out`); None:
+    # it has none (a sentence as typed)
     left_out: frozenset[str] = frozenset()  # tokens the scores leave out (a formula's brackets)
 
     def __post_init__(self):
@@ -43,13 +45,14 @@ class SlotParser:
     """What a predictor whose encoder may be Ordered Memory adds for `treenets parse`, with the interface of
     `treenets.predictors.LanguageModel`'s parsing (`read`, `layers`, `default_layer`, `parse`).
 
-    A subclass implements `_read_input(text, where) -> (tokens read, own tree)` and `_slots(token lists) -> [T, N]`
-    (the slot of each token of each input), declares `left_out`, and where its encoder may be another one,
+    A subclass implements `_read_input(text, where, pretokenized) -> (tokens read, own tree or None)` and
+    `_slots(token lists) -> [T, N]` (the slot of each token of each input), declares `left_out`, and where its
+    encoder may be another one,
     `_no_trees()`: why the model induces no trees (None when it does, its encoder being Ordered Memory)."""
 
     left_out: frozenset[str] = frozenset()
 
-    def _read_input(self, text: str, where: str | None) -> tuple[list[str], list | str]:
+    def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], list | str | None]:
         raise NotImplementedError
 
     def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
@@ -60,9 +63,9 @@ class SlotParser:
 
     def read(self, text: str, pretokenized: bool = False, where: str | None = None) -> list[str]:
         """The tokens the encoder reads of `text`, or an error saying why it cannot be read, its message starting
-        with `where` (e.g. the file and line) when given. Inputs are tokens already: `pretokenized` changes
-        nothing."""
-        return self._read_input(text, where)[0]
+        with `where` (e.g. the file and line) when given; `pretokenized`: split on white space (a sentence; a
+        formula or a sequence is tokens already, which it changes nothing for)."""
+        return self._read_input(text, where, pretokenized)[0]
 
     def layers(self, spec: Layer = "default", option: str = "layer") -> list[Layer]:
         """[1]: Ordered Memory has one row of distances, its slots (`spec` default, 1 or all; errors name
@@ -90,7 +93,7 @@ class SlotParser:
         if split != "official":
             raise TreenetsError(f"split {split!r}: Ordered Memory's trees are built from its memory slots, bottom-up; "
                                 "a split point applies to syntactic distances only")
-        read = [self._read_input(text, None) for text in inputs]
+        read = [self._read_input(text, None, pretokenized) for text in inputs]
         order = sorted(range(len(read)), key=lambda i: len(read[i][0]))  # batches of similar length
         parses: list[SlotParse | None] = [None] * len(read)
         for start in range(0, len(order), batch_size):

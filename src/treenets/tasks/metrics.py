@@ -131,9 +131,37 @@ class Correlation(Metric):
                 "pairs": int(len(gold))}
 
 
-class SentimentAccuracy(Metric):
+class InducedTreeScores:
+    """What a metric adds for a model that induces trees of its inputs (Ordered Memory): how well they match the
+    inputs' own trees, `tree_f1`, EVALB's F1 (over all inputs, the whole input's bracket counted), which the
+    official code reports, and `tree_sentence_f1`, the mean per input (the ON-LSTM's parsing convention,
+    `treenets.trees.metrics`); neither until trees are added."""
+
+    trees = None  # a treenets.trees.ParseScores once induced trees are added
+
+    def add_trees(self, predicted: list, gold: list) -> None:
+        """Induced trees against the inputs' own, both nested lists of the inputs' words (a formula's brackets left
+        out). Inputs of one word have no bracket to find and are left out, as the official code leaves them."""
+        from treenets.trees import ParseScores
+
+        if self.trees is None:
+            self.trees = ParseScores()
+        for pred, tree in zip(predicted, gold, strict=True):
+            if isinstance(tree, list):
+                self.trees.add(pred, tree)
+
+    def tree_values(self) -> dict:
+        """`tree_f1` and `tree_sentence_f1` once trees of more than one word are added; else nothing."""
+        if self.trees is None or not self.trees.sentence:
+            return {}
+        summary = self.trees.summary()
+        return {"tree_f1": summary["evalb_f1"], "tree_sentence_f1": summary["sentence_f1"]}
+
+
+class SentimentAccuracy(InducedTreeScores, Metric):
     """Sentiment: accuracy at the roots (the paper's figure, the selection value), over all labelled phrases
-    (tree models), and the roots' negative log-likelihood as the loss."""
+    (tree models), and the roots' negative log-likelihood as the loss; for a model that induces trees of the
+    sentences (Ordered Memory), how well they match the treebank's (`InducedTreeScores`)."""
 
     key, higher_is_better = "root_accuracy", True
 
@@ -156,16 +184,14 @@ class SentimentAccuracy(Metric):
         result = {"root_accuracy": (c[0] / c[1]).item(), "loss": (c[4] / c[1]).item(), "sentences": int(c[1].item())}
         if self.phrases:
             result["phrase_accuracy"] = (c[2] / c[3]).item()
-        return result
+        return result | self.tree_values()
 
 
-class AccuracyByOperators(Metric):
+class AccuracyByOperators(InducedTreeScores, Metric):
     """Logical inference: accuracy over all pairs (the selection value) and by the number of operators of the
     pair's larger formula (the ON-LSTM paper's figure; `max_operators` collects that many or more), with the
     mean cross-entropy as the loss. For a model that induces trees of the formulas (Ordered Memory), also how
-    well they match the formulas' bracketing: `tree_f1`, EVALB's F1 (over all formulas, the whole formula's
-    bracket counted), which the official code reports, and `tree_sentence_f1`, the mean per formula (the
-    ON-LSTM's parsing convention, `treenets.trees.metrics`).
+    well they match the formulas' bracketing (`InducedTreeScores`).
 
     A subclass counts other groups: `group` names them (in `breakdown`), `prefix` in the keys of `values`."""
 
@@ -177,18 +203,6 @@ class AccuracyByOperators(Metric):
         self.correct = torch.zeros(max_operators + 1, dtype=torch.float64)
         self.total = torch.zeros(max_operators + 1, dtype=torch.float64)
         self.summed_xent = 0.0
-        self.trees = None  # a treenets.trees.ParseScores once induced trees are added
-
-    def add_trees(self, predicted: list, gold: list) -> None:
-        """Induced trees against the inputs' own, both nested lists of the inputs' words (a formula's brackets left
-        out). Inputs of one word have no bracket to find and are left out, as the official code leaves them."""
-        from treenets.trees import ParseScores
-
-        if self.trees is None:
-            self.trees = ParseScores()
-        for pred, tree in zip(predicted, gold, strict=True):
-            if isinstance(tree, list):
-                self.trees.add(pred, tree)
 
     def add(self, logits: torch.Tensor, labels: torch.Tensor, operators: torch.Tensor) -> None:
         """logits [B, classes], labels [B], operators (the group of each example) [B]."""
@@ -208,10 +222,7 @@ class AccuracyByOperators(Metric):
                   self.units: int(count)}
         result.update({f"accuracy_{self.prefix}_{self._label(n)}": (self.correct[n] / self.total[n]).item()
                        for n in range(self.max_operators + 1) if self.total[n] > 0})
-        if self.trees is not None and self.trees.sentence:
-            summary = self.trees.summary()
-            result.update(tree_f1=summary["evalb_f1"], tree_sentence_f1=summary["sentence_f1"])
-        return result
+        return result | self.tree_values()
 
     def breakdown(self) -> tuple[str, dict[str, float]]:
         return self.group, {self._label(n): (self.correct[n] / self.total[n]).item()

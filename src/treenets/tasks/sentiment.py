@@ -4,8 +4,9 @@ A Tree-LSTM over the binary constituency tree with a softmax classifier on every
 labelled node; fine-grained (5 classes) or binary (negative / positive). The sequential encoders (the baselines
 LSTM, BiLSTM; Ordered Memory, Shen et al. 2019) classify the sentence from their vector of it and are trained on
 the sentence labels, or on every labelled phrase as a sentence (`data.subtrees`). Metrics: root
-accuracy (the paper's figure) and, for tree models, accuracy over all labelled phrases. Model selection on
-dev.
+accuracy (the paper's figure) and, for tree models, accuracy over all labelled phrases; for Ordered Memory, which
+induces a tree of each sentence it reads, `tree_f1` and `tree_sentence_f1` of those trees against the treebank's
+(`induced_trees`). Model selection on dev.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import SentimentAccuracy
 from treenets.tasks.relatedness import TREE_LSTM_OPTIM
 from treenets.text import NormalizerName
-from treenets.trees.parents import labels_from
+from treenets.trees import tree_from_slots
+from treenets.trees.parents import labels_from, nested_words
 from treenets.vocab import Vocab
 
 
@@ -150,9 +152,25 @@ class SentimentTask(Task):
             metric = SentimentAccuracy(phrases=not net.sequential)
             for start in range(0, len(trees), size):
                 batch = TreesBatch.build(trees[start : start + size], self.vocab)
-                log_probs, tree_batch = net(batch.trees, batch.word_ids)
+                if net.induces_trees:
+                    log_probs, slots = net.forward_with_slots(batch.word_ids)
+                    tree_batch = None
+                    metric.add_trees(*induced_trees(batch, slots.cpu()))
+                else:
+                    log_probs, tree_batch = net(batch.trees, batch.word_ids)
                 labels, roots = node_targets(net, batch, tree_batch)
                 metric.add(log_probs, labels, roots)
                 if progress is not None:
                     progress(batch.size)
         return metric
+
+
+def induced_trees(batch: TreesBatch, slots: torch.Tensor) -> tuple[list, list]:
+    """The trees Ordered Memory induced of a batch's sentences from their memory slots [T, B]
+    (`tree_from_slots`), over every word, and the treebank's trees of them: nested lists of their words. Unlike a
+    formula's brackets, no token is left out, as in the ListOps task: SST has no bracket tokens, and its
+    punctuation is a word of the treebank's trees, scored where they bracket it. Sentences of every length are
+    scored: the evaluation splits hold whole sentences (phrases are trained on, not scored), and a one-word
+    sentence, with no bracket to find, is left out by the metric (`InducedTreeScores.add_trees`)."""
+    return ([tree_from_slots(list(tree.words), slots[: len(tree.words), j].tolist())
+             for j, tree in enumerate(batch.trees)], [nested_words(tree) for tree in batch.trees])
