@@ -226,7 +226,10 @@ def write_card(metrics: dict, config, recipe: str = "") -> str:
     else:
         # every figure of any split, in the order they first appear (a split may have more: e.g. the logic
         # test split's accuracy by number of operators goes beyond the training lengths of the validation split)
-        columns = list(dict.fromkeys(k for values in metrics["splits"].values() for k in values if k != "key"))
+        # the columns in the order of the split with the most figures (the logic test split's operators run on
+        # past the validation split's, before the tree scores both have)
+        ordered = sorted(metrics["splits"].values(), key=len, reverse=True)
+        columns = list(dict.fromkeys(k for values in ordered for k in values if k != "key"))
         lines += [f"Measured with the files of this folder ({metrics['measured_on']}), by "
                   f"`treenets export --measure`.", "", "| split | " + " | ".join(columns) + " |",
                   "| --- |" + " ---: |" * len(columns)]
