@@ -27,7 +27,7 @@ from treenets.runlog import format_figure, read_metrics
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
 CHECK_SENTENCES = 200  # sentences of the NLTK sample in the parsing check
 CHECK_BATCH = 80  # the check's evaluation batch (tasks other than language modelling)
-CHECK_EXAMPLES = 5000  # a larger split is checked on every k-th example, so that the test suite stays quick
+CHECK_EXAMPLES = 2500  # a larger split is checked on every k-th example, so that the test suite stays quick
 
 
 def _parses_words(predictor) -> bool:
@@ -40,7 +40,7 @@ def check_figures(predictor, root=None) -> dict:
     """The figures the tests recompute. A language model: the perplexity of the first `CHECK_SENTENCES`
     sentences of the NLTK sample (each read on its own, as `LanguageModel.score` does) and, for a parser, the
     sentence-F1 of its default layer on them; another task: the score of its last held-out split, or of every
-    k-th of its examples where it has more than `CHECK_EXAMPLES` (the logic test split)."""
+    k-th of its examples where it has more than `CHECK_EXAMPLES` (the logic and SICK test splits)."""
     from treenets.data.treebanks import resolve_treebank
     from treenets.predictors.lm import LanguageModel
     from treenets.tasks import make_task, task_class
@@ -55,7 +55,8 @@ def check_figures(predictor, root=None) -> dict:
         if every > 1:
             task.keep_every(split, every)
         result = task.evaluate(predictor.net, split, batch_size=CHECK_BATCH)
-        sample = f", every {every}th of its {task.units}" if every > 1 else ""
+        suffix = "th" if every % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(every % 10, "th")
+        sample = f", every {every}{suffix} of its {task.units}" if every > 1 else ""
         return {f"{split} {result.key} (batch {CHECK_BATCH}{sample})": result.score}
     sentences = load_gold(resolve_treebank("nltk-sample", root))[:CHECK_SENTENCES]
     scores = predictor.score([s.words for s in sentences if s.words])

@@ -140,6 +140,9 @@ class RelatednessTask(Task):
     def eval_units(self, split: str, batch_size: int | None = None) -> int:
         return len(self.pairs[split])
 
+    def keep_every(self, split: str, every: int) -> None:
+        self.pairs[split] = self.pairs[split][::every]
+
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> Correlation:
         pairs = self.pairs[split]
         metric = Correlation()
