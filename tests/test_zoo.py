@@ -320,17 +320,18 @@ def test_every_command_takes_a_zoo_name(tiny_run, tmp_path, monkeypatch, capsys,
 
 def test_a_card_lists_every_figure_of_every_split_each_in_its_column():
     # The logic test split reports accuracy at more operator counts than the validation split: before, its row had
-    # more cells than the header.
+    # more cells than the header. The columns follow the split with the most figures, so the operators stay
+    # together before the tree score both splits have.
     metrics = {"name": "m", "summary": "", "task": "logic", "model": "onlstm", "parameters": 1, "parsing": {},
                "check": {}, "measured_on": "here",
-               "splits": {"valid": {"accuracy": 0.9, "accuracy_ops_0": 1.0, "key": "accuracy"},
+               "splits": {"valid": {"accuracy": 0.9, "accuracy_ops_0": 1.0, "tree_f1": 0.7, "key": "accuracy"},
                           "test": {"accuracy": 0.8, "accuracy_ops_0": 0.95, "accuracy_ops_12+": 0.5,
-                                   "key": "accuracy"}}}
+                                   "tree_f1": 0.6, "key": "accuracy"}}}
     card = cards.write_card(metrics, build_config({"task": "logic"}))
     table = [line for line in card.splitlines() if line.startswith("| ")]
-    assert table[0] == "| split | accuracy | accuracy_ops_0 | accuracy_ops_12+ |"
-    assert table[1:] == ["| --- | ---: | ---: | ---: |", "| valid | 0.9000 | 1.0000 |  |",
-                         "| test | 0.8000 | 0.9500 | 0.5000 |"]
+    assert table[0] == "| split | accuracy | accuracy_ops_0 | accuracy_ops_12+ | tree_f1 |"
+    assert table[1:] == ["| --- | ---: | ---: | ---: | ---: |", "| valid | 0.9000 | 1.0000 |  | 0.7000 |",
+                         "| test | 0.8000 | 0.9500 | 0.5000 | 0.6000 |"]
 
 
 def test_export_writes_the_reproducing_config_when_only_train_differs(tiny_run, tmp_path, capsys):

@@ -225,10 +225,8 @@ def write_card(metrics: dict, config, recipe: str = "") -> str:
     if not metrics["splits"]:
         lines += ["None were measured: `treenets export MODEL DIR --measure` measures them on the written files.", ""]
     else:
-        # every figure of any split, in the order they first appear (a split may have more: e.g. the logic
-        # test split's accuracy by number of operators goes beyond the training lengths of the validation split)
-        # the columns in the order of the split with the most figures (the logic test split's operators run on
-        # past the validation split's, before the tree scores both have)
+        # every figure of any split, in the order of the split with the most (the logic test split's accuracy by
+        # number of operators runs on past the validation split's, and stays before the tree scores both have)
         ordered = sorted(metrics["splits"].values(), key=len, reverse=True)
         columns = list(dict.fromkeys(k for values in ordered for k in values if k != "key"))
         lines += [f"Measured with the files of this folder ({metrics['measured_on']}), by "
