@@ -80,6 +80,21 @@ def test_a_file_is_read_with_its_errors_naming_the_line(tmp_path):
         read_listops_file(tmp_path / "absent.tsv")
 
 
+@pytest.mark.parametrize("max_length,split,message", [
+    (None, "valid", "train.tsv: no sequence left for the valid split (every 10th training sequence is held out"),
+    (2, "train", "train.tsv: no sequence left for the train split (every 10th training sequence is held out for "
+                 "validation, those of more than 2 tokens left out of training)"),
+])
+def test_an_empty_split_is_named(tmp_path, max_length, split, message):
+    # An empty split would have no accuracy (0 / 0): nine training sequences, none held out for validation at
+    # every 10th; each of 5 tokens, none kept under a limit of 2.
+    (tmp_path / "train.tsv").write_text("1\t[SM 5 7 9 ]\n" * 9)
+    (tmp_path / "test.tsv").write_text("7\t7\n")
+    with pytest.raises(TreenetsError, match=re.escape(f"{tmp_path / message}")):
+        read_listops_splits(tmp_path, valid_every=10, max_train_length=max_length, splits=("train", "valid", "test"))
+    assert len(read_listops_splits(tmp_path, 10, None, ("train", "test"))["train"]) == 9
+
+
 def _lists(tokens: list[str]) -> list[tuple[int, int]]:
     """(depth, arguments) of every list of a sequence, counted here without the module's reader."""
     found, open_lists = [], []  # each open list: [its depth, its arguments so far]

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import torch
 
+from treenets.errors import TreenetsError
+
 
 class Batch:
     """What the training loop reads from any task's batch: `size` (the units the loss is summed over, for
@@ -25,6 +27,15 @@ def hold_out(pool: Sequence, every: int) -> tuple[list, list]:
     (the logic and ListOps tasks)."""
     return ([e for i, e in enumerate(pool, start=1) if i % every],
             [e for i, e in enumerate(pool, start=1) if not i % every])
+
+
+def require_examples(result: dict[str, list], splits: Sequence[str], why_empty) -> dict[str, list]:
+    """`result`'s `splits`, in that order; an empty one would have no accuracy (0 / 0), so it is an error, its
+    message `why_empty(split)` (the file and what leaves the split empty)."""
+    for split in splits:
+        if not result[split]:
+            raise TreenetsError(why_empty(split))
+    return {split: result[split] for split in splits}
 
 
 class ShuffledBatches:

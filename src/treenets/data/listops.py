@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from treenets.data.batching import Batch, hold_out
+from treenets.data.batching import Batch, hold_out, require_examples
 from treenets.errors import TreenetsError
 from treenets.files import json_text, read_text
 from treenets.limits import check_lines
@@ -183,13 +183,10 @@ def read_listops_splits(folder: Path, valid_every: int, max_train_length: int | 
         result["train"] = [e for e in train if max_train_length is None or len(e.tokens) <= max_train_length]
     if "test" in splits:
         result["test"] = read_listops_file(folder / SPLIT_FILES["test"])
-    for split in splits:  # an empty split has no accuracy (0 / 0)
-        if not result[split]:
-            source = SPLIT_FILES["test" if split == "test" else "train"]
-            raise TreenetsError(f"{folder / source}: no sequence left for the {split} split (every {valid_every}th "
-                                f"training sequence is held out for validation, those of more than "
-                                f"{max_train_length} tokens left out of training)")
-    return {split: result[split] for split in splits}
+    return require_examples(result, splits, lambda split: (
+        f"{folder / SPLIT_FILES['test' if split == 'test' else 'train']}: no sequence left for the {split} split "
+        f"(every {valid_every}th training sequence is held out for validation, those of more than "
+        f"{max_train_length} tokens left out of training)"))
 
 
 def listops_vocab() -> Vocab:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from treenets.data.batching import Batch, hold_out
+from treenets.data.batching import Batch, hold_out, require_examples
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import check_lines
@@ -148,15 +148,10 @@ def read_logic_splits(folder: Path, max_train_operators: int, valid_every: int,
         result["train"], result["valid"] = hold_out(pool, valid_every)
     if "test" in splits:
         result["test"] = [pair for n in range(MAX_FILE + 1) for pair in read_logic_file(folder / f"test{n}")]
-    for split in splits:  # an empty split has no accuracy (0 / 0)
-        if result[split]:
-            continue
-        if split == "test":
-            raise TreenetsError(f"{folder}: test0..test{MAX_FILE} hold no pairs")
-        raise TreenetsError(f"{folder}: train0..train{max_train_operators} hold {len(pool)} pair(s), none left for "
-                            f"the {split} split (every {valid_every}th pair is held out for validation: expected at "
-                            f"least {valid_every})")
-    return {split: result[split] for split in splits}
+    return require_examples(result, splits, lambda split: (
+        f"{folder}: test0..test{MAX_FILE} hold no pairs" if split == "test" else
+        f"{folder}: train0..train{max_train_operators} hold {len(pool)} pair(s), none left for the {split} split "
+        f"(every {valid_every}th pair is held out for validation: expected at least {valid_every})"))
 
 
 def logic_vocab() -> Vocab:
