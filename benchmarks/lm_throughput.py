@@ -38,8 +38,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from treenets.graphs import EvaluationWindows, TrainingWindows, capture_refusal
 from treenets.nn.backend import kernels, long_job, use_backend
+from treenets.nn.graphs import EvaluationWindows, TrainingWindows, capture_refusal
 from treenets.nn.precision import autocast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -118,7 +118,7 @@ def eval_step(model, tokens, targets, reference, _opt, ar_tar, precision="fp32")
 
 class Side:
     """One side of a comparison: a model run one way (`train(tokens, targets)` / `evaluate(tokens, targets)`), with a
-    name for the table. treenets under `auto` on CUDA runs its windows as CUDA graphs (`treenets.graphs`), as
+    name for the table. treenets under `auto` on CUDA runs its windows as CUDA graphs (`treenets.nn.graphs`), as
     `treenets train` and `treenets eval` do; every other side runs `train_step` / `eval_step` step by step."""
 
     def __init__(self, name, model, reference, backend="torch", precision="fp32", ar_tar=True, device="cpu"):

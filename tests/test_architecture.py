@@ -21,7 +21,7 @@ LAYERS = [
      "optim"},
     {"trees", "text"},
     {"data"},
-    {"nn", "graphs"},
+    {"nn"},
     {"config", "tasks", "predictors", "zoo"},
     {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing"},
     {"serve", "cli", "__main__", "treenets"},

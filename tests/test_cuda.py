@@ -251,7 +251,7 @@ def test_shipped_tree_lstms_predict_the_same_on_the_gpu(name):
             assert gpu.label == cpu.label and gpu.tree == cpu.tree
 
 
-# --- windows captured as CUDA graphs (treenets.graphs) ------------------------------------------------------
+# --- windows captured as CUDA graphs (treenets.nn.graphs) ------------------------------------------------------
 def _flat_window_loss(model, tokens, targets, state):
     from treenets.nn.utils import flatten_state, unflatten_state
 
@@ -267,7 +267,7 @@ def test_captured_training_windows_give_the_numbers_of_the_python_loop_in_float6
     """float64, no dropout, the state carried over windows of changing lengths (each length comes back, so it is
     replayed): the same losses and weights through the captured windows (`auto`) as through the same code run
     from Python (`compile`: the same fused steps), to float64 rounding."""
-    from treenets.graphs import TrainingWindows
+    from treenets.nn.graphs import TrainingWindows
     from treenets.nn.utils import flatten_state
 
     lengths = [6, 9, 6, 9, 6, 5, 9, 6]
@@ -362,7 +362,7 @@ def test_captured_evaluation_gives_the_perplexity_of_the_python_loop(tmp_path):
 def test_a_replay_draws_the_random_numbers_the_python_window_would():
     """The CUDA generator's stream through replays is the one of the window run from Python: the same dropout
     masks, call after call (a new mask every call), and the same generator state after."""
-    from treenets.graphs import GraphedWindows
+    from treenets.nn.graphs import GraphedWindows
 
     x = torch.randn(1000, device="cuda")
 
@@ -384,7 +384,7 @@ def test_a_window_a_graph_cannot_hold_runs_from_python_and_says_why(capsys):
     """A window that waits for the GPU (`.item()`) cannot be captured: it runs from Python from then on, the
     reason is said once, and the random generator goes on working, for windows run from Python and for those
     captured later."""
-    from treenets.graphs import GraphedWindows
+    from treenets.nn.graphs import GraphedWindows
 
     x = torch.randn(1000, device="cuda")
 

@@ -1,4 +1,4 @@
-"""Windows replayed as CUDA graphs (`treenets.graphs`), on the CPU: the capture is played by a stand-in that
+"""Windows replayed as CUDA graphs (`treenets.nn.graphs`), on the CPU: the capture is played by a stand-in that
 records nothing and replays by calling the window again on the graph's own input buffers, so that what these
 tests check is the bookkeeping around the graphs: when a key is captured, that inputs reach the buffers, that a
 failed capture falls back, and that training and evaluation through the windows give the numbers of the plain
@@ -12,8 +12,8 @@ import pytest
 import torch
 from helpers import tiny_config
 
-from treenets import graphs
 from treenets.config import build_config
+from treenets.nn import graphs
 from treenets.nn.prpn import splitmix_uniform_bits
 from treenets.train import Trainer
 

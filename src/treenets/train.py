@@ -28,12 +28,13 @@ import torch.distributed as dist
 import yaml
 from tqdm.auto import tqdm
 
-from treenets import checkpoint, graphs, optim
+from treenets import checkpoint, optim
 from treenets.config import load_config, saved_config, to_dict
 from treenets.console import note
 from treenets.devices import resolve_device, set_threads
 from treenets.errors import TreenetsError
 from treenets.files import output_folder
+from treenets.nn import graphs
 from treenets.nn.backend import set_backend
 from treenets.nn.precision import autocast, check_precision
 from treenets.nn.utils import check_fits
@@ -331,7 +332,7 @@ class Trainer:
         if scale != 1.0:
             for group, base_lr in zip(self.optimizer.param_groups, base_lrs):
                 group["lr"] = base_lr * scale
-        if self.windows is not None:  # forward, backward and clipping as one CUDA graph (treenets.graphs)
+        if self.windows is not None:  # forward, backward and clipping as one CUDA graph (treenets.nn.graphs)
             xent, norm = self.task.train_window(self.windows, batch)
             summed = xent.item() * batch.size
         else:

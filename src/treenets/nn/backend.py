@@ -13,7 +13,7 @@ Backends:
           1.6-1.9 times the PyTorch step loop's training speed on an H100 (README, Speed), for a compile time paid
           once per run (printed); the PyTorch code everywhere else (CUDA inference, where a one-off parse would
           wait for the compiler; other dtypes; no compiler). On a CUDA device `treenets train` and `eval` also
-          replay the language models' whole windows as CUDA graphs (`treenets.graphs`, under `auto` only):
+          replay the language models' whole windows as CUDA graphs (`treenets.nn.graphs`, under `auto` only):
           6.8-12 times the official code's speed on an H200 (docs/speed.md).
     torch the PyTorch code only: the specification the kernels are tested against.
     cpp   the kernels wherever they apply, built on first use in inference too, and an error when they

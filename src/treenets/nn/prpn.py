@@ -112,7 +112,7 @@ def _dropout_mask(p: float, training: bool, like: torch.Tensor):
     RNG state), then a unit is kept where its 24-bit uniform (`splitmix_uniform_bits`) is at least
     ceil(p 2^24): in the compiled kernels (several times faster than torch.rand) or in PyTorch, the same mask.
     On a GPU the seed is drawn there, a tensor from the device's generator: a window replayed as a CUDA graph
-    (`treenets.graphs`) then draws new masks at every replay, where a number from the CPU's generator would be
+    (`treenets.nn.graphs`) then draws new masks at every replay, where a number from the CPU's generator would be
     fixed at the capture."""
     if not training or not p:
         return None
@@ -245,7 +245,7 @@ def memory_gates(query: torch.Tensor, gates: torch.Tensor, previous: torch.Tenso
 def cumulative_product(x: torch.Tensor, dim: int) -> torch.Tensor:
     """`torch.cumprod(x, dim)` as a chain of products, the same values: its gradient is the chain rule's, where
     torch.cumprod's backward first asks whether any input is zero (the hard gates often are), a wait for the GPU
-    that a window captured as a CUDA graph cannot hold (`treenets.graphs`). For the few slots of a memory."""
+    that a window captured as a CUDA graph cannot hold (`treenets.nn.graphs`). For the few slots of a memory."""
     products = [x.select(dim, 0)]
     for k in range(1, x.size(dim)):
         products.append(products[-1] * x.select(dim, k))

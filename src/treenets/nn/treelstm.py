@@ -49,9 +49,9 @@ import torch
 import torch.nn as nn
 
 from treenets.errors import TreenetsError
-from treenets.graphs import GraphedWindows, capture_refusal, cuda_capture
 from treenets.nn import precision
 from treenets.nn.backend import kernels_for
+from treenets.nn.graphs import GraphedWindows, capture_refusal, cuda_capture
 from treenets.trees.parents import ParentTree
 
 
@@ -279,7 +279,7 @@ def use_levels(schedule: str):
 
 class GraphedLevels:
     """A Tree-LSTM cell's level loop over padded batches as CUDA graphs, one per padded shape, captured at a
-    shape's second batch (`treenets.graphs.GraphedWindows`, whose graphs share a memory pool): the forward, and
+    shape's second batch (`treenets.nn.graphs.GraphedWindows`, whose graphs share a memory pool): the forward, and
     in training the backward, which runs the loop again under autograd and returns the gradients of the input
     projections and the recurrent weights. Nothing passes between the two graphs but their inputs, so the
     backward needs no tensor of the forward's graph, whose memory the next batch reuses."""

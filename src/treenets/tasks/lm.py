@@ -17,7 +17,7 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.corpus import is_prepared
 from treenets.data.lm import EOS, UNK, BPTTStream, StreamColumns, Window, encode_stream, read_lm_file
-from treenets.graphs import EvaluationWindows, capture_refusal
+from treenets.nn.graphs import EvaluationWindows, capture_refusal
 from treenets.nn.lstm import LSTMConfig
 from treenets.nn.onlstm import ONLSTMConfig
 from treenets.nn.prpn import PRPNConfig
@@ -163,7 +163,7 @@ class LMTask(Task):
     def window_loss(self, model, tokens: torch.Tensor, targets: torch.Tensor, state: list[torch.Tensor]):
         """One training window [T, B] from `state` (a flat list of tensors): (loss to minimise: cross-entropy +
         AR + TAR, the mean cross-entropy, the new state as a flat list). Device work only, so that it can be
-        captured as a CUDA graph (`treenets.graphs.TrainingWindows`)."""
+        captured as a CUDA graph (`treenets.nn.graphs.TrainingWindows`)."""
         out = model(tokens, self._nested(model, state))
         logits = unwrap(model).decoder(out.output)
         loss, xent = language_model_loss(out, logits, targets, self.config.loss)
@@ -182,7 +182,7 @@ class LMTask(Task):
         return loss, xent.item() * batch.size
 
     def train_window(self, windows, batch: Window) -> tuple[torch.Tensor, torch.Tensor]:
-        """The forward and backward of `batch` through `windows` (a `treenets.graphs.TrainingWindows` made with
+        """The forward and backward of `batch` through `windows` (a `treenets.nn.graphs.TrainingWindows` made with
         `window_loss`): (the mean cross-entropy, the gradient norm before clipping), tensors on the device."""
         xent, norm, self.hidden = windows.forward_backward(batch.input, batch.target,
                                                            self._carried_state(windows.model, batch))
