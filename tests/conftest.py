@@ -41,7 +41,7 @@ def session_home(tmp_path_factory):
 
     The C++ kernels' builds stay shared, in the folder they would have without the tests: torch finds it under
     `$TORCH_EXTENSIONS_DIR`, else under the home's cache folder, which would move with every test and rebuild
-    the kernels (about a minute each) in every test that runs one. Their folder is named by everything a build
+    the kernels (about half a minute each) in every test that runs one. Their folder is named by everything a build
     depends on (`treenets.nn.backend.build_name`), so sharing it cannot change what a test sees. (CI starts
     from an empty home, `.ci/run`: there the kernels are built once, in the suite's first test that needs one.)
     """

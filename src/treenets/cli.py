@@ -479,12 +479,13 @@ def build_parser() -> argparse.ArgumentParser:
         "kernels", help="show or build the compiled C++ kernels of the CPU",
         description="Without ACTION: each kernel (onlstm, prpn, treelstm), whether it is built for this machine, "
                     "this torch installation and these sources, and its folder. `build`: build the kernels not "
-                    "built yet (about a minute each, once). Training and the evaluations over a data set (eval, "
+                    "built yet (about half a minute each, once). Training and the evaluations over a data set (eval, "
                     "parse-eval, syneval, export) build the kernels they run; a parse or a prediction uses the "
                     "built ones and runs the PyTorch code (the same numbers, to float rounding) where they are "
                     "not built, instead of waiting for a compiler.")
     kernels_actions = kernels.add_subparsers(dest="kernels_command", metavar="ACTION")
-    kernels_build = kernels_actions.add_parser("build", help="build the kernels not built yet (about a minute each)")
+    kernels_build = kernels_actions.add_parser("build",
+                                               help="build the kernels not built yet (about half a minute each)")
     kernels_build.add_argument("names", nargs="*", metavar="NAME", help="kernels to build (default: all)")
 
     serve = commands.add_parser(

@@ -262,7 +262,7 @@ def test_auto_builds_the_kernels_in_training_and_uses_built_ones_everywhere(monk
     assert kernels_for("onlstm", weight) == "module treenets_onlstm_0"  # training
     assert built == ["treenets_onlstm_0"] and backend.is_built("onlstm")
     announced = capsys.readouterr().err.splitlines()
-    assert announced[0] == ("treenets: building the onlstm CPU kernels for this machine, once: about a minute "
+    assert announced[0] == ("treenets: building the onlstm CPU kernels for this machine, once: about half a minute "
                             f"({tmp_path / 'treenets_onlstm_0'})")
     assert re.fullmatch(r"treenets: the onlstm CPU kernels built in \d+ s", announced[1]) and len(announced) == 2
     monkeypatch.setattr(backend, "_loaded", {})  # another process: finds them built
@@ -378,7 +378,7 @@ def test_two_torch_installations_build_the_kernels_once_each(tmp_path):
         done = subprocess.run([sys.executable, "-c", code, str(sources), str(expected_torch)], env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and done.stdout == "True\n", done.stderr[-2000:]
-        announced.append(["building the empty CPU kernels for this machine, once: about a minute" in done.stderr,
+        announced.append(["building the empty CPU kernels for this machine, once: about half a minute" in done.stderr,
                           "the empty CPU kernels built in" in done.stderr])
         libraries.append({path.name: path.stat().st_mtime_ns for path in extensions.glob("*/*.so")})
     assert len(libraries[0]) == 1 and len(libraries[1]) == 2 and libraries[0].items() <= libraries[1].items()

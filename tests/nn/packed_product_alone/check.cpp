@@ -1,7 +1,7 @@
 // csrc/packed_gemm.h's float32 product against the float64 product, over random shapes: every row tile of the
 // build (1 to kMaxRows rows, several tiles), a last panel of 1 to 16 columns, depths of a few or of hundreds, a bias
 // or none, rows at a stride wider than a row (as a time step of a [T, B, N] tensor), and a second product on the
-// same packing. Built with torch/extension.h beside it; prints the instructions and the worst error over its
+// same packing. Built with the stand-in ATen/ATen.h beside it; prints the instructions and the worst error over its
 // tolerance, and exits 1 if a product is off.
 #include <algorithm>
 #include <cmath>

@@ -5,8 +5,6 @@
 //
 // Layouts: pre/d_pre [B, 2*nc + 4*H] = [i~ logits | f~ logits | o | c^ | i | f]; master/probs [B, 2, nc]
 // (row 0: master input gate, row 1: master forget gate); gates [B, 4, H] = o, c^, i, f after activation.
-#include <torch/extension.h>
-
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -120,7 +118,7 @@ struct Sizes {
   int64_t B, H, nc, G;
 };
 
-Sizes sizes_of(const torch::Tensor& h, int64_t n_chunks, const char* fn, const char* name) {
+Sizes sizes_of(const at::Tensor& h, int64_t n_chunks, const char* fn, const char* name) {
   check_float(h, 2, fn, name);
   TORCH_CHECK(n_chunks > 0 && h.size(1) % n_chunks == 0, fn, ": the size of ", name, " (", h.size(1),
               ") must be a multiple of n_chunks = ", n_chunks);
@@ -135,9 +133,9 @@ Sizes sizes_of(const torch::Tensor& h, int64_t n_chunks, const char* fn, const c
 // added to x_proj in float32; the element-wise step stays in x_proj's dtype.
 // Returns hs [T, B, H], c_last [B, H], master [T, B, 2, nc], and with `keep` also what the backward needs:
 // cs [T + 1, B, H] (from c0), probs [T, B, 2, nc], gates [T, B, 4, H]; otherwise those are undefined.
-std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Tensor& w_hh, const torch::Tensor& h0,
-                                   const torch::Tensor& c0, int64_t n_chunks, bool keep,
-                                   const c10::optional<torch::Tensor>& w_low) {
+std::vector<at::Tensor> forward(const at::Tensor& x_proj, const at::Tensor& w_hh, const at::Tensor& h0,
+                                   const at::Tensor& c0, int64_t n_chunks, bool keep,
+                                   const c10::optional<at::Tensor>& w_low) {
   const char* fn = "onlstm forward";
   const auto z = sizes_of(h0, n_chunks, fn, "h0");
   check_float(x_proj, 3, fn, "x_proj");
@@ -147,18 +145,18 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
   check_low_weight(w_low, w_hh, fn);
   const int64_t T = x_proj.size(0), B = z.B, H = z.H, cs_size = H / n_chunks;
   auto opts = x_proj.options();
-  auto hs = torch::empty({T, B, H}, opts);
-  auto master = torch::empty({T, B, 2, n_chunks}, opts);
-  auto cs = torch::empty({keep ? T + 1 : 2, B, H}, opts);
-  torch::Tensor probs, gates;
+  auto hs = at::empty({T, B, H}, opts);
+  auto master = at::empty({T, B, 2, n_chunks}, opts);
+  auto cs = at::empty({keep ? T + 1 : 2, B, H}, opts);
+  at::Tensor probs, gates;
   if (keep) {
-    probs = torch::empty({T, B, 2, n_chunks}, opts);
-    gates = torch::empty({T, B, 4, H}, opts);
+    probs = at::empty({T, B, 2, n_chunks}, opts);
+    gates = at::empty({T, B, 4, H}, opts);
   }
   cs[0].copy_(c0);
   RecurrentProduct hidden(w_hh, w_low, /*transposed=*/true, T, B);  // h U^T
   const auto x_steps = x_proj.contiguous();  // the packed product reads each step's rows with unit column stride
-  torch::Tensor h = h0.contiguous(), pre = torch::empty({B, x_proj.size(2)}, opts);
+  at::Tensor h = h0.contiguous(), pre = at::empty({B, x_proj.size(2)}, opts);
   for (int64_t t = 0; t < T; ++t) {
     const int64_t prev = keep ? t : t % 2, cur = keep ? t + 1 : (t + 1) % 2;
     hidden.multiply(h, x_steps[t], pre);
@@ -173,19 +171,19 @@ std::vector<torch::Tensor> forward(const torch::Tensor& x_proj, const torch::Ten
     h = hs[t];
   }
   auto c_last = cs[keep ? T : T % 2].clone();
-  return {hs, c_last, master, keep ? cs : torch::Tensor(), probs, gates};
+  return {hs, c_last, master, keep ? cs : at::Tensor(), probs, gates};
 }
 
 // The backward of `forward` (run with keep) given the gradients of its outputs (each may be None).
 // Returns d_x_proj [T, B, G], d_w_hh [G, H], d_h0 [B, H], d_c0 [B, H]. With `w_low` the two products (the
 // gradient w.r.t. h_{t-1}, the weight gradient) run in bfloat16 as the forward's did.
-std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
-                                    const c10::optional<torch::Tensor>& d_c_last,
-                                    const c10::optional<torch::Tensor>& d_master, const torch::Tensor& w_hh,
-                                    const torch::Tensor& h0,
-                                    const torch::Tensor& hs, const torch::Tensor& cs, const torch::Tensor& master,
-                                    const torch::Tensor& probs, const torch::Tensor& gates, int64_t n_chunks,
-                                    const c10::optional<torch::Tensor>& w_low) {
+std::vector<at::Tensor> backward(const c10::optional<at::Tensor>& d_hs,
+                                    const c10::optional<at::Tensor>& d_c_last,
+                                    const c10::optional<at::Tensor>& d_master, const at::Tensor& w_hh,
+                                    const at::Tensor& h0,
+                                    const at::Tensor& hs, const at::Tensor& cs, const at::Tensor& master,
+                                    const at::Tensor& probs, const at::Tensor& gates, int64_t n_chunks,
+                                    const c10::optional<at::Tensor>& w_low) {
   const char* fn = "onlstm backward";
   const auto z = sizes_of(h0, n_chunks, fn, "h0");
   check_float(hs, 3, fn, "hs");
@@ -201,12 +199,12 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
   check_optional(d_c_last, h0, {B, H}, fn, "d_c_last");
   check_optional(d_master, h0, {T, B, 2, n_chunks}, fn, "d_master");
   auto opts = hs.options();
-  auto d_pre = torch::empty({T, B, G}, opts);
-  auto dh = torch::zeros({B, H}, opts);
-  auto dc = d_c_last.has_value() ? d_c_last->contiguous().clone() : torch::zeros({B, H}, opts);
-  auto dc_prev = torch::empty({B, H}, opts);
-  const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : torch::Tensor();
-  const auto d_master_c = d_master.has_value() ? d_master->contiguous() : torch::Tensor();
+  auto d_pre = at::empty({T, B, G}, opts);
+  auto dh = at::zeros({B, H}, opts);
+  auto dc = d_c_last.has_value() ? d_c_last->contiguous().clone() : at::zeros({B, H}, opts);
+  auto dc_prev = at::empty({B, H}, opts);
+  const auto d_hs_c = d_hs.has_value() ? d_hs->contiguous() : at::Tensor();
+  const auto d_master_c = d_master.has_value() ? d_master->contiguous() : at::Tensor();
   RecurrentProduct gradient(w_hh, w_low, /*transposed=*/false, T, B);  // d U
   for (int64_t t = T - 1; t >= 0; --t) {
     if (d_hs_c.defined()) dh.add_(d_hs_c[t]);
@@ -221,17 +219,17 @@ std::vector<torch::Tensor> backward(const c10::optional<torch::Tensor>& d_hs,
       });
     });
     std::swap(dc, dc_prev);
-    gradient.multiply(d_pre[t], torch::Tensor(), dh);  // the gradient w.r.t. h_{t-1}
+    gradient.multiply(d_pre[t], at::Tensor(), dh);  // the gradient w.r.t. h_{t-1}
   }
   // One [G, T*B] x [T*B, H] product instead of T small ones accumulated into the weight gradient.
-  auto h_prev = torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, T - 1)}).view({T * B, H});
+  auto h_prev = at::cat({h0.unsqueeze(0), hs.narrow(0, 0, T - 1)}).view({T * B, H});
   auto d_w = weight_gradient(d_pre.view({T * B, G}), h_prev, w_low.has_value());
   return {d_pre, d_w, dh, dc};
 }
 
 // Single steps, for tests against the PyTorch specification.
-void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::Tensor h, torch::Tensor c,
-                  torch::Tensor master, torch::Tensor probs, torch::Tensor gates, int64_t n_chunks) {
+void forward_step(const at::Tensor& pre, const at::Tensor& c_prev, at::Tensor h, at::Tensor c,
+                  at::Tensor master, at::Tensor probs, at::Tensor gates, int64_t n_chunks) {
   const char* fn = "onlstm forward_step";
   const auto z = sizes_of(c_prev, n_chunks, fn, "c_prev");
   const int64_t B = z.B, H = z.H;
@@ -251,10 +249,10 @@ void forward_step(const torch::Tensor& pre, const torch::Tensor& c_prev, torch::
   });
 }
 
-void backward_step(const torch::Tensor& dh, const torch::Tensor& dc, const torch::Tensor& c_prev,
-                   const torch::Tensor& c, const torch::Tensor& master, const torch::Tensor& probs,
-                   const torch::Tensor& gates, const torch::Tensor& d_master, torch::Tensor d_pre,
-                   torch::Tensor dc_prev, int64_t n_chunks) {
+void backward_step(const at::Tensor& dh, const at::Tensor& dc, const at::Tensor& c_prev,
+                   const at::Tensor& c, const at::Tensor& master, const at::Tensor& probs,
+                   const at::Tensor& gates, const at::Tensor& d_master, at::Tensor d_pre,
+                   at::Tensor dc_prev, int64_t n_chunks) {
   const char* fn = "onlstm backward_step";
   const auto z = sizes_of(dh, n_chunks, fn, "dh");
   const int64_t B = z.B, H = z.H;

@@ -17,7 +17,7 @@
 // about as much as three of torch's products of the ON-LSTM paper config.
 #pragma once
 
-#include <torch/extension.h>
+#include <ATen/ATen.h>
 
 #include <ATen/Parallel.h>
 
@@ -185,7 +185,7 @@ class Panels {
   static constexpr int64_t depth = kDepth<E>;
 
   // b = w if `transposed` is false (w [K, N]), else b = w^T (w [N, K]); w of dtype E, any strides.
-  Panels(const torch::Tensor& w, bool transposed) {
+  Panels(const at::Tensor& w, bool transposed) {
     TORCH_CHECK(usable<E>(), "PackedWeight: this build cannot multiply with a weight of this dtype");
     const auto b = transposed ? w.t() : w;
     K_ = b.size(0), N_ = b.size(1);
@@ -213,7 +213,7 @@ class Panels {
   int64_t rows() const { return K_; }
   int64_t cols() const { return N_; }
 
-  void multiply(const torch::Tensor& a, const torch::Tensor& bias, torch::Tensor& out) {
+  void multiply(const at::Tensor& a, const at::Tensor& bias, at::Tensor& out) {
     const int64_t M = a.size(0);
     TORCH_CHECK(out.size(1) <= 1 || out.stride(1) == 1, "PackedWeight.multiply: out must have unit column stride");
     TORCH_CHECK(!bias.defined() || bias.size(1) <= 1 || bias.stride(1) == 1,
@@ -253,7 +253,7 @@ class Panels {
 class PackedWeight {
  public:
   // b = w if `transposed` is false (w [K, N]), else b = w^T (w [N, K]); w float32 or bfloat16, any strides.
-  PackedWeight(const torch::Tensor& w, bool transposed)
+  PackedWeight(const at::Tensor& w, bool transposed)
       : panels_(w.scalar_type() == at::kBFloat16
                     ? Variant(std::in_place_type<packed::Panels<packed::BFloat16>>, w, transposed)
                     : Variant(std::in_place_type<packed::Panels<float>>, w, transposed)) {}
@@ -264,7 +264,7 @@ class PackedWeight {
   // out [M, N] = bias + a @ b; a [M, K] float32 (any strides), bias [M, N] float32 (or undefined: zero) and out
   // [M, N] float32 with unit column stride (their rows may be strided, as a time step of a [T, B, N] tensor).
   // Not for two threads at once: it keeps its transposed `a` between calls.
-  void multiply(const torch::Tensor& a, const torch::Tensor& bias, torch::Tensor& out) {
+  void multiply(const at::Tensor& a, const at::Tensor& bias, at::Tensor& out) {
     std::visit([&](auto& p) { p.multiply(a, bias, out); }, panels_);
   }
 

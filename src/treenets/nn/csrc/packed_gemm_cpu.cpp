@@ -2,8 +2,6 @@
 // packs b (w^T if transposed, else w; float32, or bfloat16 where the build multiplies with it), `multiply(a, bias)`
 // returns bias + a @ b (a and bias float32; with b in bfloat16, a is rounded to bfloat16 and so is the product).
 // The ON-LSTM and PRPN kernels use the same code through recurrent_product.h.
-#include <torch/extension.h>
-
 #include "common.h"
 #include "packed_gemm.h"
 
@@ -11,7 +9,7 @@ using namespace treenets;
 
 namespace {
 
-PackedWeight packed_weight(const torch::Tensor& w, bool transposed) {
+PackedWeight packed_weight(const at::Tensor& w, bool transposed) {
   const char* fn = "PackedWeight";
   TORCH_CHECK(w.defined() && w.device().is_cpu() && w.dim() == 2, fn, ": w must be a 2-D CPU tensor");
   TORCH_CHECK(w.scalar_type() == at::kFloat || w.scalar_type() == at::kBFloat16, fn,
@@ -21,15 +19,15 @@ PackedWeight packed_weight(const torch::Tensor& w, bool transposed) {
   return PackedWeight(w, transposed);
 }
 
-torch::Tensor packed_multiply(PackedWeight& packed, const torch::Tensor& a, const c10::optional<torch::Tensor>& bias) {
+at::Tensor packed_multiply(PackedWeight& packed, const at::Tensor& a, const c10::optional<at::Tensor>& bias) {
   const char* fn = "PackedWeight.multiply";
   check_float(a, 2, fn, "a");
   TORCH_CHECK(a.scalar_type() == at::kFloat, fn, ": a must be float32, got ", dtype_name(a));
   TORCH_CHECK(a.size(1) == packed.rows(), fn, ": a must have ", packed.rows(), " columns, got shape ",
               shape_text(a.sizes()));
   if (bias.has_value()) check_tensor(*bias, a, {a.size(0), packed.cols()}, false, fn, "bias");
-  auto out = torch::empty({a.size(0), packed.cols()}, a.options());
-  packed.multiply(a, bias.has_value() ? bias->contiguous() : torch::Tensor(), out);
+  auto out = at::empty({a.size(0), packed.cols()}, a.options());
+  packed.multiply(a, bias.has_value() ? bias->contiguous() : at::Tensor(), out);
   return out;
 }
 

@@ -9,8 +9,6 @@
 //
 // States are kept by absolute time: hs/cs [S + T, B, H], indices 0..S-1 the carried memory (oldest first),
 // index S + t the state of step t; so slot k of step t (the state of step t-1-k) is index S + t - 1 - k.
-#include <torch/extension.h>
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -22,7 +20,7 @@
 #include "common.h"
 #include "recurrent_product.h"
 
-using torch::Tensor;
+using at::Tensor;
 using Named = std::map<std::string, Tensor>;
 using namespace treenets;
 
@@ -174,7 +172,7 @@ KeptFeatures kept_features(const Tensor& rmask) {
   const int64_t H = rmask.size(0);
   auto index = rmask.nonzero().flatten();
   const bool compact = index.size(0) > 0 && index.size(0) < H;
-  return {compact ? index : torch::arange(H, rmask.options().dtype(torch::kLong)), compact};
+  return {compact ? index : at::arange(H, rmask.options().dtype(at::kLong)), compact};
 }
 
 // U, or its kept columns [4H, K] (also for its bfloat16 copy under mixed precision).
@@ -220,25 +218,25 @@ Named forward(const Tensor& gates_x, const Tensor& query_x, const Tensor& memory
   check_optional(q_masks, w_query_h, {steps, B, H}, fn, "q_masks");
   const auto opts = gates_x.options();
   const int64_t kept = keep ? steps : 1;  // without keep, per-step buffers are reused
-  auto hs = torch::empty({S + steps, B, H}, opts), cs = torch::empty({S + steps, B, H}, opts);
+  auto hs = at::empty({S + steps, B, H}, opts), cs = at::empty({S + steps, B, H}, opts);
   hs.narrow(0, 0, S).copy_(mem_h.flip(1).transpose(0, 1));
   cs.narrow(0, 0, S).copy_(mem_c.flip(1).transpose(0, 1));
-  auto hq = torch::empty({kept, B, H}, opts), q = torch::empty({kept, B, H}, opts);
-  auto ex = torch::empty({kept, B, S}, opts), z = torch::empty({kept, B}, opts);
-  auto amax = torch::empty({kept, B}, opts.dtype(torch::kLong));
+  auto hq = at::empty({kept, B, H}, opts), q = at::empty({kept, B, H}, opts);
+  auto ex = at::empty({kept, B, S}, opts), z = at::empty({kept, B}, opts);
+  auto amax = at::empty({kept, B}, opts.dtype(at::kLong));
   const auto features = kept_features(rmask);
   const int64_t K = features.index.size(0);
   // rhm: h~ * rmask at the K kept features
-  auto rhm = torch::empty({kept, B, K}, opts), rc = torch::empty({kept, B, H}, opts);
-  auto hh_xhat = torch::empty({kept, B, 4 * H}, opts), act = torch::empty({kept, B, 4 * H}, opts);
-  auto c_xhat = torch::empty({kept, B, H}, opts);
-  auto hh_stats = torch::empty({kept, B, 2}, opts), c_stats = torch::empty({kept, B, 2}, opts);
+  auto rhm = at::empty({kept, B, K}, opts), rc = at::empty({kept, B, H}, opts);
+  auto hh_xhat = at::empty({kept, B, 4 * H}, opts), act = at::empty({kept, B, 4 * H}, opts);
+  auto c_xhat = at::empty({kept, B, H}, opts);
+  auto hh_stats = at::empty({kept, B, 2}, opts), c_stats = at::empty({kept, B, 2}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
   RecurrentProduct query_product(w_query_h, w_query_low, /*transposed=*/true, steps, B);  // h W_qh^T
   RecurrentProduct hidden_product(kept_columns(w_hh, features), kept_columns(w_hh_low, features),
                                   /*transposed=*/true, steps, B);  // (h~ * rmask) U^T over the kept features
-  auto query = torch::empty({B, H}, opts), hidden = torch::empty({B, 4 * H}, opts);
+  auto query = at::empty({B, H}, opts), hidden = at::empty({B, 4 * H}, opts);
   AT_DISPATCH_FLOATING_TYPES(gates_x.scalar_type(), "prpn_reading_forward", [&] {
     using T = scalar_t;
     const T *GX = gates_x.data_ptr<T>(), *QX = query_x.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
@@ -347,14 +345,14 @@ std::vector<Tensor> backward(const c10::optional<Tensor>& d_hs_in, const c10::op
   const auto &c_xhat = get("c_xhat", {steps, B, H}), &c_stats = get("c_stats", {steps, B, 2});
   const auto opts = q.options();
   // The gradients of the states, completed step by step in reverse (every use of a state is a later step).
-  auto d_hs = d_hs_in.has_value() ? d_hs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
-  auto d_cs = d_cs_in.has_value() ? d_cs_in->contiguous().clone() : torch::zeros({S + steps, B, H}, opts);
-  auto d_gates_x = torch::empty({steps, B, 4 * H}, opts), d_u = torch::empty({steps, B, 4 * H}, opts);
-  auto d_query_x = torch::empty({steps, B, H}, opts);
+  auto d_hs = d_hs_in.has_value() ? d_hs_in->contiguous().clone() : at::zeros({S + steps, B, H}, opts);
+  auto d_cs = d_cs_in.has_value() ? d_cs_in->contiguous().clone() : at::zeros({S + steps, B, H}, opts);
+  auto d_gates_x = at::empty({steps, B, 4 * H}, opts), d_u = at::empty({steps, B, 4 * H}, opts);
+  auto d_query_x = at::empty({steps, B, H}, opts);
   // the sums over steps and rows of d_b_hh, d_hh_gamma, d_hh_beta (4H each), d_c_gamma, d_c_beta (H each)
   PartialSums sums(B, grain_for(H), 14 * H, opts);
-  auto d_memory_gate = torch::empty({steps, B, S}, opts);
-  auto d_rc = torch::empty({B, H}, opts), d_rhm = torch::empty({B, K}, opts), d_hq = torch::empty({B, H}, opts);
+  auto d_memory_gate = at::empty({steps, B, S}, opts);
+  auto d_rc = at::empty({B, H}, opts), d_rhm = at::empty({B, K}, opts), d_hq = at::empty({B, H}, opts);
   const auto hm = h_masks.has_value() ? h_masks->contiguous() : Tensor();
   const auto qm = q_masks.has_value() ? q_masks->contiguous() : Tensor();
   RecurrentProduct query_gradient(w_query_h, w_query_low, /*transposed=*/false, steps, B);  // d W_qh
@@ -439,7 +437,7 @@ SIMD
   // One [out, T*B] x [T*B, in] product per weight instead of T small ones accumulated.
   auto d_w_hh = weight_gradient(d_u.view({rows, 4 * H}), rhm.view({rows, K}), w_hh_low.has_value());
   if (features.compact)  // the dropped features' columns of U had no effect: their gradient is zero
-    d_w_hh = torch::zeros({4 * H, H}, opts).index_copy_(1, features.index, d_w_hh);
+    d_w_hh = at::zeros({4 * H, H}, opts).index_copy_(1, features.index, d_w_hh);
   auto d_w_query_h = weight_gradient(d_query_x.view({rows, H}), hq.view({rows, H}), w_query_low.has_value());
   const auto total = sums.total();
   const auto part = [&](int64_t from, int64_t size) { return total.narrow(0, from, size).clone(); };
@@ -469,9 +467,9 @@ std::vector<Tensor> attend_forward(const Tensor& history, const Tensor& query, c
   check_tensor(memory_gate, query, {steps, B, S}, true, fn, "memory_gate");
   check_tensor(history, query, {S + steps, B, H}, true, fn, "history");
   const auto opts = query.options();
-  auto read = torch::empty({steps, B, H}, opts), e = torch::empty({steps, B, S}, opts);
-  auto z = torch::empty({steps, B}, opts);
-  auto top = torch::empty({steps, B}, opts.dtype(torch::kLong));
+  auto read = at::empty({steps, B, H}, opts), e = at::empty({steps, B, S}, opts);
+  auto z = at::empty({steps, B}, opts);
+  auto top = at::empty({steps, B}, opts.dtype(at::kLong));
   AT_DISPATCH_FLOATING_TYPES(query.scalar_type(), "prpn_attend_forward", [&] {
     using T = scalar_t;
     const T *HS = history.data_ptr<T>(), *Q = query.data_ptr<T>(), *MG = memory_gate.data_ptr<T>();
@@ -500,8 +498,8 @@ std::vector<Tensor> attend_backward(const Tensor& d_read, const Tensor& history,
   check_tensor(e, query, {steps, B, S}, true, fn, "e");
   check_tensor(z, query, {steps, B}, true, fn, "z");
   check_long(top, {steps, B}, fn, "top");
-  auto d_history = torch::zeros_like(history), d_query = torch::empty_like(query);
-  auto d_gate = torch::empty_like(memory_gate);
+  auto d_history = at::zeros_like(history), d_query = at::empty_like(query);
+  auto d_gate = at::empty_like(memory_gate);
   const auto dr = d_read.contiguous();
   AT_DISPATCH_FLOATING_TYPES(query.scalar_type(), "prpn_attend_backward", [&] {
     using T = scalar_t;
@@ -532,8 +530,8 @@ std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor& gamma, con
   const int64_t F = x.size(-1), N = x.numel() / F;
   check_tensor(gamma, x, {F}, true, fn, "gamma");
   check_tensor(beta, x, {F}, true, fn, "beta");
-  auto xhat = x.clone(at::MemoryFormat::Contiguous), y = torch::empty_like(xhat);
-  auto stats = torch::empty({N, 2}, x.options());
+  auto xhat = x.clone(at::MemoryFormat::Contiguous), y = at::empty_like(xhat);
+  auto stats = at::empty({N, 2}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "prpn_layer_norm_forward", [&] {
     using T = scalar_t;
     const T *G = gamma.data_ptr<T>(), *BT = beta.data_ptr<T>();
@@ -562,7 +560,7 @@ std::vector<Tensor> layer_norm_backward(const Tensor& dy, const Tensor& xhat, co
   check_tensor(stats, xhat, {N, 2}, true, fn, "stats");
   check_tensor(gamma, xhat, {F}, true, fn, "gamma");
   const auto d = dy.contiguous();
-  auto dx = torch::empty_like(xhat);
+  auto dx = at::empty_like(xhat);
   PartialSums sums(N, grain_for(F), 2 * F, xhat.options());  // d_gamma, d_beta
   AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "prpn_layer_norm_backward", [&] {
     using T = scalar_t;
@@ -593,7 +591,7 @@ SIMD
 Tensor dropout_mask(const std::vector<int64_t>& shape, double p, int64_t seed, const Tensor& like) {
   check_float(like, like.dim(), "prpn dropout_mask", "like");
   TORCH_CHECK(p >= 0 && p < 1, "prpn dropout_mask: p must be in [0, 1), got ", p);
-  auto mask = torch::empty(shape, like.options());
+  auto mask = at::empty(shape, like.options());
   const int64_t n = mask.numel();
   const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));  // u >= p <=> bits >= this
   const auto bits = [seed](int64_t i) {  // splitmix64 of the counter

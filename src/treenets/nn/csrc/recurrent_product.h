@@ -3,7 +3,7 @@
 // precision, its bfloat16 copy `w_low`, and decides once how to multiply.
 #pragma once
 
-#include <torch/extension.h>
+#include <ATen/ATen.h>
 
 #include <optional>
 
@@ -20,7 +20,7 @@ namespace treenets {
 class RecurrentProduct {
  public:
   // `steps` products of `rows` rows each.
-  RecurrentProduct(const torch::Tensor& w, const c10::optional<torch::Tensor>& w_low, bool transposed,
+  RecurrentProduct(const at::Tensor& w, const c10::optional<at::Tensor>& w_low, bool transposed,
                    int64_t steps, int64_t rows) {
     const auto& weight = w_low.has_value() ? *w_low : w;
     if (packs(weight.scalar_type(), steps, rows)) {
@@ -33,13 +33,13 @@ class RecurrentProduct {
 
   // out [M, N] = bias + a b; a [M, K] in W's dtype (any strides), bias [M, N] (undefined: zero), out [M, N] with unit
   // column stride (rows of a, bias and out may be strided, as a time step of a [T, B, N] tensor).
-  void multiply(const torch::Tensor& a, const torch::Tensor& bias, torch::Tensor& out) {
+  void multiply(const at::Tensor& a, const at::Tensor& bias, at::Tensor& out) {
     if (packed_) {
       packed_->multiply(a, bias, out);
     } else if (low_) {
       if (!a_low_.defined() || a_low_.size(0) != a.size(0)) {
-        a_low_ = torch::empty({a.size(0), b_.size(0)}, b_.options());
-        product_low_ = torch::empty({a.size(0), b_.size(1)}, b_.options());
+        a_low_ = at::empty({a.size(0), b_.size(0)}, b_.options());
+        product_low_ = at::empty({a.size(0), b_.size(1)}, b_.options());
       }
       a_low_.copy_(a);
       at::mm_out(product_low_, a_low_, b_);
@@ -56,14 +56,14 @@ class RecurrentProduct {
 
  private:
   std::optional<PackedWeight> packed_;
-  torch::Tensor b_;                    // b for torch's product (W's bfloat16 copy under mixed precision)
+  at::Tensor b_;                    // b for torch's product (W's bfloat16 copy under mixed precision)
   bool low_ = false;                   // whether b_ is bfloat16
-  torch::Tensor a_low_, product_low_;  // a and the product in bfloat16, kept between calls
+  at::Tensor a_low_, product_low_;  // a and the product in bfloat16, kept between calls
 };
 
 // A weight's gradient over all steps, d^T x ([out, in], d [rows, out], x [rows, in]): one product instead of one per
 // step accumulated; in bfloat16 when the forward's products were (`low`), the result in x's dtype.
-inline torch::Tensor weight_gradient(const torch::Tensor& d, const torch::Tensor& x, bool low) {
+inline at::Tensor weight_gradient(const at::Tensor& d, const at::Tensor& x, bool low) {
   if (!low) return at::mm(d.t(), x);
   return at::mm(d.to(at::kBFloat16).t(), x.to(at::kBFloat16)).to(x.scalar_type());
 }

@@ -11,7 +11,6 @@
 // threads they ran slower than at one). The batch is instead cut into `parts` runs of whole trees, about equal
 // in nodes, which share no edge: each thread runs the whole level loop over its own part, with its own products
 // (single-threaded inside the parallel region), and writes only its part's rows. One fork and join per batch.
-#include <torch/extension.h>
 #include <ATen/ThreadLocalState.h>
 
 #include <algorithm>
@@ -20,14 +19,14 @@
 
 #include "common.h"
 
-using torch::Tensor;
+using at::Tensor;
 using TensorList = std::vector<Tensor>;
 using namespace treenets;
 
 namespace {
 
 Tensor zeros_like_rows(const Tensor& like, int64_t rows, int64_t cols) {
-  return torch::zeros({rows, cols}, like.options());
+  return at::zeros({rows, cols}, like.options());
 }
 
 // Whether an index tensor's values ascend strictly (a level's nodes and children do: each once, in order).
@@ -141,9 +140,9 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
   const auto bounds = part_bounds(tree_starts, parts, N, fn);
   const auto w_iouh_t = w_iouh.detach().t(), w_fh_t = w_fh.detach().t();  // (no graph inside the kernel)
   // Every node belongs to one level, which writes its rows: only f (absent at roots) needs zeros.
-  auto h = torch::empty({N, m}, iou_x.options()), c = torch::empty({N, m}, iou_x.options());
-  auto act = torch::empty({keep ? N : 0, 3 * m}, iou_x.options()), f_all = zeros_like_rows(iou_x, keep ? N : 0, m);
-  auto h_sum_all = torch::empty({keep ? N : 0, m}, iou_x.options());
+  auto h = at::empty({N, m}, iou_x.options()), c = at::empty({N, m}, iou_x.options());
+  auto act = at::empty({keep ? N : 0, 3 * m}, iou_x.options()), f_all = zeros_like_rows(iou_x, keep ? N : 0, m);
+  auto h_sum_all = at::empty({keep ? N : 0, m}, iou_x.options());
   AT_DISPATCH_FLOATING_TYPES(iou_x.scalar_type(), "childsum_forward", [&] {
     using T = scalar_t;
     for_each_part(bounds, [&](int64_t lo, int64_t hi) {
@@ -160,7 +159,7 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
         auto h_sum = zeros_like_rows(iou_x, n, m), fc = zeros_like_rows(iou_x, n, m);
         T *hs = h_sum.data_ptr<T>(), *fcp = fc.data_ptr<T>();
         if (e > 0) {
-          auto pre_f = torch::mm(h.index_select(0, child[l].slice(0, e0, e1)), w_fh_t);  // U_f h_k [e, m]
+          auto pre_f = at::mm(h.index_select(0, child[l].slice(0, e0, e1)), w_fh_t);  // U_f h_k [e, m]
           const T* pf = pre_f.data_ptr<T>();
           if (!keep) f_edges.resize(e * m);
           const int64_t *ch = child[l].data_ptr<int64_t>() + e0, *sl = slot[l].data_ptr<int64_t>() + e0;
@@ -178,7 +177,7 @@ TensorList childsum_forward(const Tensor& iou_x, const Tensor& f_x, const Tensor
         }
         // U h~ [n, 3m] (b added below); the leaves (every node of the first level) have h~ = 0 and skip the
         // product: in a batch of dependency trees they are about half of the nodes.
-        auto iou = e > 0 ? torch::mm(h_sum, w_iouh_t) : zeros_like_rows(iou_x, n, 3 * m);
+        auto iou = e > 0 ? at::mm(h_sum, w_iouh_t) : zeros_like_rows(iou_x, n, 3 * m);
         const T* pi = iou.data_ptr<T>();
         for (int64_t j = 0; j < n; ++j) {
           const T *p = pi + j * 3 * m, *px = IX + nd[j] * 3 * m;
@@ -240,7 +239,7 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
         const auto [e0, e1] = range_of(child[l], lo, hi);
         const int64_t n = n1 - n0, e = e1 - e0;
         const int64_t* nd = nodes[l].data_ptr<int64_t>() + n0;
-        auto d_pre = torch::empty({n, 3 * m}, h.options()), dc_level = torch::empty({n, m}, h.options());
+        auto d_pre = at::empty({n, 3 * m}, h.options()), dc_level = at::empty({n, m}, h.options());
         T *dp = d_pre.data_ptr<T>(), *dcl = dc_level.data_ptr<T>();
         for (int64_t j = 0; j < n; ++j) {
           const T *a = A + nd[j] * 3 * m, *cj = C + nd[j] * m, *dhj = DH + nd[j] * m, *dcj = DC + nd[j] * m;
@@ -257,7 +256,7 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
         }
         if (e == 0) continue;
         const int64_t *ch = child[l].data_ptr<int64_t>() + e0, *sl = slot[l].data_ptr<int64_t>() + e0;
-        auto d_f_pre = torch::empty({e, m}, h.options());
+        auto d_f_pre = at::empty({e, m}, h.options());
         T* dfp = d_f_pre.data_ptr<T>();
         for (int64_t k = 0; k < e; ++k) {  // c = ... + sum_k f_k c_k
           const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
@@ -270,7 +269,7 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
           }
         }
         // iou = W x + U h~ + b and f_k = s(W_f x + U_f h_k + b_f): the children's dh.
-        auto d_h_sum = torch::mm(d_pre, w_iouh_d), d_h_f = torch::mm(d_f_pre, w_fh_d);
+        auto d_h_sum = at::mm(d_pre, w_iouh_d), d_h_f = at::mm(d_f_pre, w_fh_d);
         const T *dhs = d_h_sum.data_ptr<T>(), *dhf = d_h_f.data_ptr<T>();
         for (int64_t k = 0; k < e; ++k) {
           const T *from_sum = dhs + (sl[k] - n0) * m, *from_f = dhf + k * m;
@@ -285,8 +284,8 @@ TensorList childsum_backward(const c10::optional<Tensor>& grad_h, const c10::opt
   auto has_parent = (parent >= 0).nonzero().squeeze(1);
   auto d_f_edges = d_f.index_select(0, has_parent);
   auto d_f_x = zeros_like_rows(h, N, m).index_add_(0, parent.index_select(0, has_parent), d_f_edges);
-  return {d_iou, d_f_x, torch::mm(d_iou.t(), h_sum_all), d_iou.sum(0),
-          torch::mm(d_f_edges.t(), h.index_select(0, has_parent)), d_f_edges.sum(0)};
+  return {d_iou, d_f_x, at::mm(d_iou.t(), h_sum_all), d_iou.sum(0),
+          at::mm(d_f_edges.t(), h.index_select(0, has_parent)), d_f_edges.sum(0)};
 }
 
 // N-ary: x_iou [N, 3m] (W x + b for i, o, u), x_f [N, m] (W_f x); u_w [(3+K)m, K m], u_b [(3+K)m].
@@ -332,7 +331,7 @@ TensorList nary_forward(const Tensor& x_iou, const Tensor& x_f, const Tensor& u_
         }
         // sum_l U^l h_jl + b, for i, o, u and the K forget gates; a level without children (the leaves) has
         // only b, and skips the product
-        auto pre = e > 0 ? torch::addmm(u_b_d, kids_h, u_t) : u_b_d.expand({n, G}).contiguous();
+        auto pre = e > 0 ? at::addmm(u_b_d, kids_h, u_t) : u_b_d.expand({n, G}).contiguous();
         const T* pp = pre.data_ptr<T>();
         for (int64_t j = 0; j < n; ++j) {
           const T *p = pp + j * G, *xi = XI + nd[j] * 3 * m, *xf = XF + nd[j] * m, *kcj = kc + j * K * m;
@@ -398,8 +397,8 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
         const int64_t* nd = nodes[l].data_ptr<int64_t>() + n0;
         const int64_t *ch = child[l].data_ptr<int64_t>() + e0, *sl = slot[l].data_ptr<int64_t>() + e0;
         const int64_t* od = order[l].data_ptr<int64_t>() + e0;
-        auto kids_c = zeros_like_rows(c, n, K * m), d_pre = torch::empty({n, G}, c.options());
-        auto dc_level = torch::empty({n, m}, c.options());
+        auto kids_c = zeros_like_rows(c, n, K * m), d_pre = at::empty({n, G}, c.options());
+        auto dc_level = at::empty({n, m}, c.options());
         T *kc = kids_c.data_ptr<T>(), *dp = d_pre.data_ptr<T>(), *dcl = dc_level.data_ptr<T>();
         for (int64_t k = 0; k < e; ++k) {
           const int64_t j = parent_row(sl[k], n0, n, ch[k], l, fn);
@@ -427,7 +426,7 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
           std::copy_n(d, G, DP + nd[j] * G);
         }
         if (e == 0) continue;
-        auto d_kids_h = torch::mm(d_pre, u_w_d);  // [n, K m]: the children's dh through all the gates
+        auto d_kids_h = at::mm(d_pre, u_w_d);  // [n, K m]: the children's dh through all the gates
         const T* dkh = d_kids_h.data_ptr<T>();
         for (int64_t k = 0; k < e; ++k) {
           const int64_t j = sl[k] - n0;
@@ -444,7 +443,7 @@ TensorList nary_backward(const c10::optional<Tensor>& grad_h, const c10::optiona
     });
   });
   auto d_x_f = d_pre_all.narrow(1, 3 * m, K * m).view({N, K, m}).sum(1);
-  return {d_pre_all.narrow(1, 0, 3 * m).contiguous(), d_x_f, torch::mm(d_pre_all.t(), kids_all),
+  return {d_pre_all.narrow(1, 0, 3 * m).contiguous(), d_x_f, at::mm(d_pre_all.t(), kids_all),
           d_pre_all.sum(0)};
 }
 

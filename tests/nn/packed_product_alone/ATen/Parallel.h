@@ -1,2 +1,2 @@
-// (torch/extension.h here has at::parallel_for.)
+// (ATen/ATen.h here has at::parallel_for.)
 #pragma once

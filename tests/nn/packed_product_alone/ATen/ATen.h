@@ -82,9 +82,5 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
 }
 }  // namespace at
 
-namespace torch {
-using at::Tensor;
-}
-
 #define TORCH_CHECK(condition, ...) \
   if (!(condition)) throw std::runtime_error("check failed: " #condition)
