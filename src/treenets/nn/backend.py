@@ -4,17 +4,17 @@ Backends:
     auto  (default) the compiled C++ kernels exactly where they apply: tensors on the CPU, float32 or float64, and a C++
           compiler to build them. Built kernels are always used. Kernels not built yet (for this machine, torch
           installation and sources) are built where they pay off: in training, when autograd records through them
-          (1.6-1.9 times the PyTorch code's training speed), in a `long_job` (the evaluations over a data set: `treenets
-          eval`, `parse-eval`, `syneval`, `export`), or when asked (`treenets kernels build`: `build_kernels`); a build
-          takes about half a minute per kernel (17-30 s on a 2-core AMD EPYC), announced on stderr. A parse or
-          prediction of sentences (`parse`, `predict`, `serve`, the predictors' methods) runs the PyTorch code until
-          then instead of waiting for a compiler: it answers at once. On a CUDA device in training (autograd recording)
-          the language models' steps fused by `torch.compile`, as under `compile`, where Triton is installed: 1.6-1.9
-          times the PyTorch step loop's training speed on an H100 (README, Speed), for a compile time paid once per run
-          (printed); the PyTorch code everywhere else (CUDA inference, where a one-off parse would wait for the
-          compiler; other dtypes; no compiler). On a CUDA device `treenets train` and `eval` also replay the language
-          models' whole windows as CUDA graphs (`treenets.nn.graphs`, under `auto` only): 6.8-12 times the official
-          code's speed on an H200 (docs/speed.md).
+          (1.6-1.9 times the PyTorch code's training speed), in a `long_job` (the evaluations over a data set:
+          `treenets eval`, `parse-eval`, `syneval`, `export`), or when asked (`treenets kernels build`:
+          `build_kernels`); a build takes about half a minute per kernel (17-30 s on a 2-core AMD EPYC), announced on
+          stderr. A parse or prediction of sentences (`parse`, `predict`, `serve`, the predictors' methods) runs the
+          PyTorch code until then instead of waiting for a compiler: it answers at once. On a CUDA device in training
+          (autograd recording) the language models' steps fused by `torch.compile`, as under `compile`, where Triton is
+          installed: 1.6-1.9 times the PyTorch step loop's training speed on an H100 (README, Speed), for a compile time
+          paid once per run (printed); the PyTorch code everywhere else (CUDA inference, where a one-off parse would
+          wait for the compiler; other dtypes; no compiler). On a CUDA device `treenets train` and `eval` also replay
+          the language models' whole windows as CUDA graphs (`treenets.nn.graphs`, under `auto` only): 6.8-12 times the
+          official code's speed on an H200 (docs/speed.md).
     torch the PyTorch code only: the specification the kernels are tested against.
     cpp   the kernels wherever they apply, built on first use in inference too, and an error when they
           cannot be built (instead of falling back silently); tensors the kernels do not take (CUDA, other
