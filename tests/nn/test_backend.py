@@ -305,6 +305,17 @@ def test_a_build_killed_on_the_way_does_not_block_later_builds(tmp_path, monkeyp
     assert seen == {"stale lock": False, "excluded": True}
 
 
+def test_the_kernels_include_aten_not_the_whole_cpp_frontend():
+    """`torch/extension.h` (or `torch/torch.h`) brings autograd, nn, optim and serialisation, which the kernels
+    never use: parsing it took 21 s of each build on a 2-core machine, half of a first command's wait."""
+    includes = {path.name: re.findall(r"^#include [<\"]([^>\"]+)[>\"]", path.read_text(), re.M)
+                for path in sorted(backend._SOURCES.iterdir()) if path.suffix in (".h", ".cpp")}
+    assert "common.h" in includes and len(includes) >= 4
+    torch_headers = {name: [h for h in found if h.startswith("torch/")] for name, found in includes.items()}
+    assert {name: found for name, found in torch_headers.items() if found} == {
+        "common.h": ["torch/csrc/utils/pybind.h"]}  # torch's pybind11 casters of tensors, and nothing else
+
+
 def test_two_checkouts_of_the_same_sources_share_one_kernel_build(tmp_path):
     """Two copies of the package (a pip install and a source checkout, or two checkouts) loading the kernels in
     turns: before, torch's loader counted the sources' paths in the build's version, so each switch rebuilt
