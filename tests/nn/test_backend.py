@@ -307,7 +307,7 @@ def test_a_build_killed_on_the_way_does_not_block_later_builds(tmp_path, monkeyp
 
 def test_the_kernels_include_aten_not_the_whole_cpp_frontend():
     """`torch/extension.h` (or `torch/torch.h`) brings autograd, nn, optim and serialisation, which the kernels
-    never use: parsing it took 21 s of each build on a 2-core machine, half of a first command's wait."""
+    never use: parsing it alone took 21 s of each 27-41 s build on a 2-core machine."""
     includes = {path.name: re.findall(r"^#include [<\"]([^>\"]+)[>\"]", path.read_text(), re.M)
                 for path in sorted(backend._SOURCES.iterdir()) if path.suffix in (".h", ".cpp")}
     assert "common.h" in includes and len(includes) >= 4
