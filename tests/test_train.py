@@ -335,7 +335,7 @@ def test_resume_refuses_training_data_of_other_words(tmp_path, corpus, capsys):
     assert main(["train", "--resume", str(tmp_path / "run" / "last.pt"), "--set", f"data.path={other}",
                  "--set", "train.epochs=2", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "has 2 word(s) that the checkpoint's vocabulary of 45 lacks ('zebra', 'yak')" in err
+    assert "has 2 word(s) ('zebra', 'yak') that the checkpoint's vocabulary of 45 lacks" in err
 
 
 def test_resume_writes_a_missing_best_pt_again_or_says_it_is_lost(tmp_path, corpus, capsys):
@@ -396,3 +396,66 @@ def test_a_run_folder_deleted_while_training_is_made_again(tmp_path, corpus):
     shutil.rmtree(tmp_path / "run")
     log.write({"event": "train", "step": 2, "epoch": 1, "loss": 1.0})  # before: FileNotFoundError, the run lost
     assert json.loads((tmp_path / "run" / "metrics.jsonl").read_text())["step"] == 2
+
+
+def test_init_starts_a_new_run_from_a_trained_models_weights_and_vocabulary(tmp_path, corpus, capsys):
+    # A model folder as `treenets export` writes it (the zoo's form), from a run of one epoch: the new run's
+    # model holds its weights, keeps its vocabulary, and starts its optimizer and counters afresh.
+    from treenets import zoo
+    from treenets.cli import main
+
+    config = _finished_run(tmp_path, corpus)
+    assert main(["export", str(tmp_path / "run" / "best.pt"), str(tmp_path / "folder")]) == 0
+    start = zoo.read_folder(tmp_path / "folder")
+    trainer = Trainer(build_config(tiny_config(corpus)), tmp_path / "again", init=tmp_path / "folder",
+                      progress=False, log=lambda *_: None)
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(tensor, start["model"][name]), name
+    assert trainer.task.vocab.words == start["vocab"]
+    assert trainer.state.step == 0 and trainer.state.best is None and not trainer.optimizer.state_dict()["state"]
+    assert trainer.state.initialized_from == str(tmp_path / "folder")
+    trainer.close()
+
+    # Through the command line: the trained model's validation at the start, not a fresh model's; its card
+    # names the model it started from.
+    fresh = checkpoint.load(tmp_path / "run" / "best.pt")["trainer"]["best"]
+    capsys.readouterr()
+    assert main(["train", str(config), "--init", str(tmp_path / "folder"), "--out", str(tmp_path / "more"),
+                 "--set", "train.epochs=1", "--set", "optim.lr=0.0001", "--no-progress"]) == 0
+    assert f"starting from the weights of {tmp_path / 'folder'}" in capsys.readouterr().err
+    more = checkpoint.load(tmp_path / "more" / "best.pt")["trainer"]
+    assert more["best"] == pytest.approx(fresh, rel=0.01)  # a tiny learning rate: the weights barely move
+    assert main(["export", str(tmp_path / "more" / "best.pt"), str(tmp_path / "card")]) == 0
+    training = json.loads((tmp_path / "card" / "metrics.json").read_text())["training"]
+    assert training["initialized_from"] == str(tmp_path / "folder") and training["steps"] == more["step"]
+
+
+def test_init_refuses_another_task_another_size_or_a_resume(tmp_path, corpus, capsys):
+    from treenets.cli import main
+
+    config = _finished_run(tmp_path, corpus)
+    best = str(tmp_path / "run" / "best.pt")
+    capsys.readouterr()
+    assert main(["train", str(config), "--init", best, "--resume", best, "--no-progress"]) == 2
+    assert "--init starts a new run from a model's weights, --resume goes on with a run" in capsys.readouterr().err
+    assert main(["train", str(config), "--init", best, "--out", str(tmp_path / "b"), "--set", "model.hidden_size=16",
+                 "--no-progress"]) == 2
+    assert "the model expects" in capsys.readouterr().err
+    assert main(["train", "treelstm-logic", "--init", best, "--out", str(tmp_path / "c"), "--no-progress"]) == 2
+    assert f"{best}: a model of task 'lm'; --init needs one of the config's task 'logic'" in capsys.readouterr().err
+
+
+def test_init_says_which_words_its_vocabulary_lacks(tmp_path, corpus, capsys):
+    from helpers import write_corpus
+
+    from treenets.cli import main
+
+    config = _finished_run(tmp_path, corpus)
+    other = write_corpus(tmp_path / "other")
+    for name in other.iterdir():
+        name.write_text(name.read_text().replace("cat", "zebra"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--init", str(tmp_path / "run" / "best.pt"), "--out", str(tmp_path / "b"),
+                 "--set", f"data.path={other}", "--max-steps", "1", "--no-progress"]) == 0
+    assert f"has 1 word(s) ('zebra') that the vocabulary of {tmp_path / 'run' / 'best.pt'} (45 words, kept with its " \
+           "weights) lacks; they are read as <unk>" in capsys.readouterr().err

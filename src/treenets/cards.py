@@ -109,11 +109,14 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
 
 
 def training_info(checkpoint_path: Path, saved: dict) -> dict:
-    """What a run's checkpoints say about its training: steps, epochs and time (from `last.pt` beside it)."""
+    """What a run's checkpoints say about its training: the model it started from (`train --init`), steps, epochs
+    and time (from `last.pt` beside it)."""
     from treenets import checkpoint
 
     info = {}
     if "trainer" in saved:
+        if saved["trainer"].get("initialized_from"):
+            info.update(initialized_from=saved["trainer"]["initialized_from"])
         info.update(best_step=saved["trainer"]["step"])
     last = Path(checkpoint_path).with_name("last.pt")
     if last.is_file():

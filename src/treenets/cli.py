@@ -197,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>)")
     train.add_argument("--resume", nargs="?", const="", metavar="CHECKPOINT",
                        help="continue from a last.pt (default: <run folder>/last.pt)")
+    train.add_argument("--init", metavar="MODEL",
+                       help="start from the weights and vocabulary of a trained model (a checkpoint, a model folder "
+                            "or a zoo name), with a fresh optimizer and counters: fine-tuning, or more epochs "
+                            "for a shipped model")
     train.add_argument("--overwrite", action="store_true",
                        help="start from scratch even if the run folder already holds a checkpoint")
     train.add_argument("--max-steps", type=positive_int, metavar="N",
@@ -517,7 +521,7 @@ def _cmd_train(args) -> int:
         if option is not None:
             overrides.append(f"{key}={option}")
     return run_training(args.config, overrides, args.out, args.resume, args.overwrite, args.data,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, init=args.init)
 
 
 def _cmd_eval(args) -> int:

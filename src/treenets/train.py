@@ -73,6 +73,7 @@ class TrainerState:
     history: list = field(default_factory=list)  # end-of-epoch validation losses (the NT-ASGD trigger)
     train_seconds: float = 0.0  # training time over all runs of this training
     epochs_without_better: int = 0  # end-of-epoch validations since the best one (`train.patience`)
+    initialized_from: str | None = None  # the trained model whose weights this run started from (`--init`)
 
 
 @dataclass
@@ -96,13 +97,14 @@ def _fingerprint(model: torch.nn.Module) -> str:
 
 
 class Trainer:
-    """Train `config` into `out_dir`; `resume` is a `last.pt` to continue from (or None).
+    """Train `config` into `out_dir`; `resume` is a `last.pt` to continue from (or None); `init` is a trained model
+    (a checkpoint, a model folder or a zoo name) whose weights and vocabulary a fresh run starts from (or None).
 
     Under `torchrun` (environment variable `WORLD_SIZE` > 1) every process runs this same loop on its share
     of each batch, and DistributedDataParallel averages the gradients.
     """
 
-    def __init__(self, config, out_dir, root=None, resume=None, progress=True, log=note):
+    def __init__(self, config, out_dir, root=None, resume=None, progress=True, log=note, init=None):
         self.config, self.out_dir, self.log = config, Path(out_dir), log
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
@@ -124,15 +126,20 @@ class Trainer:
         saved = checkpoint.load(resume, task=config.task) if resume else None
         if saved is not None and saved.get("kind") != "train-state":
             raise TreenetsError(f"{resume}: holds model weights only; resume needs a last.pt train state")
-        vocab = Vocab(saved["vocab"]) if saved else None
+        start = _initial_weights(init, config) if init else None
+        vocab = Vocab((saved or start)["vocab"]) if saved or start else None
         if saved is not None:
             _check_same_words(config, vocab, root, resume)
+        elif start is not None:
+            _warn_unknown_words(config, vocab, root, init, log)
         self.task = make_task(config, vocab, root, device, self.rank, self.world)
         config = self.config = self.task.config  # with what the data says of itself (a corpus's normaliser)
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         check_fits(lambda: self.task.build_net(config, len(self.task.vocab)), "config")
         self.model = self.task.build_model().to(device)
-        self.state = TrainerState(optimizer=config.optim.name)
+        if start is not None:
+            checkpoint.load_weights(self.model, start["model"], init)
+        self.state = TrainerState(optimizer=config.optim.name, initialized_from=str(init) if init else None)
         self.optimizer = optim.make_optimizer(config.optim, self.model, self.state.optimizer)
         self.scheduler = self._make_scheduler()
         torch.manual_seed(config.train.seed + self.rank)  # different dropout masks in every process
@@ -473,17 +480,46 @@ class Trainer:
         window.update(loss=0.0, units=0, start=time.monotonic())
 
 
+def _missing_words(config, vocab: Vocab, root) -> str:
+    """The words of the training data of `config` that `vocab` lacks: `""` when none, else how many and which
+    (the first five)."""
+    fresh = make_task(config, None, root, splits=("train",)).vocab
+    missing = [word for word in fresh.words if word not in vocab]
+    shown = ", ".join(repr(word) for word in missing[:5]) + (", ..." if len(missing) > 5 else "")
+    return f"{len(missing):,} word(s) ({shown})" if missing else ""
+
+
 def _check_same_words(config, vocab: Vocab, root, resume) -> None:
     """An error when the training data of `config` holds words the vocabulary of the checkpoint `resume` lacks:
     the data changed since the checkpoint was written, and resuming would read those words as `<unk>`."""
-    fresh = make_task(config, None, root, splits=("train",)).vocab
-    missing = [word for word in fresh.words if word not in vocab]
+    missing = _missing_words(config, vocab, root)
     if missing:
-        shown = ", ".join(repr(word) for word in missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise TreenetsError(f"{resume}: the training data ({config.data.path}) has {len(missing):,} word(s) that the "
-                            f"checkpoint's vocabulary of {len(vocab):,} lacks ({shown})"
-                            ": it is not the data the run was trained on, and resuming would read them as <unk>; "
-                            "point data.path at that data, or start a new run (--overwrite, or another --out)")
+        raise TreenetsError(f"{resume}: the training data ({config.data.path}) has {missing} that the checkpoint's "
+                            f"vocabulary of {len(vocab):,} lacks: it is not the data the run was trained on, and "
+                            "resuming would read them as <unk>; point data.path at that data, or start a new run "
+                            "(--overwrite, or another --out)")
+
+
+def _initial_weights(init, config) -> dict:
+    """The contents (`config`, `vocab`, `model`) of the trained model `init` a run starts from; an error when it
+    was trained for another task."""
+    from treenets import zoo
+
+    start = zoo.read(init)
+    task = start["config"].get("task") if isinstance(start.get("config"), dict) else None
+    if task != config.task:
+        raise TreenetsError(f"{init}: a model of task {task!r}; --init needs one of the config's task "
+                            f"{config.task!r}")
+    return start
+
+
+def _warn_unknown_words(config, vocab: Vocab, root, init, log) -> None:
+    """Say which words of the training data the vocabulary of `init`, kept with its weights, lacks: the run reads
+    them as <unk>."""
+    missing = _missing_words(config, vocab, root)
+    if missing:
+        log(f"warning: the training data ({config.data.path}) has {missing} that the vocabulary of {init} "
+            f"({len(vocab):,} words, kept with its weights) lacks; they are read as <unk>")
 
 
 @contextlib.contextmanager
@@ -518,14 +554,18 @@ def run_folder_lock(out: Path):
 
 def run_training(config_file: str | None = None, overrides: tuple[str, ...] | list[str] = (),
                  out: str | Path | None = None, resume: str | None = None, overwrite: bool = False, root=None,
-                 progress: bool = True) -> int:
+                 progress: bool = True, init: str | Path | None = None) -> int:
     """`treenets train`: train the model of the YAML file `config_file` with `overrides` (`KEY=VALUE`), or go on
     with the run of the checkpoint `resume` under its saved config, in the run folder `out` (default:
     `runs/<config name>`, or the checkpoint's folder), and print where its files are. `resume` `""` means
-    `out/last.pt`; `overwrite` starts a folder that holds a run afresh; `root` is the data root. Returns the exit
-    code (`TrainResult.exit_code`)."""
+    `out/last.pt`; `overwrite` starts a folder that holds a run afresh; `root` is the data root; `init`, a trained
+    model (checkpoint, model folder or zoo name), gives a new run its first weights and vocabulary (the optimizer
+    and counters start afresh). Returns the exit code (`TrainResult.exit_code`)."""
     if config_file is None and not resume:
         raise TreenetsError("train: give a CONFIG file, or --resume CHECKPOINT")
+    if init is not None and resume is not None:
+        raise TreenetsError("train: --init starts a new run from a model's weights, --resume goes on with a run; "
+                            "give one of them")
     if config_file is not None:
         config = load_config(config_file, list(overrides))
         out = Path(out or Path("runs") / Path(config_file).stem)
@@ -534,13 +574,13 @@ def run_training(config_file: str | None = None, overrides: tuple[str, ...] | li
         out = Path(out or Path(resume).parent)
     check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
     with run_folder_lock(output_folder(out, "--out")):
-        return _train_in(out, config, resume, overwrite, root, progress)
+        return _train_in(out, config, resume, overwrite, root, progress, init)
 
 
-def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool) -> int:
+def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool, init) -> int:
     """`run_training` in the locked run folder `out`."""
     resume = prepare_run_folder(out, resume, overwrite)
-    trainer = Trainer(config, out, root=root, resume=resume, progress=progress)
+    trainer = Trainer(config, out, root=root, resume=resume, progress=progress, init=init)
     if trainer.is_main:
         words = len(trainer.task.vocab)
         params = sum(p.numel() for p in trainer.model.parameters())
@@ -548,6 +588,8 @@ def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool) 
               f"{words:,}, device {trainer.device}, {trainer.world} process(es), run folder {out}")
         if resume:
             note(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
+        if init:
+            note(f"starting from the weights of {init}")
     result = trainer.run()
     trainer.close()
     if trainer.is_main:
