@@ -429,6 +429,13 @@ def test_init_starts_a_new_run_from_a_trained_models_weights_and_vocabulary(tmp_
     training = json.loads((tmp_path / "card" / "metrics.json").read_text())["training"]
     assert training["initialized_from"] == str(tmp_path / "folder") and training["steps"] == more["step"]
 
+    # Without a config: the model's own, with the overrides given.
+    assert main(["train", "--init", str(tmp_path / "folder"), "--out", str(tmp_path / "own"), "--set",
+                 "train.epochs=1", "--max-steps", "1", "--no-progress"]) == 0
+    own = checkpoint.load(tmp_path / "own" / "last.pt")
+    exported = json.loads((tmp_path / "folder" / "config.json").read_text())
+    assert own["config"]["model"] == exported["model"] and own["config"]["train"]["max_steps"] == 1
+
 
 def test_init_refuses_another_task_another_size_or_a_resume(tmp_path, corpus, capsys):
     from treenets.cli import main

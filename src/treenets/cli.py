@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "SIGINT/SIGTERM save last.pt before exiting. Runs under `torchrun --nproc_per_node=N "
                     "-m treenets train ...` with DistributedDataParallel.")
     train.add_argument("config", nargs="?", help="YAML config file or a shipped config's name (onlstm-ptb-small); "
-                                                 "optional with --resume (the saved config is used)")
+                                                 "optional with --resume or --init (the saved config is used)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config value, e.g. --set optim.lr=10 (repeatable; values are YAML)")
     train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>)")
@@ -199,8 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue from a last.pt (default: <run folder>/last.pt)")
     train.add_argument("--init", metavar="MODEL",
                        help="start from the weights and vocabulary of a trained model (a checkpoint, a model folder "
-                            "or a zoo name), with a fresh optimizer and counters: fine-tuning, or more epochs "
-                            "for a shipped model")
+                            "or a zoo name), with a fresh optimizer and counters, under CONFIG or the model's own: "
+                            "fine-tuning, or more epochs for a shipped model")
     train.add_argument("--overwrite", action="store_true",
                        help="start from scratch even if the run folder already holds a checkpoint")
     train.add_argument("--max-steps", type=positive_int, metavar="N",

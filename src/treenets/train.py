@@ -560,15 +560,22 @@ def run_training(config_file: str | None = None, overrides: tuple[str, ...] | li
     `runs/<config name>`, or the checkpoint's folder), and print where its files are. `resume` `""` means
     `out/last.pt`; `overwrite` starts a folder that holds a run afresh; `root` is the data root; `init`, a trained
     model (checkpoint, model folder or zoo name), gives a new run its first weights and vocabulary (the optimizer
-    and counters start afresh). Returns the exit code (`TrainResult.exit_code`)."""
-    if config_file is None and not resume:
-        raise TreenetsError("train: give a CONFIG file, or --resume CHECKPOINT")
+    and counters start afresh; without `config_file`, under the model's own config). Returns the exit code
+    (`TrainResult.exit_code`)."""
+    if config_file is None and not resume and init is None:
+        raise TreenetsError("train: give a CONFIG file, --resume CHECKPOINT or --init MODEL")
     if init is not None and resume is not None:
         raise TreenetsError("train: --init starts a new run from a model's weights, --resume goes on with a run; "
                             "give one of them")
     if config_file is not None:
         config = load_config(config_file, list(overrides))
         out = Path(out or Path("runs") / Path(config_file).stem)
+    elif init is not None:
+        from treenets import zoo
+
+        config = saved_config(zoo.read(init), init, list(overrides))
+        named = Path(init).parent if Path(init).is_file() else Path(init)  # runs/NAME/best.pt, a folder, a zoo name
+        out = Path(out or Path("runs") / named.name)
     else:
         config = saved_config(checkpoint.load(resume), resume, list(overrides))
         out = Path(out or Path(resume).parent)
