@@ -464,5 +464,26 @@ def test_init_says_which_words_its_vocabulary_lacks(tmp_path, corpus, capsys):
     capsys.readouterr()
     assert main(["train", str(config), "--init", str(tmp_path / "run" / "best.pt"), "--out", str(tmp_path / "b"),
                  "--set", f"data.path={other}", "--max-steps", "1", "--no-progress"]) == 0
-    assert f"has 1 word(s) ('zebra') that the vocabulary of {tmp_path / 'run' / 'best.pt'} (45 words, kept with its " \
-           "weights) lacks; they are read as <unk>" in capsys.readouterr().err
+    said = f"has 1 word(s) ('zebra') that the vocabulary of {tmp_path / 'run' / 'best.pt'} (45 words, kept with its " \
+           "weights) lacks; they are read as <unk>"
+    assert said in capsys.readouterr().err
+    # resumed, the run reads the same data through the same vocabulary: said again, not refused as other data
+    assert main(["train", "--resume", str(tmp_path / "b" / "last.pt"), "--max-steps", "2", "--no-progress"]) == 0
+    assert said in capsys.readouterr().err
+
+
+def test_init_refuses_a_model_that_is_not_there_or_its_own_folder_as_the_run_folder(tmp_path, corpus, capsys):
+    # Before the check: with --overwrite, the run folder (the model's own) was emptied before the model was read.
+    from treenets.cli import main
+
+    config = _finished_run(tmp_path, corpus)
+    run = tmp_path / "run"
+    capsys.readouterr()
+    assert main(["train", str(config), "--init", str(run / "best.pt"), "--out", str(run), "--overwrite",
+                 "--no-progress"]) == 2
+    assert f"--out {run}: the folder of {run / 'best.pt'}, which the run would write over" in capsys.readouterr().err
+    assert (run / "best.pt").is_file() and (run / "last.pt").is_file()
+    assert main(["train", str(config), "--init", str(tmp_path / "nothing"), "--out", str(tmp_path / "new"),
+                 "--no-progress"]) == 2
+    assert f"{tmp_path / 'nothing'}: no such checkpoint file or model folder" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()

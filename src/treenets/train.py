@@ -77,6 +77,36 @@ class TrainerState:
 
 
 @dataclass
+class InitialModel:
+    """A trained model a new run starts from (`train --init`): how it was named, and what it holds (`config`,
+    `vocab`, `model`, as `treenets.zoo.read` returns them)."""
+
+    ref: str
+    contents: dict
+
+    @classmethod
+    def read(cls, ref: str | Path) -> InitialModel:
+        from treenets import zoo
+
+        return cls(str(ref), zoo.read(ref))
+
+    def check(self, task: str, out: Path | None = None) -> None:
+        """An error when the model was trained for another task than `task`, or lies in the run folder `out`
+        (which the run would write over)."""
+        config = self.contents.get("config")
+        theirs = config.get("task") if isinstance(config, dict) else None
+        if theirs != task:
+            raise TreenetsError(f"{self.ref}: a model of task {theirs!r}; --init needs one of the config's task "
+                                f"{task!r}")
+        source = Path(self.ref)
+        if out is not None and source.exists():
+            folder = (source.parent if source.is_file() else source).resolve()
+            if folder == Path(out).resolve():
+                raise TreenetsError(f"--out {out}: the folder of {self.ref}, which the run would write over; give "
+                                    "the new run another --out")
+
+
+@dataclass
 class TrainResult:
     reason: str  # "finished", "converged" (train.patience), "max_steps", "max_minutes", "SIGTERM", "SIGINT"
     state: TrainerState
@@ -98,7 +128,8 @@ def _fingerprint(model: torch.nn.Module) -> str:
 
 class Trainer:
     """Train `config` into `out_dir`; `resume` is a `last.pt` to continue from (or None); `init` is a trained model
-    (a checkpoint, a model folder or a zoo name) whose weights and vocabulary a fresh run starts from (or None).
+    (a checkpoint, a model folder or a zoo name, or an `InitialModel` read already) whose weights and vocabulary a
+    fresh run starts from (or None).
 
     Under `torchrun` (environment variable `WORLD_SIZE` > 1) every process runs this same loop on its share
     of each batch, and DistributedDataParallel averages the gradients.
@@ -126,20 +157,25 @@ class Trainer:
         saved = checkpoint.load(resume, task=config.task) if resume else None
         if saved is not None and saved.get("kind") != "train-state":
             raise TreenetsError(f"{resume}: holds model weights only; resume needs a last.pt train state")
-        start = _initial_weights(init, config) if init else None
-        vocab = Vocab((saved or start)["vocab"]) if saved or start else None
-        if saved is not None:
+        start = init if init is None or isinstance(init, InitialModel) else InitialModel.read(init)
+        if start is not None:
+            start.check(config.task)
+        vocab = Vocab((saved or start.contents)["vocab"]) if saved or start else None
+        if saved is not None and not saved["trainer"].get("initialized_from"):
             _check_same_words(config, vocab, root, resume)
-        elif start is not None:
-            _warn_unknown_words(config, vocab, root, init, log)
+        elif vocab is not None:  # a run from a trained model's vocabulary reads its own data through it
+            _warn_unknown_words(config, vocab, root, (start.ref if start else saved["trainer"]["initialized_from"]),
+                                log if self.is_main else lambda *_: None)
         self.task = make_task(config, vocab, root, device, self.rank, self.world)
         config = self.config = self.task.config  # with what the data says of itself (a corpus's normaliser)
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         check_fits(lambda: self.task.build_net(config, len(self.task.vocab)), "config")
-        self.model = self.task.build_model().to(device)
+        # weights read from elsewhere replace the initial ones: no word vectors are loaded to be written over
+        build = self.task.build_model if vocab is None else lambda: self.task.build_net(config, len(vocab))
+        self.model = build().to(device)
         if start is not None:
-            checkpoint.load_weights(self.model, start["model"], init)
-        self.state = TrainerState(optimizer=config.optim.name, initialized_from=str(init) if init else None)
+            checkpoint.load_weights(self.model, start.contents["model"], start.ref)
+        self.state = TrainerState(optimizer=config.optim.name, initialized_from=start.ref if start else None)
         self.optimizer = optim.make_optimizer(config.optim, self.model, self.state.optimizer)
         self.scheduler = self._make_scheduler()
         torch.manual_seed(config.train.seed + self.rank)  # different dropout masks in every process
@@ -500,23 +536,14 @@ def _check_same_words(config, vocab: Vocab, root, resume) -> None:
                             "(--overwrite, or another --out)")
 
 
-def _initial_weights(init, config) -> dict:
-    """The contents (`config`, `vocab`, `model`) of the trained model `init` a run starts from; an error when it
-    was trained for another task."""
-    from treenets import zoo
-
-    start = zoo.read(init)
-    task = start["config"].get("task") if isinstance(start.get("config"), dict) else None
-    if task != config.task:
-        raise TreenetsError(f"{init}: a model of task {task!r}; --init needs one of the config's task "
-                            f"{config.task!r}")
-    return start
-
-
 def _warn_unknown_words(config, vocab: Vocab, root, init, log) -> None:
     """Say which words of the training data the vocabulary of `init`, kept with its weights, lacks: the run reads
     them as <unk>."""
     missing = _missing_words(config, vocab, root)
+    if missing and vocab.unk is None:
+        raise TreenetsError(f"{init}: the training data ({config.data.path}) has {missing} that the model's "
+                            f"vocabulary of {len(vocab):,} lacks, and it has no <unk> to read them as: train on data "
+                            "within its vocabulary, or a new model")
     if missing:
         log(f"warning: the training data ({config.data.path}) has {missing} that the vocabulary of {init} "
             f"({len(vocab):,} words, kept with its weights) lacks; they are read as <unk>")
@@ -567,24 +594,25 @@ def run_training(config_file: str | None = None, overrides: tuple[str, ...] | li
     if init is not None and resume is not None:
         raise TreenetsError("train: --init starts a new run from a model's weights, --resume goes on with a run; "
                             "give one of them")
+    start = InitialModel.read(init) if init is not None else None  # read and checked before the run folder
     if config_file is not None:
         config = load_config(config_file, list(overrides))
         out = Path(out or Path("runs") / Path(config_file).stem)
-    elif init is not None:
-        from treenets import zoo
-
-        config = saved_config(zoo.read(init), init, list(overrides))
-        named = Path(init).parent if Path(init).is_file() else Path(init)  # runs/NAME/best.pt, a folder, a zoo name
-        out = Path(out or Path("runs") / named.name)
+    elif start is not None:
+        config = saved_config(start.contents, init, list(overrides))
+        named = Path(init).resolve().parent if Path(init).is_file() else Path(init)  # runs/X/best.pt, folder, zoo
+        out = Path(out or Path("runs") / f"{named.name}-init")
     else:
         config = saved_config(checkpoint.load(resume), resume, list(overrides))
         out = Path(out or Path(resume).parent)
+    if start is not None:
+        start.check(config.task, out)
     check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
     with run_folder_lock(output_folder(out, "--out")):
-        return _train_in(out, config, resume, overwrite, root, progress, init)
+        return _train_in(out, config, resume, overwrite, root, progress, start)
 
 
-def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool, init) -> int:
+def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool, init: InitialModel | None) -> int:
     """`run_training` in the locked run folder `out`."""
     resume = prepare_run_folder(out, resume, overwrite)
     trainer = Trainer(config, out, root=root, resume=resume, progress=progress, init=init)
@@ -596,7 +624,7 @@ def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool, 
         if resume:
             note(f"resuming from {resume} at step {trainer.state.step} (epoch {trainer.state.epoch})")
         if init:
-            note(f"starting from the weights of {init}")
+            note(f"starting from the weights of {init.ref}")
     result = trainer.run()
     trainer.close()
     if trainer.is_main:
