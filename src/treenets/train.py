@@ -171,7 +171,7 @@ class Trainer:
         torch.manual_seed(config.train.seed)  # identical initial weights in every process
         check_fits(lambda: self.task.build_net(config, len(self.task.vocab)), "config")
         # weights read from elsewhere replace the initial ones: no word vectors are loaded to be written over
-        build = self.task.build_model if vocab is None else lambda: self.task.build_net(config, len(vocab))
+        build = self.task.build_model if vocab is None else lambda: self.task.build_net(config, len(self.task.vocab))
         self.model = build().to(device)
         if start is not None:
             checkpoint.load_weights(self.model, start.contents["model"], start.ref)
