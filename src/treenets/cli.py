@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "optional with --resume or --init (the saved config is used)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config value, e.g. --set optim.lr=10 (repeatable; values are YAML)")
-    train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>)")
+    train.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>; with --init and no "
+                                                    "config, runs/<model>-init)")
     train.add_argument("--resume", nargs="?", const="", metavar="CHECKPOINT",
                        help="continue from a last.pt (default: <run folder>/last.pt)")
     train.add_argument("--init", metavar="MODEL",
