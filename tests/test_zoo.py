@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ import treenets
 from treenets import cards, folders, zoo
 from treenets.cli import main
 from treenets.config import build_config
-from treenets.data import sha256_of
+from treenets.data import fetch, sha256_of
 from treenets.errors import TreenetsError
 from treenets.predictors import LanguageModel, RelatednessPredictor
 
@@ -86,6 +89,37 @@ def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monke
     with pytest.raises(TreenetsError, match=r"vocab.txt: does not match the zoo's sha256.*`treenets models download "
                                             r"tiny-lm` replaces"):
         LanguageModel.load("tiny-lm")
+
+
+def test_two_processes_that_need_a_model_at_once_install_it_once(tiny_run, tmp_path, monkeypatch):
+    """The ranks of a torchrun (threads here: an `flock` taken through two opens keeps them apart as it keeps
+    processes) all locate the model on their first use; one downloads it, the others wait and find it."""
+    release = tmp_path / "release"
+    assert main(["export", str(tiny_run / "best.pt"), str(release / "tiny-lm")]) == 0
+    known = _registry_of(release / "tiny-lm", tmp_path, release.as_uri())
+    monkeypatch.setattr(zoo, "registry", lambda: known)
+    monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
+    fetched = []
+
+    def slow_fetch(url, *args):
+        fetched.append(url)
+        time.sleep(0.1)  # long enough for the other rank to find the model not yet installed
+        return fetch(url, *args)
+
+    monkeypatch.setattr(zoo, "fetch", slow_fetch)
+    start, logs = threading.Barrier(2), [[], []]
+
+    def rank(i):
+        start.wait()
+        return zoo.locate("tiny-lm", log=logs[i].append)
+
+    with ThreadPoolExecutor(2) as pool:
+        folders_found = list(pool.map(rank, [0, 1]))
+    assert folders_found == [tmp_path / "cache" / "tiny-lm"] * 2
+    assert sorted(fetched) == sorted(set(fetched)) and len(fetched) == len(zoo.FILES)  # each file once
+    assert sorted(len(log) for log in logs) == [1, len(zoo.FILES)]
+    assert "waiting for another process installing tiny-lm" in sum(logs, [])
 
 
 def test_a_name_without_files_or_url_says_where_it_looked(tiny_run, tmp_path, monkeypatch):

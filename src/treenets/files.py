@@ -7,12 +7,30 @@ prints one line instead of an `OSError` or `UnicodeDecodeError` traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 from pathlib import Path
 
 from treenets.errors import TreenetsError
+
+
+@contextlib.contextmanager
+def held_lock(path: Path, on_wait=None):
+    """Hold an exclusive `flock` on the file `path` (created if missing) while the block runs, after any other
+    process holding it lets go; `on_wait()` is called first when one does. The system releases the lock when its
+    holder dies, so a killed process never leaves it held (unlike a lock file that is created and removed)."""
+    import fcntl  # POSIX
+
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # released when the file is closed
 
 
 def read_text(path: str | os.PathLike, expected: str) -> str:

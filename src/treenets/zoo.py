@@ -20,6 +20,7 @@ known. Every file is checked against its sha256 before it is used. `print_models
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -32,7 +33,7 @@ from treenets import checkpoint, folders
 from treenets.console import note
 from treenets.data import fetch, mirror_url, sha256_of
 from treenets.errors import TreenetsError
-from treenets.files import json_text
+from treenets.files import held_lock, json_text
 from treenets.runlog import format_figure
 
 MODELS_URL_ENV = "TREENETS_MODELS_URL"
@@ -129,7 +130,8 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note) 
 
     The files are written into a temporary folder beside the model's and the folder is renamed into place once
     every file is in and verified: an interrupted or refused download leaves no folder that looks installed, and
-    a damaged copy in the cache is replaced only by a whole verified one.
+    a damaged copy in the cache is replaced only by a whole verified one. One process at a time installs a model
+    (`_installing`).
 
     Raises:
         TreenetsError: where no URL is known, or a file cannot be downloaded or fails its checks (naming it).
@@ -137,9 +139,25 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note) 
     urls = _urls(model, source)
     if urls is None:
         raise _not_installed(model)
+    with _installing(model, log):
+        return _install(model, urls, source, log)
+
+
+@contextlib.contextmanager
+def _installing(model: ZooModel, log):
+    """Hold the cache's lock of `model` while it is installed: two processes that need it at once (the ranks
+    of a torchrun, two commands started together) would otherwise each remove and rename the other's folder."""
+    folder = folders.cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with held_lock(folder / f".{model.name}.lock",
+                   on_wait=lambda: log(f"waiting for another process installing {model.name}")):
+        yield
+
+
+def _install(model: ZooModel, urls: dict[str, str], source, log) -> Path:
+    """`install` under the lock of `_installing`."""
     base = source or os.environ.get(MODELS_URL_ENV)
     target = folders.cache_dir() / model.name
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{model.name}."))
     try:
         for file, spec in model.files.items():
@@ -172,7 +190,11 @@ def locate(name: str, log=note) -> Path:
     model = known[name]
     folder = installed(model)
     if folder is None:
-        return install(model, log=log)
+        urls = _urls(model)
+        if urls is None:
+            raise _not_installed(model)
+        with _installing(model, log):  # the process it waited for may have installed it
+            folder = installed(model) or _install(model, urls, None, log)
     damage = _damage(folder, model)
     if damage:
         raise TreenetsError(f"{damage}; `treenets models download {name}` replaces a copy in the cache")

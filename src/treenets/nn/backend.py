@@ -48,6 +48,7 @@ from pathlib import Path
 import torch
 
 from treenets.errors import TreenetsError
+from treenets.files import held_lock
 from treenets.nn.precision import product_dtype
 from treenets.schema import BACKENDS
 
@@ -173,10 +174,7 @@ def _exclusive_build(folder: Path):
     An `flock` is released by the system when its holder dies, so whoever holds this one is the only treenets
     process working in the folder, and a torch `lock` it finds is stale.
     """
-    import fcntl  # POSIX, as the compiler flags are: elsewhere the kernels fail to build and the PyTorch code runs
-
-    with open(folder / "treenets.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+    with held_lock(folder / "treenets.lock"):  # POSIX, as the compiler flags are: elsewhere the PyTorch code runs
         (folder / "lock").unlink(missing_ok=True)
         yield
 
