@@ -72,13 +72,19 @@ def _registry_of(folder: Path, tmp_path: Path, url_base: str = "") -> dict:
     return zoo.registry(tmp_path / "zoo.json")
 
 
-def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monkeypatch, capsys):
+def _release_without_checkout(tiny_run: Path, tmp_path: Path, monkeypatch) -> None:
+    """The tiny run exported as the zoo's `tiny-lm`, published at a file URL, on a machine without a checkout and
+    with an empty cache in `tmp_path / "cache"`."""
     release = tmp_path / "release"
     assert main(["export", str(tiny_run / "best.pt"), str(release / "tiny-lm")]) == 0
     known = _registry_of(release / "tiny-lm", tmp_path, release.as_uri())
     monkeypatch.setattr(zoo, "registry", lambda: known)
     monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
+
+
+def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monkeypatch, capsys):
+    _release_without_checkout(tiny_run, tmp_path, monkeypatch)
     lm = LanguageModel.load("tiny-lm")
     assert (tmp_path / "cache" / "tiny-lm" / "model.safetensors").is_file()
     assert "downloading tiny-lm/model.safetensors" in capsys.readouterr().err
@@ -94,12 +100,7 @@ def test_a_name_downloads_into_the_cache_once_verified(tiny_run, tmp_path, monke
 def test_two_processes_that_need_a_model_at_once_install_it_once(tiny_run, tmp_path, monkeypatch):
     """The ranks of a torchrun (threads here: an `flock` taken through two opens keeps them apart as it keeps
     processes) all locate the model on their first use; one downloads it, the others wait and find it."""
-    release = tmp_path / "release"
-    assert main(["export", str(tiny_run / "best.pt"), str(release / "tiny-lm")]) == 0
-    known = _registry_of(release / "tiny-lm", tmp_path, release.as_uri())
-    monkeypatch.setattr(zoo, "registry", lambda: known)
-    monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(zoo, "repository_models", lambda: tmp_path / "no-checkout")
+    _release_without_checkout(tiny_run, tmp_path, monkeypatch)
     fetched = []
 
     def slow_fetch(url, *args):
