@@ -154,6 +154,15 @@ def test_two_process_ddp_keeps_replicas_equal(tmp_path, config_file):
     h0 = saved["ranks"][0]["task"]["hidden"][0]  # layer 1 h of each process
     h1 = saved["ranks"][1]["task"]["hidden"][0]
     assert h0.shape == h1.shape == (2, 12) and not torch.equal(h0, h1)
+    # A new run from those weights: every rank reads them, and all start equal.
+    again = subprocess.run([*cmd[:cmd.index("train") + 1], "--init", str(out / "best.pt"), "--out",
+                            str(tmp_path / "init"), "--max-steps", "2", "--no-progress"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-8000:]
+    assert again.stderr.count(f"starting from the weights of {out / 'best.pt'}") == 1  # said by the first rank
+    saved = checkpoint.load(tmp_path / "init" / "last.pt")
+    assert saved["trainer"]["step"] == 2 and saved["trainer"]["initialized_from"] == str(out / "best.pt")
+    assert len(set(saved["replica_fingerprints"])) == 1
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adagrad", "adam"])
