@@ -20,7 +20,7 @@ class OptimizerBase(Section):
     weight_decay: NonNegativeFloat = 1.2e-6
     decay_embeddings: bool = True  # false: no weight decay on word embeddings
     lr_plateau_factor: Annotated[float, Field(gt=0.0, lt=1.0)] | None = None  # multiply lr on a plateau
-    lr_plateau_patience: Annotated[int, Field(ge=0)] = 2  # epochs without a new best validation value
+    lr_plateau_patience: Annotated[int, Field(ge=0)] = 2  # epochs with no new best validation; one more lowers lr
     lr_plateau_on: Literal["loss", "score"] = "loss"  # the validation loss, or the task's metric (e.g. accuracy)
 
 

@@ -240,7 +240,7 @@ class Trainer:
 
     def _make_scheduler(self):
         """Learning rate x factor when validation (its loss, or the task's metric: `lr_plateau_on`) has not improved
-        for `patience` epochs (PRPN's recipe; the official ON-LSTM logic code watches accuracy)."""
+        for `patience` + 1 epochs in a row (PRPN's recipe; the official ON-LSTM logic code watches accuracy)."""
         config = self.config.optim
         if config.lr_plateau_factor is None:
             return None
