@@ -76,8 +76,12 @@ def installed(monkeypatch, tmp_path) -> Path:
 
 
 def leftovers(folder: Path) -> list[str]:
-    """Every file and folder under `folder` (temporary ones included: their names start with a dot)."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+    """Every file and folder under `folder` (temporary ones included: their names start with a dot) but the
+    models' install locks (`.NAME.lock`, empty: one removed while a process waits on it would let a third in)."""
+    found = folder.rglob("*") if folder.exists() else []
+    return sorted(str(p.relative_to(folder)) for p in found
+                  if not (p.parent == folder and p.name.startswith(".") and p.name.endswith(".lock")
+                          and p.stat().st_size == 0))
 
 
 # --- models ------------------------------------------------------------------------------------------------------
