@@ -20,7 +20,6 @@ known. Every file is checked against its sha256 before it is used. `print_models
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -124,14 +123,16 @@ def _not_installed(model: ZooModel) -> TreenetsError:
         f"a copy of treenets' models/ folder (a source checkout's, or a server's; or set ${MODELS_URL_ENV})")
 
 
-def install(model: ZooModel, source: str | os.PathLike | None = None, log=note) -> Path:
+def install(model: ZooModel, source: str | os.PathLike | None = None, log=note, if_missing: bool = False) -> Path:
     """Download `model` into the cache (`folders.cache_dir()/NAME`) from `_urls(model, source)`, each file checked
-    against its size and sha256 (`treenets.data.fetch`); its folder.
+    against its size and sha256 (`treenets.data.fetch`); its folder. With `if_missing`, only where no copy is
+    installed: the folder of the one found instead, looked for again once the lock below is held.
 
     The files are written into a temporary folder beside the model's and the folder is renamed into place once
     every file is in and verified: an interrupted or refused download leaves no folder that looks installed, and
-    a damaged copy in the cache is replaced only by a whole verified one. One process at a time installs a model
-    (`_installing`).
+    a damaged copy in the cache is replaced only by a whole verified one. One process at a time installs a model,
+    holding its lock in the cache: two that need it at once (the ranks of a torchrun, two commands started
+    together) would otherwise each remove and rename the other's folder.
 
     Raises:
         TreenetsError: where no URL is known, or a file cannot be downloaded or fails its checks (naming it).
@@ -139,40 +140,29 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note) 
     urls = _urls(model, source)
     if urls is None:
         raise _not_installed(model)
-    with _installing(model, log):
-        return _install(model, urls, source, log)
-
-
-@contextlib.contextmanager
-def _installing(model: ZooModel, log):
-    """Hold the cache's lock of `model` while it is installed: two processes that need it at once (the ranks
-    of a torchrun, two commands started together) would otherwise each remove and rename the other's folder."""
-    folder = folders.cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    with held_lock(folder / f".{model.name}.lock",
-                   on_wait=lambda: log(f"waiting for another process installing {model.name}")):
-        yield
-
-
-def _install(model: ZooModel, urls: dict[str, str], source, log) -> Path:
-    """`install` under the lock of `_installing`."""
     base = source or os.environ.get(MODELS_URL_ENV)
     target = folders.cache_dir() / model.name
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{model.name}."))
-    try:
-        for file, spec in model.files.items():
-            hint = (f"is {base} a copy of treenets' models/ folder, holding {model.name}/{file}?" if base else
-                    f"offline? install it from a copy: `treenets models download {model.name} --from DIR|URL`")
-            log(f"downloading {model.name}/{file} <- {urls[file]}")
-            fetch(urls[file], tmp / file, spec.bytes, spec.sha256, hint)
-        for path in [tmp, *tmp.iterdir()]:
-            checkpoint.usual_permissions(path)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with held_lock(target.parent / f".{model.name}.lock",
+                   on_wait=lambda: log(f"waiting for another process installing {model.name}")):
+        found = installed(model) if if_missing else None
+        if found is not None:  # by the process this one waited for
+            return found
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{model.name}."))
+        try:
+            for file, spec in model.files.items():
+                hint = (f"is {base} a copy of treenets' models/ folder, holding {model.name}/{file}?" if base else
+                        f"offline? install it from a copy: `treenets models download {model.name} --from DIR|URL`")
+                log(f"downloading {model.name}/{file} <- {urls[file]}")
+                fetch(urls[file], tmp / file, spec.bytes, spec.sha256, hint)
+            for path in [tmp, *tmp.iterdir()]:
+                checkpoint.usual_permissions(path)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
     return target
 
 
@@ -190,11 +180,7 @@ def locate(name: str, log=note) -> Path:
     model = known[name]
     folder = installed(model)
     if folder is None:
-        urls = _urls(model)
-        if urls is None:
-            raise _not_installed(model)
-        with _installing(model, log):  # the process it waited for may have installed it
-            folder = installed(model) or _install(model, urls, None, log)
+        return install(model, log=log, if_missing=True)
     damage = _damage(folder, model)
     if damage:
         raise TreenetsError(f"{damage}; `treenets models download {name}` replaces a copy in the cache")
