@@ -325,3 +325,20 @@ class ReferenceMemoryClassifier(nn.Module):
         vectors, probs = self.encoder(self.drop(self.embedding(tokens)), tokens != self.embedding.padding_idx)
         a, b = vectors.chunk(2)
         return self.mlp(torch.cat([a, b, a * b, (a - b).abs()], 1)), probs
+
+
+# --- StructFormer: the parent distributions summed span by span, as the official `compute_head` defines them ----
+def reference_parents(p_left: torch.Tensor, p_right: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """`parent[l, k] = sum_{i, j} p_left[l, i] p_right[l, j] head(i, j)[k]`, the head of span [i, j] a softmax over
+    all L positions of `logits[k]` inside the span and the official fill -1e9 outside it; diagonal 0. One span at a
+    time, [L, L] for one sentence (float64)."""
+    L = logits.numel()
+    parent = torch.zeros(L, L, dtype=torch.float64)
+    for i in range(L):
+        for j in range(L):
+            inside = torch.full((L,), -1e9, dtype=torch.float64)
+            if i <= j:
+                inside[i : j + 1] = logits[i : j + 1].double()
+            head = torch.softmax(inside, 0)
+            parent += (p_left[:, i] * p_right[:, j]).double()[:, None] * head[None, :]
+    return parent.fill_diagonal_(0.0)

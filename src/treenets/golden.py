@@ -148,6 +148,45 @@ def _ordered_memory_logic(config: dict, params: dict, inputs: dict, path: Path) 
     return outputs
 
 
+def _structformer_mlm(config: dict, params: dict, inputs: dict, path: Path) -> dict:
+    """The masked language model on the padded batch `tokens` and on `masked` (with its loss against `targets`),
+    then each sentence alone, unpadded, as the official `test_phrase_grammar.test` parses it: its distances,
+    heights, parent distributions, tree (`build_tree`) and CoNLL heads. The arrays are rounded to float32, the
+    reference's precision: the distance of each sentence's last gap is 1e9 less the margin, which float32 holds
+    to 64."""
+    from treenets.convert import structformer_from_official
+    from treenets.trees import tree_from_distances
+    from treenets.trees.dependencies import heads_from_parents
+
+    args = _arg(config, "args", path)
+    model = structformer_from_official(params, **args).double()
+    pad, vocab = args.get("pad", 0), _arg(config, "vocab", path)
+    tokens = torch.from_numpy(inputs["tokens"])
+    outputs, trees, heads = {}, [], []
+    with torch.no_grad():
+        run = model(tokens)
+        outputs["logits"] = model.output_layer(run.hidden).flatten(0, 1)
+        outputs.update(distance=run.distance, height=run.height, head=run.parent, block=run.block,
+                       cibling=run.sibling, att_mask=run.mask)
+        if "masked" in inputs:
+            masked = model.output_layer(model(torch.from_numpy(inputs["masked"])).hidden).flatten(0, 1)
+            outputs["masked_logits"] = masked
+            if "targets" in inputs:
+                outputs["masked_loss"] = torch.nn.functional.cross_entropy(
+                    masked, torch.from_numpy(inputs["targets"]).flatten(), ignore_index=pad)
+        for i, row in enumerate(tokens):
+            sentence = row[row != pad][None]
+            alone = model(sentence, alone=True)
+            distance, height, parent = alone.distance[0], alone.height[0], alone.parent[0]
+            outputs.update({f"distance_single_{i}": distance, f"height_single_{i}": height,
+                            f"head_single_{i}": parent})
+            words = [vocab[t] for t in sentence[0].tolist()]
+            trees.append(tree_from_distances(words, distance.tolist(), "after"))
+            heads.append(heads_from_parents(parent, height))
+    arrays = {name: value.float().numpy() for name, value in outputs.items()}
+    return {**arrays, "trees_single": trees, "heads_single": heads}
+
+
 def _compare_model(run: Callable, directory: Path, config: dict, config_path: Path) -> list[Comparison]:
     params = _load_npz(directory / "params.npz")
     inputs = _load_npz(directory / "inputs.npz")
@@ -239,7 +278,8 @@ def _parse_eval(directory: Path, config: dict, config_path: Path) -> list[Compar
 
 MODEL_KINDS: dict[str, Callable] = {"onlstm-lm": _onlstm_lm, "prpn-lm": _prpn_lm,
                                     "childsum-treelstm-similarity": _childsum_similarity,
-                                    "ordered-memory-logic": _ordered_memory_logic}
+                                    "ordered-memory-logic": _ordered_memory_logic,
+                                    "structformer-mlm": _structformer_mlm}
 KINDS = sorted([*MODEL_KINDS, "parse-eval"])
 
 

@@ -22,7 +22,7 @@ from treenets.predictors.slots import SlotParse, SlotParser
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
 from treenets.trees.conventions import CONVENTIONS
-from treenets.trees.draw import ascii_art, bracketed, write_svg
+from treenets.trees.draw import arc_art, ascii_art, bracketed, write_svg
 from treenets.trees.evaluation import (
     baseline_results,
     compare_systems,
@@ -50,6 +50,8 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
               "layer": parse.layer}
     if len(layers) > 1:
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
+    if parse.heads is not None:
+        record["heads"] = parse.heads  # the dependency tree: each token's head, 1-based, 0 for the root (CoNLL)
     if isinstance(parse, SlotParse):
         record.update(scored_tree=bracketed(parse.scored),
                       gold_tree=None if parse.own is None else bracketed(parse.own))  # None: a sentence as typed
@@ -140,6 +142,10 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
             if svg and levels <= MAX_TREE_DEPTH:
                 write_svg(tree, Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
                                              f"{number:04d}-layer-{row}.svg"))
+        if parse.heads is not None and not as_json:
+            print("dependencies (each arc from the head down to its dependent, v):")
+            print(arc_art(words, parse.heads))
+            print(f"    heads (CoNLL, 1-based, 0 the root): {' '.join(map(str, parse.heads))}")
         if distances and not as_json:
             for i, values in enumerate(parse.distances):
                 name = "slots" if isinstance(parse, SlotParse) else f"layer {i + 1}"

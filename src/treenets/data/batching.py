@@ -93,3 +93,51 @@ class ShuffledBatches:
     def load_state_dict(self, state: dict) -> None:
         self.order, self.position = state["order"], int(state["position"])
         self.generator.set_state(state["generator"])
+
+
+class TokenBudgetBatches:
+    """Examples in batches of about `tokens` tokens, as StructFormer's official `batchify` makes them: the examples
+    sorted by length (stably), each batch taking examples until it holds at least `tokens` tokens, so that a batch
+    pads little; every epoch reads the batches in a new random order from the object's own generator (`shuffle`),
+    and process `rank` of `world` takes every `world`-th example of each batch.
+
+    `next_rows()` returns None once at the end of each epoch. The state (order, position, generator) is part of a
+    checkpoint, so a resumed run sees the same batches.
+    """
+
+    def __init__(self, lengths: Sequence[int], tokens: int, seed: int, shuffle: bool = True, rank: int = 0,
+                 world: int = 1):
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        self.batches, batch, held = [], [], 0
+        for index in order:
+            batch.append(index)
+            held += lengths[index]
+            if held >= tokens:
+                self.batches.append(batch)
+                batch, held = [], 0
+        if batch:
+            self.batches.append(batch)
+        self.shuffle, self.rank, self.world = shuffle, rank, world
+        self.generator = torch.Generator().manual_seed(seed)
+        self.order = torch.arange(len(self.batches))
+        self.position = 0
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def next_rows(self) -> list[int] | None:
+        if self.position == 0 and self.shuffle:
+            self.order = torch.randperm(len(self.batches), generator=self.generator)
+        if self.position >= len(self.batches):
+            self.position = 0
+            return None
+        rows = self.batches[int(self.order[self.position])]
+        self.position += 1
+        return rows[self.rank :: self.world] or rows[:1]
+
+    def state_dict(self) -> dict:
+        return {"order": self.order, "position": self.position, "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.order, self.position = state["order"], int(state["position"])
+        self.generator.set_state(state["generator"])

@@ -52,17 +52,19 @@ class Parse:
     words: list[str]  # the sentence's tokens as the model read them (normalised; characters for a character model)
     distances: torch.Tensor  # [rows, words]: every row of distances
     layer: Layer  # the row the tree is built from
-    split: str  # "official" or "before" (see `treenets.trees.tree_from_distances`)
+    split: str  # "official", "before" or "after" (see `treenets.trees.tree_from_distances`)
     unknown: list[str]  # words read as <unk>
     dropped: list[Dropped] = field(default_factory=list)  # what of the text it read no word from
-    nested: list | str = field(init=False)  # the tree as nested lists of words (binary; a lone word for one)
+    # the dependency tree of a model that induces one (StructFormer): each word's head, 1-based, 0 for the root
+    heads: list[int] | None = None
+    nested: list | str = field(init=False)  # the tree as nested lists of words (a lone word for one)
 
     def __post_init__(self):
         self.nested = tree_from_distances(self.words, select_row(self.distances, self.layer).tolist(), self.split)
 
     def at(self, layer: Layer) -> Parse:
         """The same sentence's tree from another row of distances (no new forward pass)."""
-        return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped)
+        return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped, self.heads)
 
     @property
     def tree(self) -> nltk.Tree:

@@ -11,7 +11,7 @@ import numpy as np
 
 from treenets.trees.walk import fold
 
-SPLITS = ("official", "before")
+SPLITS = ("official", "before", "after")
 
 
 def tree_from_distances(words: Sequence[str], distances: Sequence[float], split: str = "official"):
@@ -23,7 +23,10 @@ def tree_from_distances(words: Sequence[str], distances: Sequence[float], split:
         split: `"official"` (the ON-LSTM/PRPN code): at the first arg-max `k`, the tree is
             `[tree(words[:k]), [words[k], tree(words[k+1:])]]` (parts dropped when empty);
             `"before"` (later work): split between `k - 1` and `k`, with `k` the arg-max over positions 1..n-1,
-            giving `[tree(words[:k]), tree(words[k:])]`.
+            giving `[tree(words[:k]), tree(words[k:])]`;
+            `"after"` (StructFormer's `build_tree`, whose distance `k` is that of the gap after word `k`): split
+            after every word `k` < n-1 of the largest distance, `[tree(words[:k+1]), tree(words[k+1:])]`, one
+            node of several parts when several gaps share it (the last word's distance is never read).
 
     Returns:
         a word (one-word sentence) or nested lists of words; `[]` for an empty sentence.
@@ -44,7 +47,12 @@ def tree_from_distances(words: Sequence[str], distances: Sequence[float], split:
         k = lo + 1 + int(np.argmax(distances[lo + 1 : hi]))
         return [range(lo, k), range(k, hi)]
 
-    return _top_down(words, official if split == "official" else before)
+    def after(lo: int, hi: int):
+        gaps = distances[lo : hi - 1]
+        ends = [lo + 1 + k for k in np.flatnonzero(gaps == gaps.max())] + [hi]
+        return [range(start, end) for start, end in zip([lo, *ends[:-1]], ends)]
+
+    return _top_down(words, {"official": official, "before": before, "after": after}[split])
 
 
 def tree_from_slots(words: Sequence[str], slots: Sequence[int]):

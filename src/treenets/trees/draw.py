@@ -131,3 +131,47 @@ def parse_figure(words, predicted, gold, distances, path: str | Path, layer_name
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def arc_art(words: list[str], heads: list[int]) -> str:
+    """A dependency tree drawn with text characters: the words along the bottom, each arc a bracket above them from
+    its head down to its dependent (`v`), shorter arcs lower, the root's line from the top (`ROOT`). `heads` are
+    CoNLL's: 1-based, 0 for the root."""
+    starts = list(itertools.accumulate((len(w) + 2 for w in words[:-1]), initial=0))
+    centre = [start + len(word) // 2 for start, word in zip(starts, words)]
+    arcs = sorted(((d, h - 1) for d, h in enumerate(heads) if h), key=lambda a: abs(centre[a[0]] - centre[a[1]]))
+    levels: list[list[tuple[int, int]]] = []  # the columns each level's arcs span, lowest level first
+    placed = []
+    for dependent, head in arcs:
+        lo, hi = sorted((centre[dependent], centre[head]))
+        level = next((k for k, taken in enumerate(levels) if all(hi < a or lo > b for a, b in taken)), len(levels))
+        if level == len(levels):
+            levels.append([])
+        levels[level].append((lo, hi))
+        placed.append((level, dependent, head))
+    rows = len(levels) + 2  # ROOT, the levels (highest first), the arrows
+    width = max(starts[-1] + len(words[-1]), max(centre) + 4) if words else 0
+    grid = [[" "] * width for _ in range(rows)]
+
+    def down(column: int, first: int) -> None:  # a vertical line from row `first` to the arrows' row
+        for row in range(first, rows - 1):
+            grid[row][column] = "+" if grid[row][column] in "-+" else "|"
+
+    for level, dependent, head in placed:
+        row = rows - 2 - level
+        lo, hi = sorted((centre[dependent], centre[head]))
+        for column in range(lo, hi + 1):
+            grid[row][column] = "+" if grid[row][column] in "|+" else "-"
+        grid[row][lo] = grid[row][hi] = "+"
+        down(centre[dependent], row + 1)
+        down(centre[head], row + 1)
+        grid[rows - 1][centre[head]] = grid[rows - 1][centre[head]] if grid[rows - 1][centre[head]] == "v" else "|"
+    for dependent, head in enumerate(heads):
+        if head == 0:
+            root = centre[dependent]
+            label = max(0, root - 2)
+            grid[0][label : label + 4] = list("ROOT")
+            down(root, 1)
+        grid[rows - 1][centre[dependent]] = "v"
+    lines = ["".join(row).rstrip() for row in grid] + ["  ".join(words)]
+    return "\n".join(line for line in lines if line)
