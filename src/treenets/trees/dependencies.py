@@ -172,7 +172,7 @@ class AttachmentScores:
 
         Args:
             predicted: the heads of the words `rule` keeps (`gold.kept(rule)`, the words a model parses), among
-                those words: 1-based, 0 for the root. Need not be a tree (an argmax over parents has cycles).
+                those words: 1-based, 0 for the root. Need not be a tree (an argmax over parents can have cycles).
             gold: all of the sentence's tokens with their tags and heads.
 
         Returns:
@@ -334,16 +334,16 @@ def conll_text(sentences: Iterable[DependencySentence]) -> str:
     Dependencies' unlabelled relations), the other columns `_`.
 
     Raises:
-        TreenetsError: naming the sentence and word when a word or tag cannot be written (empty, or holding a tab
-            or a line break).
+        TreenetsError: naming the sentence and word when a word or tag cannot be written (empty, or holding a tab,
+            a line break or a NUL, which no reader would take back).
     """
     lines = []
     for sentence in sentences:
         for i, (word, tag, head) in enumerate(zip(sentence.words, sentence.tags, sentence.heads), start=1):
             for what, value in (("word", word), ("tag", tag)):
-                if not value or "\t" in value or value.splitlines() != [value]:
+                if not value or "\t" in value or "\0" in value or value.splitlines() != [value]:
                     raise TreenetsError(f"{sentence.where}: {what} {i} ({value!r}) cannot be written as a CoNLL "
-                                        "column (expected text without tabs or line breaks)")
+                                        "column (expected text without tabs, line breaks or NULs)")
             lines.append(f"{i}\t{word}\t_\t{tag}\t{tag}\t_\t{head}\t{'root' if head == 0 else 'dep'}\t_\t_\n")
         lines.append("\n")
     return "".join(lines)
@@ -353,17 +353,21 @@ def write_conll(path: str | os.PathLike, sentences: Iterable[DependencySentence]
     """Write sentences as a CoNLL-X file (`conll_text`), whole or not at all (a temporary file renamed).
 
     Raises:
-        TreenetsError: when `path` exists and not `overwrite`, or a word cannot be written (nothing is then).
+        TreenetsError: when `path` exists and not `overwrite`, its folder cannot be written, or a word cannot be
+            written (nothing is written then).
     """
     path = Path(path)
     if path.exists() and not overwrite:
         raise TreenetsError(f"{path}: exists already (not replaced; expected a new file name)")
     text = conll_text(sentences)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
+    except OSError as exc:
+        raise TreenetsError(f"{path}: cannot write it ({exc.strerror})") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
