@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from treenets.trees import ParseScores, random_tree, sentence_prf, spans
 from treenets.trees.conventions import CONVENTIONS, ConventionScores
 from treenets.trees.metrics import node_spans, official_prf
-from treenets.trees.ptb import collapse, phrases, tree_words
+from treenets.trees.ptb import WORD_RULES, collapse, load_gold, phrases, tree_words
 from treenets.trees.walk import leaves
 
 NAMES = list(CONVENTIONS)
@@ -235,3 +235,18 @@ def test_the_official_formula_from_counts(overlap, extra_pred, extra_gold):
     pred = {(k, k + 2) for k in range(overlap + extra_pred)}
     gold = {(k, k + 2) for k in range(overlap)} | {(100 + k, 102 + k) for k in range(extra_gold)}
     assert sentence_prf(pred, gold) == official_prf(overlap, overlap + extra_pred, overlap + extra_gold)
+
+
+def test_li_et_al_drop_a_list_markers_phrase_whatever_the_tags_of_its_words(tmp_path):
+    # WSJ 22 with predicted tags (22.auto.clean, line 1089): the markers `A.` `B.` `C.` tagged JJ and NNP. Li et al.'s
+    # preprocess.py removes every subtree labelled LST; the official rule keeps words by their tags alone.
+    path = tmp_path / "list.trees"
+    path.write_text("(TOP (NP (NP (LST (JJ A.)) (JJ manual) (NNS typewriters)) (, ,) (NP (LST (NNP B.)) (JJ "
+                    "black-and-white) (NNS snapshots)) (, ,) (NP (LST (NNP C.)) (NN radio) (NN adventure) (NNS "
+                    "shows)) (. .)))\n")
+    for name in ("li", "li-punct"):
+        (sentence,) = load_gold(path, rule=WORD_RULES[name])
+        assert sentence.words[:2] == ["manual", "typewriters"] and "a." not in sentence.words
+        assert sentence.gold[0] == ["manual", "typewriters"]
+    (official,) = load_gold(path)
+    assert official.words[:3] == ["a.", "manual", "typewriters"] and len(official.words) == 10
