@@ -267,3 +267,20 @@ def test_span_lists_are_matched_by_their_words_or_read_in_the_treebanks_order(tm
                                             r"sentences; span lists without words are read as the treebank's "
                                             r"sentences in order"):
         read_predicted(str(path), sentences)
+
+
+def test_a_line_is_the_sentence_it_fits_at_the_strictest_step(tmp_path):
+    # `It rose 7 %` fits its own sentence exactly and the other at the `numbers` step (a number is any number): it is
+    # its own, in any order, and so is `It rose 5 %`
+    path = tmp_path / "gold.trees"
+    path.write_text("(TOP (S (NP (PRP It)) (VP (VBD rose) (NP (CD 5) (NN %)))))\n"
+                    "(TOP (S (NP (PRP It)) (VP (VBD rose) (NP (CD 7) (NN %)))))\n")
+    sentences = load_gold(path)
+    lines = ["(X It (X rose (X 7 %)))", "(X (X It rose) (X 5 %))"]
+    predicted = read_predicted(write(tmp_path, lines), sentences)
+    assert predicted.trees == [[["It", "rose"], ["5", "%"]], ["It", ["rose", ["7", "%"]]]]
+    assert predicted.matching.sentences == {"exact": 2}
+    # Written as N, the line fits both alike: placed by the file's order, in the treebank's
+    predicted = read_predicted(write(tmp_path, [line.replace("7", "N").replace("5", "N") for line in lines]),
+                               sentences)
+    assert predicted.trees == [["It", ["rose", ["N", "%"]]], [["It", "rose"], ["N", "%"]]]

@@ -330,11 +330,9 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
                                              words_rule))
 
     def fits_or_differs(k: int, candidates: dict, i: int) -> bool:
-        """Whether line k fits sentence i, or fits no sentence but has as many words."""
-        words = reading(k, labelled)[0]
-        if i in candidates or gold.fit(words, [keys(w) for w in words], i) is not None:
-            return True
-        return not candidates and len(words) == len(sentences[i].words)
+        """Whether sentence i is one line k fits at its strictest step, or the line fits none but has as many
+        words."""
+        return i in candidates or not candidates and len(reading(k, labelled)[0]) == len(sentences[i].words)
 
     by_order = len(kept) == len(present) and all(map(fits_or_differs, kept, entries, present))
     if by_order:
@@ -353,7 +351,7 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
         unplaced = [kept[k] for k in unplaced_entries]
     for k, i in placement.items():
         words, candidates = reading(k, labelled)
-        fit = candidates.get(i) or gold.fit(words, [keys(w) for w in words], i)
+        fit = candidates.get(i)
         tree = lines[k].build(labelled, words)
         if fit is None:  # placed by the file's order, words that differ
             matching.sentences["order"] += 1
