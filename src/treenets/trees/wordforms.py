@@ -21,6 +21,7 @@ loosest step any of its words needed.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -54,6 +55,7 @@ def _numbers(word: str) -> str:
     return _ZEROS.sub("0", _SEPARATOR.sub("", word))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a treebank's words repeat, and every line's are looked up
 def keys(word: str) -> tuple[str, str, str, str, str]:
     """The forms of `word` under each step but `unknown`, each step's normalisation applied to the last's (so
     that words one at a step are one at every later step): `keys("-LRB-")` starts `("-LRB-", "-lrb-", "(",
