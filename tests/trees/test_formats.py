@@ -19,8 +19,8 @@ def read(lines: list, fmt: str = "auto"):
 def test_bracketed_trees_are_detected_and_read_with_labels_or_without():
     fmt, lines = read(["(X (X the) (X cat))", "", "((a b) c)"])
     assert fmt == "bracketed" and [line.number for line in lines] == [1, 3]
-    assert lines[0].words(True) == ["the", "cat"] and lines[0].build(True, []) == ["the", "cat"]
-    assert lines[1].words(False) == ["a", "b", "c"] and lines[1].build(False, []) == [["a", "b"], "c"]
+    assert lines[0].words(True) == ["the", "cat"] and lines[0].build(True, [], "f") == ["the", "cat"]
+    assert lines[1].words(False) == ["a", "b", "c"] and lines[1].build(False, [], "f") == [["a", "b"], "c"]
 
 
 def test_diora_json_lines_are_detected_and_read():
@@ -30,22 +30,22 @@ def test_diora_json_lines_are_detected_and_read():
                        {"tree": [["x"], ["y", "z"]]}])  # a list of one word is that word
     assert fmt == "jsonl"
     assert lines[0].name == "ptb-3" and lines[0].words(True) == ["the", "cat", "sat", "on", "the", "mat"]
-    assert lines[0].build(True, []) == [["the", "cat"], ["sat", ["on", ["the", "mat"]]]]
-    assert lines[1].name == "7" and lines[1].build(True, []) == [["the", "cat"], "sat"]  # a bracketed string
-    assert lines[2].build(True, []) == [["a", "b"], "c"] and lines[2].name == ""
-    assert lines[3].build(True, []) == ["x", ["y", "z"]]
+    assert lines[0].build(True, [], "f") == [["the", "cat"], ["sat", ["on", ["the", "mat"]]]]
+    assert lines[1].name == "7" and lines[1].build(True, [], "f") == [["the", "cat"], "sat"]  # a bracketed string
+    assert lines[2].build(True, [], "f") == [["a", "b"], "c"] and lines[2].name == ""
+    assert lines[3].build(True, [], "f") == ["x", ["y", "z"]]
     assert lines[0].where("sys.txt") == "sys.txt:1 (example ptb-3)"
 
 
 def test_span_lists_are_detected_with_their_words_or_without():
     fmt, lines = read([[[0, 3], [1, 3]], [[0, 2]]])
     assert fmt == "spans" and lines[0].spans == [(0, 3), (1, 3)] and lines[0].words(True) is None
-    assert lines[0].build(True, ["a", "b", "c"]) == ["a", ["b", "c"]]
+    assert lines[0].build(True, ["a", "b", "c"], "f") == ["a", ["b", "c"]]
     fmt, lines = read([{"words": ["a", "b", "c"], "spans": [[0, 3], [0, 2]]},
                        {"sentence": "x y", "spans": []}, {"tokens": ["z"], "spans": [[0, 1]], "example_id": "z1"}])
     assert fmt == "spans" and lines[0].words(True) == ["a", "b", "c"]
-    assert lines[0].build(True, lines[0].given) == [["a", "b"], "c"]
-    assert lines[1].build(True, lines[1].given) == ["x", "y"] and lines[2].build(True, ["z"]) == "z"
+    assert lines[0].build(True, lines[0].given, "f") == [["a", "b"], "c"]
+    assert lines[1].build(True, lines[1].given, "f") == ["x", "y"] and lines[2].build(True, ["z"], "f") == "z"
     # An empty list says nothing: the next line does
     assert read([[], [[0, 2]]])[0] == "spans"
     with pytest.raises(TreenetsError, match="sys.txt:1: empty list in the tree"):  # JSON lines of trees

@@ -262,6 +262,12 @@ def test_span_lists_are_matched_by_their_words_or_read_in_the_treebanks_order(tm
     predicted = read_predicted(str(path), sentences)
     assert predicted.trees[0] == ["the", "cat", "sat", "on", ["the", "mat"]] and predicted.trees[3] == "yes"
     assert predicted.matching.sentences == {"treebank": 6}
+    path.write_text("[[0, 9]]\n" + "[]\n" * 5)
+    with pytest.raises(TreenetsError, match=r"spans.jsonl:1: span \[0, 9\] lies outside the sentence of 6 words"):
+        read_predicted(str(path), sentences)
+    path.write_text('[[0, 2]]\n{"words": ["go", "home"], "spans": []}\n')
+    with pytest.raises(TreenetsError, match=r"spans.jsonl:2: the line gives its words where line 1 does not"):
+        read_predicted(str(path), sentences)
     path.write_text("[[0, 2]]\n")
     with pytest.raises(TreenetsError, match=r"spans.jsonl: 1 span lists without words, where the treebank has 6 "
                                             r"sentences; span lists without words are read as the treebank's "

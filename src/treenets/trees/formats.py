@@ -57,13 +57,14 @@ class Line:
             return leaves(self.tree)
         return self.given
 
-    def build(self, labelled: bool, words: list[str]) -> Nested:
-        """The line's tree as nested lists over its words (`words`: the treebank's, for spans without words)."""
+    def build(self, labelled: bool, words: list[str], path: str) -> Nested:
+        """The line's tree as nested lists over its words (`words`: the treebank's, for spans without words);
+        `path`, the file's, for messages."""
         if self.tokens is not None:
             return tree_of(self.tokens, labelled)
         if self.tree is not None:
             return self.tree
-        return tree_from_spans(words, self.spans, self.where(""))
+        return tree_from_spans(words, self.spans, self.where(path))
 
     def where(self, path: str) -> str:
         """`path:line` for messages, with the example id where the line has one."""

@@ -352,7 +352,7 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
     for k, i in placement.items():
         words, candidates = reading(k, labelled)
         fit = candidates.get(i)
-        tree = lines[k].build(labelled, words)
+        tree = lines[k].build(labelled, words, name)
         if fit is None:  # placed by the file's order, words that differ
             matching.sentences["order"] += 1
             matching.words["order"] += sum(match_step(w, g) is None for w, g in zip(words, sentences[i].forms))
@@ -374,7 +374,8 @@ def _in_treebank_order(name: str, lines: list[Line], sentences: list[GoldSentenc
     """Span lists without words: each line is the next sentence of the treebank."""
     given = next((line for line in lines if line.given is not None), None)
     if given is not None:
-        raise TreenetsError(f"{given.where(name)}: the line gives its words where line {lines[0].number} does not "
+        without = next(line for line in lines if line.given is None)
+        raise TreenetsError(f"{given.where(name)}: the line gives its words where line {without.number} does not "
                             "(expected every line with its words, or none: the treebank's words in order)")
     if len(lines) != len(present):
         limit = f" of at most {max_length} words" if max_length is not None else ""
@@ -385,7 +386,7 @@ def _in_treebank_order(name: str, lines: list[Line], sentences: list[GoldSentenc
     trees: list = [None] * len(sentences)
     for line, i in zip(lines, present):
         spans = [(start, end + 1) for start, end in line.spans] if inclusive else line.spans
-        trees[i] = Line(line.number, line.name, spans=spans).build(False, sentences[i].words)
+        trees[i] = Line(line.number, line.name, spans=spans).build(False, sentences[i].words, name)
     matching.sentences["treebank"] = len(present)
     return PredictedTrees(name, trees, [], len(lines), 0, matching)
 
