@@ -192,6 +192,9 @@ def test_lines_that_fit_several_sentences_are_placed_by_the_files_order(tmp_path
     # Numbers written as N make two sentences one: the file's order settles it, or nothing does
     assert read_predicted(write(tmp_path, [rose.replace("<unk>", "Prices"), "(X sales rose 7 %)"]), short).lines == 2
     assert read_predicted(write(tmp_path, ["(X sales rose N N)"]), short).trees[3] is not None  # one fits: sales
+    with pytest.raises(TreenetsError, match=r"system.txt: none of its 1 lines could be placed: each fits several "
+                                            r"sentences and the file's order does not say which \(line 1 fits 3: "):
+        read_predicted(write(tmp_path, [unk2]), short)
     # No sentence left of its length: an error, as for any line of other words
     with pytest.raises(TreenetsError, match=r":4: no sentence of the treebank without a tree yet has its words: "
                                             r"'<unk> <unk>'"):

@@ -349,6 +349,12 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
                 lines[kept[previous]].number if previous is not None else None, words_rule))
         placement = {kept[k]: i for k, i in placed.sentence_of.items()}
         unplaced = [kept[k] for k in unplaced_entries]
+        if not placement and unplaced:
+            fits = reading(unplaced[0], labelled)[1]
+            raise TreenetsError(f"{name}: none of its {len(unplaced):,} lines could be placed: each fits several "
+                                f"sentences and the file's order does not say which (line {lines[unplaced[0]].number}"
+                                f" fits {len(fits)}: {', '.join(str(sentences[i].source) for i in list(fits)[:3])}"
+                                f"{', ...' if len(fits) > 3 else ''})")
     for k, i in placement.items():
         words, candidates = reading(k, labelled)
         fit = candidates.get(i)
