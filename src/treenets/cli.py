@@ -359,8 +359,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "F1 between runs (self-F1). With two systems or more: the paired bootstrap of each pair and "
                     "their agreement.")
     parse_eval.add_argument("checkpoints", nargs="+", metavar="SYSTEM",
-                            help="language models (" + MODEL_HELP + "), or files of another parser's trees: one "
-                                 "bracketed tree a line, with labels or without ((X (X a) (X b)), ((a b) c))")
+                            help="language models (" + MODEL_HELP + "), or files of another parser's trees (- for "
+                                 "standard input): one bracketed tree a line, with labels or without ((X (X a) (X "
+                                 "b)), ((a b) c)), JSON lines of trees (DIORA's) or of span lists; matched with the "
+                                 "treebank's sentences by their words, under the normalisations docs/parsing.md "
+                                 "lists (case, numbers, brackets, <unk>)")
+    parse_eval.add_argument("--format", choices=["auto", "bracketed", "jsonl", "spans"], default="auto",
+                            help="the format of the files of trees: bracketed, jsonl (JSON lines of trees: a nested "
+                                 "list of words or a bracketed string, with an example id), spans (JSON lines of "
+                                 "span lists, [[0, 5], [1, 3], ...], with the words or the treebank's in order); "
+                                 "default: detected from the file")
+    parse_eval.add_argument("--drop-punctuation", action="store_true",
+                            help="a file's trees that keep the punctuation the word rule drops: drop it from them "
+                                 "(as DIORA's evalb.py does) instead of refusing the file")
     _add_treebank(parse_eval)
     _add_conventions(parse_eval)
     parse_eval.add_argument("--layer", default="all",
@@ -370,7 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
     parse_eval.add_argument("--output", metavar="DIR",
                             help="write the trees (also in compound-pcfg's format, with the gold trees), per-sentence "
                                  "scores (JSONL), a few figures, summary.json and an HTML report (DIR/index.html: "
-                                 "tables, plots, every sentence's trees) to DIR")
+                                 "tables, plots, every sentence's trees) to DIR: a new or empty folder, or one "
+                                 "holding an earlier report (replaced)")
+    parse_eval.add_argument("--overwrite", action="store_true",
+                            help="with --output: write into a folder holding other files too (those of the names "
+                                 "written are replaced, the others kept)")
     parse_eval.add_argument("--bootstrap", type=positive_int, default=10_000, metavar="N",
                             help="samples of the paired bootstrap between systems (default: 10,000)")
     parse_eval.add_argument("--seed", type=int, default=0, help="the seed of the bootstrap's samples (default: 0)")
@@ -577,7 +592,8 @@ def _cmd_parse_eval(args) -> int:
     from treenets.parsing import evaluate_parsing
 
     evaluate_parsing(args.checkpoints, _gold_treebank(args), args.layer, args.split, args.output, args.batch_size,
-                     args.random_draws, args.device, args.data, args.convention, args.bootstrap, args.seed)
+                     args.random_draws, args.device, args.data, args.convention, args.bootstrap, args.seed,
+                     args.format, args.drop_punctuation, args.overwrite)
     return 0
 
 

@@ -90,6 +90,67 @@ def output_folder(path: str | os.PathLike, option: str) -> Path:
     return path
 
 
+# The record a command keeps in its output folder of the files it wrote there (paths relative to the folder, JSON)
+OUTPUTS_RECORD = ".treenets-outputs.json"
+
+
+def _recorded(folder: Path) -> set[str]:
+    """The files an earlier run recorded writing into `folder` (none if the record is missing or unreadable)."""
+    try:
+        written = json.loads((folder / OUTPUTS_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {name for name in written if isinstance(name, str)} if isinstance(written, list) else set()
+
+
+def report_folder(path: str | os.PathLike, option: str, overwrite: bool = False) -> Path:
+    """`path` as a folder to write a command's outputs into (`output_folder`): new, empty, or holding only files
+    that an earlier run of a command wrote there (its `OUTPUTS_RECORD` lists them; `record_outputs` replaces them);
+    with `overwrite`, any folder (its files of the names written are replaced, the others kept). Call it before
+    the work that fills it.
+
+    Raises:
+        TreenetsError: naming `option` and the first files no earlier run wrote, unless `overwrite`.
+    """
+    folder = output_folder(path, option)
+    written = _recorded(folder)
+    others = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                    if not p.is_dir() and p.name != OUTPUTS_RECORD and str(p.relative_to(folder)) not in written)
+    if others and not overwrite:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5:,} more" if len(others) > 5 else "")
+        raise TreenetsError(f"{option} {folder}: holds files that no earlier report of treenets wrote ({shown}); "
+                            "name a new or empty folder, or add --overwrite to write over the files of the names it "
+                            "writes (the others are kept)")
+    return folder
+
+
+def record_outputs(folder: Path, files: list[Path]) -> None:
+    """Record `files` (under `folder`) as what this run wrote, and remove what an earlier run recorded that this
+    one did not write again (its outputs, which would otherwise pass for this run's)."""
+    names = sorted({str(Path(f).relative_to(folder)) for f in files})
+    inside = folder.resolve()
+    for stale in _recorded(folder) - set(names):
+        target = folder / stale
+        if inside in target.resolve().parents:  # (a record edited by hand names nothing outside the folder)
+            with contextlib.suppress(OSError):
+                target.unlink()
+    write_text_atomic(folder / OUTPUTS_RECORD, json.dumps(names, indent=0) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write `text` (UTF-8) to `path` through a temporary file in its folder, renamed over it: a reader sees the
+    old file or the new one, never half of one. Returns `path`."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return path
+
+
 def output_file(path: str | os.PathLike, option: str, suffixes: tuple[str, ...] = ()) -> Path:
     """`path` as a file to write, its folder created if needed; call it before the work that fills it.
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import torch
 
+from treenets.console import note
 from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
-from treenets.files import json_text, output_folder, read_sentences
+from treenets.files import json_text, output_folder, read_sentences, record_outputs, report_folder, write_text_atomic
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.predictors.base import Predictor
 from treenets.predictors.lm import LanguageModel, Layer, Parse
@@ -37,7 +38,8 @@ from treenets.trees.evaluation import (
     system_summary,
     write_outputs,
 )
-from treenets.trees.predicted import PredictedTrees
+from treenets.trees.formats import FORMATS
+from treenets.trees.predicted import STDIN, PredictedTrees
 from treenets.trees.walk import depth
 
 
@@ -162,19 +164,30 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
 
 
 def is_tree_file(ref: str) -> bool:
-    """Whether a system given to `parse-eval` is a file of bracketed trees (a text file whose first character,
-    white space aside, is `(`) rather than a model (a checkpoint, a model folder or a zoo name)."""
+    """Whether a system given to `parse-eval` is a file of trees (`-`, standard input, or a text file whose first
+    character, white space aside, is `(`, `[` or `{`: bracketed trees or JSON lines) rather than a model (a
+    checkpoint, a model folder or a zoo name)."""
+    if ref == STDIN:
+        return True
     path = Path(ref)
     if not path.is_file():
         return False
     with open(path, "rb") as fh:
-        return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"(")
+        return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"(", b"[", b"{")
 
 
-def _file_note(predicted: PredictedTrees, sentences: list, max_length: int | None) -> str:
-    """A file's count of the gold sentences it has a tree for, of those it lacks (the first named), and of its
+def _file_notes(predicted: PredictedTrees, sentences: list, max_length: int | None) -> list[str]:
+    """What was read of a file: its format, how its lines matched the sentences (`Matching.summary`), the lines
+    that could not be placed, the gold sentences it has a tree for and those it lacks (the first named), and its
     lines skipped for their length."""
-    total, missing = sum(1 for s in sentences if s.words), predicted.missing
+    total, missing, matching = sum(1 for s in sentences if s.words), predicted.missing, predicted.matching
+    notes = [f"{predicted.path}: {FORMATS[matching.format]}; {matching.summary()}"]
+    if matching.unplaced:
+        lines = [f"line {number} ({len(fits)} sentences: {', '.join(fits[:3])}{', ...' if len(fits) > 3 else ''})"
+                 for number, fits in list(matching.unplaced.items())[:5]]
+        notes.append(f"{predicted.path}: {len(matching.unplaced):,} lines fit several sentences and could not be "
+                     f"placed by the file's order, not scored: {'; '.join(lines)}"
+                     f"{'; ...' if len(matching.unplaced) > 5 else ''}")
     note = f"{predicted.path}: trees for {total - len(missing):,} of {total:,} sentences"
     if missing:
         first = sentences[missing[0]]
@@ -182,32 +195,43 @@ def _file_note(predicted: PredictedTrees, sentences: list, max_length: int | Non
                  f"{' '.join(first.words)[:80]!r})")
     if predicted.longer:
         note += f"; {predicted.longer:,} lines of more than {max_length} words skipped"
-    return note
+    return notes + [note]
 
 
 def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all", split: str = "official",
                      output: str | None = None, batch_size: int = 64, random_draws: int = 5, device="cpu",
-                     root=None, conventions: list[str] = ("official",), draws: int = 10_000, seed: int = 0) -> None:
+                     root=None, conventions: list[str] = ("official",), draws: int = 10_000, seed: int = 0,
+                     fmt: str = "auto", drop_punctuation: bool = False, overwrite: bool = False) -> None:
     """`treenets parse-eval`: score the trees of each system of `refs` against `treebank`, beside the baselines
     (`random_draws` random trees averaged), under `conventions` (`treenets.trees.conventions`; the first is the
     one systems are compared under), and print the table. A system is a file of bracketed trees (another parser's:
     `treenets.trees.predicted`), or a language model, whose trees are induced from the distances of `layer`
     (`all`: each layer and the mean; `split` where spans split). With several models, their mean, spread and
     self-F1; with two systems or more, the systems side by side (a model's default layer): the paired bootstrap
-    (`draws` samples, `seed`) of every pair and their agreement. With `output`, the trees (also in compound-pcfg's
-    format), per-sentence scores, figures, `summary.json` and an HTML report in that folder."""
+    (`draws` samples, `seed`) of every pair and their agreement. A file (`-`: standard input) is read in format
+    `fmt` (`treenets.trees.formats`; `auto`: detected), its punctuation dropped from its trees with
+    `drop_punctuation`; what was matched how is said on stderr. With `output`, the trees (also in compound-pcfg's
+    format), per-sentence scores, figures, `summary.json` and an HTML report in that folder, which must be new,
+    empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
     conventions = list(conventions)
+    if refs.count(STDIN) > 1:
+        raise TreenetsError("parse-eval: standard input (-) given more than once")
     if output:
-        output_folder(output, "--output")
+        report_folder(output, "--output", overwrite)
     path, sentences = treebank.read(root)
     nodes = gold_nodes(sentences)
-    results, compared, distances, notes, figure_layer = [], [], {}, [], None
+    results, compared, distances, notes, figure_layer, matched = [], [], {}, [], None, {}
     for ref in refs:
         if is_tree_file(ref):
-            result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit)
+            result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit, fmt,
+                                              drop_punctuation)
             results.append(result)
             compared.append(result)
-            notes.append(_file_note(predicted, sentences, treebank.length_limit))
+            matched[id(result)] = predicted.matching.record()
+            file_notes = _file_notes(predicted, sentences, treebank.length_limit)
+            for line in file_notes[:-1]:  # how it was read, on stderr; what was scored, with the table
+                note(line)
+            notes.append(file_notes[-1])
             continue
         lm = LanguageModel.load(ref, device=device)
         figure_layer = figure_layer or str(lm.default_layer)
@@ -218,7 +242,8 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
         distances[ref] = model_distances
         notes.append(f"{ref}: {counts['unknown']} of {counts['words']} words not in the vocabulary (read as <unk>)")
     rows = [{"model": r.source, "layer": r.layer, "kind": "model" if r.layer else "file",
-             **system_summary(r, nodes, conventions)} for r in results]
+             **system_summary(r, nodes, conventions), **({"matching": matched[id(r)]} if id(r) in matched else {})}
+            for r in results]
     rows += [{"model": name, "layer": "", "kind": "baseline", **summary}
              for name, summary in evaluate_baselines(sentences, random_draws, conventions=conventions).items()]
     table = [(row["model"], row["layer"], row) for row in rows]
@@ -237,15 +262,17 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
             for line in comparison_lines(comparison):
                 print(line)
     if output:
-        figures = write_outputs(Path(output), sentences, results, distances, figure_layer)
+        figures, written = write_outputs(Path(output), sentences, results, distances, figure_layer)
         document = {"treebank": treebank.where(path), "words": treebank.rule.name, "split": split,
                     "conventions": [CONVENTIONS[name].record() for name in conventions], "rows": rows,
                     "multi_run": multi_run_summary(models), "comparison": comparison}
-        (Path(output) / "summary.json").write_text(json_text(document, indent=1))
+        written.append(write_text_atomic(Path(output) / "summary.json", json_text(document, indent=1)))
         section = parsing_section(f"{path}; {treebank.describe_words()}", split, treebank.length_limit, sentences,
                                   results, distances, rows, figure_layer, document["conventions"], comparison,
                                   [str(f.relative_to(output)) for f in figures])
-        print(f"report: {write_report(output, f'treenets parse-eval: {treebank.name}', parsing=section)}")
+        report = write_report(output, f"treenets parse-eval: {treebank.name}", parsing=section)
+        record_outputs(Path(output), [*written, report])
+        print(f"report: {report}")
         print(f"outputs: {output}")
 
 

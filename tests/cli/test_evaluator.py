@@ -4,8 +4,10 @@ back in compound-pcfg's format, and the report and summary.json holding all of i
 
 from __future__ import annotations
 
+import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -107,13 +109,23 @@ def test_a_file_that_does_not_align_names_the_line(files, tmp_path, capsys):
     treebank, (right, *_) = files
     lines = (tmp_path / "right.txt").read_text().splitlines()
     lines[2] = "(X (X go) (X (X home) (X later)))"
-    (tmp_path / "bad.txt").write_text("\n".join(lines) + "\n")
+    # Every sentence but the last: the file's order cannot say where the line of other words goes
+    (tmp_path / "bad.txt").write_text("\n".join(lines[:-1]) + "\n")
     code, out, err = run(capsys, "parse-eval", tmp_path / "bad.txt", "--treebank", treebank)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith(f"treenets: error: {tmp_path / 'bad.txt'}:3: no sentence of the treebank without a tree "
                           "yet has its words: 'go home later' (3 words); expected (after the tree of line 2, the "
-                          f"closest sentence without a tree): {treebank}:3 'go home now' (3 words; word 3 is 'later' "
+                          f"closest sentence without a tree): {treebank}:3 'Go home now' (3 words; word 3 is 'later' "
                           "where the treebank has 'now'); words: ptb")
+    # Every sentence, in the treebank's order, each line as long as its sentence: read in that order, and said
+    (tmp_path / "ordered.txt").write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "parse-eval", tmp_path / "ordered.txt", "--treebank", treebank)
+    assert code == 0 and f"{tmp_path / 'ordered.txt'}: trees for 7 of 7 sentences" in out
+    # (the file's words are the treebank's as scored: lower case, `N,N` for `1,000`; the first word of five
+    # sentences is capitalised in the treebank, and two of the second)
+    assert f"{tmp_path / 'ordered.txt'}: bracketed trees, one a line; 5 sentences after lower-casing, 1 after " \
+           "normalising numbers, 1 by the file's order (words that differ); words matched only by a normalisation " \
+           "or placeholder: 7 lower-cased, 1 numbers, 1 words that differ (placed by order)" in err
     (tmp_path / "broken.txt").write_text(lines[0] + "\n(X (X go) (X home)\n")
     code, _, err = run(capsys, "parse-eval", tmp_path / "broken.txt", "--treebank", treebank)
     assert code == 2 and f"{tmp_path / 'broken.txt'}:2: 1 bracket(s) never closed" in err
@@ -145,3 +157,77 @@ def test_the_report_shows_the_systems_side_by_side_without_script(files, tmp_pat
     bootstrap = summary["comparison"]["bootstrap"][0]
     assert f'<td data-col="p">{bootstrap["p"]:.4f}</td>' in html
     assert "F1 by sentence length" in html and "Recall by gold label" in html and html.count("<svg") >= 2
+
+
+def test_output_writes_over_no_file_it_did_not_write(files, tmp_path, capsys):
+    treebank, (right, balanced_file, _) = files
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "index.html").write_text("my own page")
+    (out / "notes.txt").write_text("my notes")
+    code, stdout, err = run(capsys, "parse-eval", right, "--treebank", treebank, "--output", out)
+    assert code == 2 and stdout == "" and (out / "index.html").read_text() == "my own page"
+    assert err.strip() == (f"treenets: error: --output {out}: holds files that no earlier report of treenets wrote "
+                           "(index.html, notes.txt); name a new or empty folder, or add --overwrite to write over the "
+                           "files of the names it writes (the others are kept)")
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "notes.txt"]
+    # --overwrite: the names it writes replaced, the others kept
+    assert run(capsys, "parse-eval", right, "--treebank", treebank, "--output", out, "--overwrite")[0] == 0
+    assert "treenets parse-eval" in (out / "index.html").read_text() and (out / "notes.txt").read_text() == "my notes"
+    # An earlier report's folder is written again without --overwrite: its files replaced, those it no longer
+    # writes removed (they would pass for this report's), the user's kept
+    report = tmp_path / "report"
+    assert run(capsys, "parse-eval", right, balanced_file, "--treebank", treebank, "--output", report)[0] == 0
+    assert (report / "trees-file-balanced.txt").exists()
+    assert run(capsys, "parse-eval", right, "--treebank", treebank, "--output", report)[0] == 0
+    assert not (report / "trees-file-balanced.txt").exists() and (report / "trees-file-right.txt").exists()
+    assert "file-balanced" not in (report / "compound-pcfg" / "gold.txt").read_text()
+    (report / "mine.txt").write_text("kept")
+    assert run(capsys, "parse-eval", right, "--treebank", treebank, "--output", report)[0] == 2
+    assert (report / "mine.txt").read_text() == "kept"
+
+
+def test_two_systems_of_one_file_name_get_their_own_outputs(files, tmp_path, capsys):
+    treebank, (right, balanced_file, _) = files
+    for folder, source in (("a", right), ("b", balanced_file)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "sys.txt").write_text(Path(source).read_text())
+    a, b = tmp_path / "a" / "sys.txt", tmp_path / "b" / "sys.txt"
+    assert run(capsys, "parse-eval", a, b, "--treebank", treebank, "--output", tmp_path / "out")[0] == 0
+    out = tmp_path / "out"
+    assert (out / "trees-file-a-sys.txt").read_text() != (out / "trees-file-b-sys.txt").read_text()
+    assert (out / "compound-pcfg" / "file-a-sys.txt").read_text().splitlines()[0] == \
+        preterminal_bracketed(right_branching(["the", "cat", "sat", "on", "the", "mat"]))
+    assert (out / "compound-pcfg" / "file-b-sys.txt").read_text().splitlines()[0] == \
+        preterminal_bracketed(balanced(["the", "cat", "sat", "on", "the", "mat"]))
+    record = json.loads((out / "sentences.jsonl").read_text().splitlines()[0])
+    assert set(record["models"]) == {"file-a-sys", "file-b-sys"}
+
+
+def test_formats_and_standard_input_are_named_and_counted(files, tmp_path, capsys, monkeypatch):
+    treebank, (right, *_) = files
+    sentences = load_gold(treebank)
+    diora = tmp_path / "diora.jsonl"  # DIORA's lines: the words as the treebank writes them, numbers without commas
+    diora.write_text("".join(json.dumps({"example_id": f"wsj-{k}", "tree": right_branching(
+        [form.replace(",", "") for form in s.forms])}) + "\n" for k, s in enumerate(sentences)))
+    lines = (tmp_path / "right.txt").read_text()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
+    code, out, err = run(capsys, "parse-eval", diora, "-", "--treebank", treebank, "--convention", "all",
+                         "--output", tmp_path / "out", "--bootstrap", "100")
+    assert code == 0
+    assert row(out, str(diora))[1:] == row(out, "right-branching")[1:] == row(out, "<stdin>")[1:]
+    assert f"{diora}: JSON lines of trees (DIORA's: a nested list of words or a bracketed tree, with an example " \
+           "id); 6 sentences matched exactly, 1 after normalising numbers; words matched only by a normalisation or " \
+           "placeholder: 1 numbers" in err
+    assert "<stdin>: bracketed trees, one a line; 6 sentences after lower-casing, 1 after normalising numbers; words " \
+           "matched only by a normalisation or placeholder: 8 lower-cased, 1 numbers" in err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    matching = {r["model"]: r["matching"] for r in summary["rows"] if r["kind"] == "file"}
+    assert matching[str(diora)]["sentences"] == {"exact": 6, "numbers": 1} and matching["<stdin>"]["format"] == \
+        "bracketed"
+    assert (tmp_path / "out" / "trees-file-stdin.txt").exists()
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert "Files of trees" in html and "6 sentences matched exactly, 1 after normalising numbers" in html
+    # --format says what a file is where the reader would take it for another
+    code, _, err = run(capsys, "parse-eval", diora, "--treebank", treebank, "--format", "spans")
+    assert code == 2 and f"{diora}:1: no 'spans' in the object (keys: example_id, tree)" in err

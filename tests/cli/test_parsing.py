@@ -216,7 +216,11 @@ def test_parse_eval_table_outputs_and_runs(run, tmp_path, capsys):
     records = [json.loads(line) for line in (out_dir / "sentences.jsonl").read_text().splitlines()]
     assert len(records) == 4 and records[0]["words"] == ["the", "dog", "bird", "of", "a", "fish"]
     assert records[2]["distances"][checkpoint] is None  # the empty sentence
-    assert len(list(out_dir.glob("trees-*.txt"))) == 3
+    # The checkpoint given twice: two systems, each with its own files (before, the second wrote over the first's)
+    assert sorted(path.name for path in out_dir.glob("trees-*.txt")) == sorted(
+        f"trees-run-best-layer{layer}{again}.txt" for layer in ("1", "2", "mean") for again in ("", "-2"))
+    assert set(records[0]["models"]) == {f"run-best-layer{layer}{again}" for layer in ("1", "2", "mean")
+                                         for again in ("", "-2")}
     summary = json.loads((out_dir / "summary.json").read_text())
     assert [row["model"] for row in summary["rows"]][-4:] == ["right-branching", "left-branching", "balanced",
                                                               "random (5 draws)"]

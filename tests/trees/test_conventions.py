@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from treenets.trees import ParseScores, random_tree, sentence_prf, spans
 from treenets.trees.conventions import CONVENTIONS, ConventionScores
 from treenets.trees.metrics import node_spans, official_prf
-from treenets.trees.ptb import collapse, phrases, tree_words
+from treenets.trees.ptb import WORD_RULES, collapse, load_gold, phrases, tree_words
 from treenets.trees.walk import leaves
 
 NAMES = list(CONVENTIONS)
@@ -78,6 +78,22 @@ def test_unary_chains_inside_count_once_per_node_in_li_and_evalb():
     assert sentence("kim", pred, gold)[:3] == (1, 1, 1)
     assert sentence("li-macro", pred, gold) == (1, 2, 1, pytest.approx(2 / 3))  # multiset: one of two matched
     assert sentence("evalb", pred, gold) == (2, 3, 2, pytest.approx(0.8))
+
+
+def test_li_counts_a_gold_unary_chain_once_as_its_preprocessing_collapses_it():
+    # The issue's sentence: SBAR over S over `the cat sat` is one span in Li et al.'s gold trees
+    tree = nltk.Tree.fromstring("(S (NP (PRP he)) (VP (VBD said) (SBAR (S (NP (DT the) (NN cat)) (VP (VBD sat))))))")
+    gold = phrases(tree)
+    assert gold == [["he"], ["said", [[["the", "cat"], ["sat"]]]]]
+    pred = ["he", ["said", ["the", ["cat", "sat"]]]]  # (1,5) (2,5) (3,5)
+    # gold spans (1,5) (2,5) (2,4), the chain's (2,5) once: 2 matched of 3 and 3
+    for name in ("li-micro", "li-macro"):
+        assert sentence(name, pred, gold) == (2, 3, 3, pytest.approx(2 / 3))
+    assert sentence("official", pred, gold)[:3] == sentence("kim", pred, gold)[:3] == (2, 3, 3)
+    # EVALB counts each node: he, said-VP, SBAR, S, the-cat, sat, the root: 7; predicted 4, matched 3
+    assert sentence("evalb", pred, gold) == (3, 4, 7, pytest.approx(6 / 11))
+    # A predicted unary chain counts twice, as Li et al.'s evaluate.py takes the predicted trees as they are
+    assert sentence("li-micro", ["he", ["said", [["the", ["cat", "sat"]]]]], gold) == (2, 4, 3, pytest.approx(4 / 7))
 
 
 def test_sentences_of_one_word():
@@ -167,10 +183,20 @@ def _words(tree) -> int:
     return node_spans(tree)[1]
 
 
+def _collapsed(tree):
+    """`tree` with each unary chain one node (a list whose one child is a list is that child), as Li et al.'s
+    preprocess.py writes the gold trees."""
+    while isinstance(tree, list) and len(tree) == 1 and isinstance(tree[0], list):
+        tree = tree[0]
+    return [_collapsed(child) for child in tree] if isinstance(tree, list) else tree
+
+
 @given(_trees(), st.sampled_from(NAMES))
 def test_a_tree_against_itself_scores_one(tree, name):
     tree = _numbered(tree)
-    s = scored(name, [(tree, tree)])
+    # Li et al. score the predicted tree as it is against the gold tree collapsed: a tree scores 1 against
+    # itself once its chains are collapsed
+    s = scored(name, [(_collapsed(tree) if name.startswith("li-") else tree, tree)])
     if name == "kim" and _words(tree) == 1:
         assert s.skipped == 1 and len(s.f1) == 0
     else:
@@ -195,6 +221,8 @@ def _reshaped(words: list[str], rng: random.Random):
 def test_f1_is_symmetric(tree, seed, name):
     a = _numbered(tree)
     b = _reshaped(leaves(a), random.Random(seed))
+    if name.startswith("li-"):  # symmetric between trees without unary chains (the gold side is collapsed)
+        a, b = _collapsed(a), _collapsed(b)
     ab, ba = sentence(name, a, b), sentence(name, b, a)
     if ab is None:
         assert ba is None
@@ -207,3 +235,18 @@ def test_the_official_formula_from_counts(overlap, extra_pred, extra_gold):
     pred = {(k, k + 2) for k in range(overlap + extra_pred)}
     gold = {(k, k + 2) for k in range(overlap)} | {(100 + k, 102 + k) for k in range(extra_gold)}
     assert sentence_prf(pred, gold) == official_prf(overlap, overlap + extra_pred, overlap + extra_gold)
+
+
+def test_li_et_al_drop_a_list_markers_phrase_whatever_the_tags_of_its_words(tmp_path):
+    # WSJ 22 with predicted tags (22.auto.clean, line 1089): the markers `A.` `B.` `C.` tagged JJ and NNP. Li et al.'s
+    # preprocess.py removes every subtree labelled LST; the official rule keeps words by their tags alone.
+    path = tmp_path / "list.trees"
+    path.write_text("(TOP (NP (NP (LST (JJ A.)) (JJ manual) (NNS typewriters)) (, ,) (NP (LST (NNP B.)) (JJ "
+                    "black-and-white) (NNS snapshots)) (, ,) (NP (LST (NNP C.)) (NN radio) (NN adventure) (NNS "
+                    "shows)) (. .)))\n")
+    for name in ("li", "li-punct"):
+        (sentence,) = load_gold(path, rule=WORD_RULES[name])
+        assert sentence.words[:2] == ["manual", "typewriters"] and "a." not in sentence.words
+        assert sentence.gold[0] == ["manual", "typewriters"]
+    (official,) = load_gold(path)
+    assert official.words[:3] == ["a.", "manual", "typewriters"] and len(official.words) == 10

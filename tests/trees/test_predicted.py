@@ -4,14 +4,17 @@ sentence refused with its line, the sentence expected and the first word that di
 
 from __future__ import annotations
 
+import io
+import json
 import random
 
 import pytest
 
 from treenets.errors import TreenetsError
 from treenets.trees.draw import bracketed, preterminal_bracketed
-from treenets.trees.predicted import read_predicted, tree_of, words_of
-from treenets.trees.ptb import load_gold
+from treenets.trees.formats import tree_of, words_of
+from treenets.trees.predicted import read_predicted
+from treenets.trees.ptb import WORD_RULES, load_gold
 
 TREEBANK = """\
 (TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))
@@ -112,7 +115,7 @@ def test_a_line_of_other_words_names_its_line_and_the_sentence_expected(tmp_path
     assert message.startswith(f"{path}:2: no sentence of the treebank without a tree yet has its words: "
                               "'mr. smith paid' (3 words); expected (after the tree of line 1, the closest sentence "
                               "without a tree): ")
-    assert "gold.trees:2 'mr. smith paid N,N dollars' (5 words; the line has 3 words where the treebank has 5)" \
+    assert "gold.trees:2 'Mr. Smith paid 1,000 dollars' (5 words; the line has 3 words where the treebank has 5)" \
         in message
     with pytest.raises(TreenetsError, match=r":1: .*word 2 is 'dog' where the treebank has 'cat'"):
         read_predicted(write(tmp_path, ["(X (X the) (X dog) (X sat) (X on) (X the) (X mat))"]), sentences)
@@ -132,7 +135,7 @@ def test_a_sentence_given_more_often_than_the_treebank_has_it(tmp_path, sentence
     ("(X a) (X b)", r":1: expected one bracketed tree a line, found '\(X a\) \(X b\)'"),
     ("(X ())", r":1: empty brackets '\(\)'"),
     (") (X a)", r":1: unexpected '\)'"),
-    ("the cat sat", ":1: expected one bracketed tree a line"),
+    ("the cat sat", ":1: expected a file of trees: a bracketed tree a line"),
 ])
 def test_malformed_lines(tmp_path, sentences, line, message):
     with pytest.raises(TreenetsError, match=message):
@@ -149,3 +152,144 @@ def test_lines_longer_than_the_sentences_scored_are_skipped(tmp_path):
     assert predicted.longer == 1 and predicted.missing == []
     with pytest.raises(TreenetsError, match=":1: no sentence"):
         read_predicted(write(tmp_path, lines), short)
+
+
+PLACEHOLDERS = """\
+(TOP (S (NP (PRP He)) (VP (VBD left))))
+(TOP (S (NP (PRP She)) (VP (VBD stayed))))
+(TOP (S (NP (NNS Prices)) (VP (VBD rose) (NP (CD 5) (NN %)))))
+(TOP (S (NP (NNS Sales)) (VP (VBD rose) (NP (CD 7) (NN %)))))
+(TOP (S (NP (PRP It)) (VP (VBD ended))))
+"""
+
+
+@pytest.fixture
+def short(tmp_path):
+    path = tmp_path / "short.trees"
+    path.write_text(PLACEHOLDERS)
+    return load_gold(path)
+
+
+def test_lines_that_fit_several_sentences_are_placed_by_the_files_order(tmp_path, short):
+    unk2, rose = "(X <unk> <unk>)", "(X <unk> (X rose (X N N)))"
+    # Every sentence, in order: each line is its sentence's
+    predicted = read_predicted(write(tmp_path, [unk2, unk2, rose, rose, unk2]), short)
+    assert predicted.trees == [["<unk>", "<unk>"]] * 2 + [["<unk>", ["rose", ["N", "N"]]]] * 2 + [["<unk>", "<unk>"]]
+    assert predicted.matching.sentences == {"unknown": 5}
+    assert predicted.matching.words == {"unknown": 8, "numbers": 4}
+    # A sentence missing: the line between `he left` and `sales ...` is `she stayed`, the one after it (`rose`, which
+    # fits `prices` and `sales`) takes the sentence left of the two
+    predicted = read_predicted(write(tmp_path, ["(X he left)", unk2, rose, "(X sales (X rose (X 7 %)))"]), short)
+    assert [t is not None for t in predicted.trees] == [True, True, True, True, False] and predicted.missing == [4]
+    assert predicted.trees[1] == ["<unk>", "<unk>"] and predicted.trees[2][0] == "<unk>"
+    assert predicted.matching.sentences == {"case": 2, "unknown": 2} and not predicted.matching.unplaced
+    # Out of order: nothing says which of three sentences the line is; it is not placed, and said
+    predicted = read_predicted(write(tmp_path, ["(X sales (X rose (X 7 %)))", unk2, "(X prices (X rose (X 5 %)))"]),
+                               short)
+    assert predicted.missing == [0, 1, 4] and predicted.lines == 2
+    assert predicted.matching.unplaced == {2: [f"{tmp_path / 'short.trees'}:{n}" for n in (1, 2, 5)]}
+    assert "lines" not in predicted.matching.summary()  # (said by parse-eval, beside the counts)
+    # Numbers written as N make two sentences one: the file's order settles it, or nothing does
+    assert read_predicted(write(tmp_path, [rose.replace("<unk>", "Prices"), "(X sales rose 7 %)"]), short).lines == 2
+    assert read_predicted(write(tmp_path, ["(X sales rose N N)"]), short).trees[3] is not None  # one fits: sales
+    with pytest.raises(TreenetsError, match=r"system.txt: none of its 1 lines could be placed: each fits several "
+                                            r"sentences and the file's order does not say which \(line 1 fits 3: "):
+        read_predicted(write(tmp_path, [unk2]), short)
+    # No sentence left of its length: an error, as for any line of other words
+    with pytest.raises(TreenetsError, match=r":4: no sentence of the treebank without a tree yet has its words: "
+                                            r"'<unk> <unk>'"):
+        read_predicted(write(tmp_path, [unk2, "(X he left)", "(X it ended)", unk2]), short)
+
+
+def test_a_file_in_the_treebanks_order_is_read_in_it_where_words_differ(tmp_path, short):
+    lines = ["(X he left)", "(X she (X has gone))", "(X prices (X rose (X 5 %)))", "(X sales rose 7 %)", "(X it ended)"]
+    with pytest.raises(TreenetsError, match=r":2: no sentence .* 'she has gone' \(3 words\)"):
+        read_predicted(write(tmp_path, lines), short)  # three words where the treebank has two: not by order
+    lines[1] = "(X she went)"
+    predicted = read_predicted(write(tmp_path, lines), short)
+    assert predicted.trees[1] == ["she", "went"] and predicted.missing == []
+    assert predicted.matching.sentences == {"case": 4, "order": 1} and predicted.matching.words["order"] == 1
+    assert "1 by the file's order (words that differ)" in predicted.matching.summary()
+    # Out of order, or a line missing: refused, naming the line
+    for changed in (lines[:-1], [lines[1], lines[0], *lines[2:]]):
+        with pytest.raises(TreenetsError, match=r"no sentence of the treebank without a tree yet has its words: "
+                                                r"'she went'"):
+            read_predicted(write(tmp_path, changed), short)
+
+
+def test_a_file_that_keeps_punctuation_is_refused_with_the_choices_that_read_it(tmp_path, sentences):
+    line = "(X (X (X The) (X cat)) (X (X sat) (X (X on) (X (X the) (X mat)))) (X .))"
+    with pytest.raises(TreenetsError) as info:
+        read_predicted(write(tmp_path, ["(X (X go) (X home))", line]), sentences, "words: ptb")
+    assert str(info.value) == (
+        f"{tmp_path / 'system.txt'}:2: the line keeps 1 word(s) that the treebank's word rule drops ('.': punctuation "
+        f"or symbols) and is otherwise {tmp_path / 'gold.trees'}:1 (6 words); --words li-punct reads the treebank "
+        "with its punctuation (Li et al. 2020's setting); or --drop-punctuation drops them from the file's trees, as "
+        "DIORA's evalb.py and EVALB's COLLINS.prm do; words: ptb")
+    predicted = read_predicted(write(tmp_path, [line, "(X (X A) (X dog) (X ran) (X ,) (X (X it) (X barked)))"]),
+                               sentences, drop_punctuation=True)
+    # A node left with one child is that child: the trees of the words alone
+    assert predicted.trees[0] == [["The", "cat"], ["sat", ["on", ["the", "mat"]]]]
+    assert predicted.trees[5] == ["A", "dog", "ran", ["it", "barked"]]
+    assert predicted.matching.sentences == {"punctuation": 2} and predicted.matching.words == {"punctuation": 2}
+    # With the treebank's punctuation (li-punct), a file without it is told which rule reads it
+    path = tmp_path / "gold.trees"
+    with_punctuation = load_gold(path, rule=WORD_RULES["li-punct"])
+    assert read_predicted(write(tmp_path, [line]), with_punctuation).matching.sentences == {"exact": 1}
+    with pytest.raises(TreenetsError, match=r"the line lacks the treebank's punctuation, which the word rule keeps: "
+                                            r"--words li or ptb reads the treebank without it"):
+        read_predicted(write(tmp_path, ["(X (X (X The) (X cat)) (X (X sat) (X (X on) (X (X the) (X mat)))))"]),
+                       with_punctuation)
+
+
+def test_standard_input_is_a_file(tmp_path, sentences, monkeypatch):
+    lines = '{"example_id": "a", "tree": ["go", "home"]}\n{"example_id": "b", "tree": "(X yes)"}\n'
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
+    predicted = read_predicted("-", sentences)
+    assert predicted.path == "<stdin>" and predicted.trees[2] == ["go", "home"] and predicted.trees[3] == "yes"
+    assert predicted.matching.format == "jsonl"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"(X go \xff)\n")))
+    with pytest.raises(TreenetsError, match=r"<stdin>:1: not UTF-8 text"):
+        read_predicted("-", sentences)
+
+
+def test_span_lists_are_matched_by_their_words_or_read_in_the_treebanks_order(tmp_path, sentences):
+    path = tmp_path / "spans.jsonl"
+    path.write_text('{"words": ["go", "home"], "spans": [[0, 1], [1, 1]]}\n'  # inclusive ends
+                    '{"words": ["a", "dog", "ran", "it", "barked"], "spans": [[0, 4], [3, 4], [0, 2]]}\n')
+    predicted = read_predicted(str(path), sentences)
+    assert predicted.trees[2] == ["go", "home"] and predicted.trees[5] == [["a", "dog", "ran"], ["it", "barked"]]
+    assert predicted.matching.format == "spans" and predicted.matching.sentences == {"case": 2}
+    lengths = [len(s.words) for s in sentences]
+    path.write_text("".join(json.dumps([[0, n], [n - 2, n]] if n > 1 else []) + "\n" for n in lengths))
+    predicted = read_predicted(str(path), sentences)
+    assert predicted.trees[0] == ["the", "cat", "sat", "on", ["the", "mat"]] and predicted.trees[3] == "yes"
+    assert predicted.matching.sentences == {"treebank": 6}
+    path.write_text("[[0, 9]]\n" + "[]\n" * 5)
+    with pytest.raises(TreenetsError, match=r"spans.jsonl:1: span \[0, 9\] lies outside the sentence of 6 words"):
+        read_predicted(str(path), sentences)
+    path.write_text('[[0, 2]]\n{"words": ["go", "home"], "spans": []}\n')
+    with pytest.raises(TreenetsError, match=r"spans.jsonl:2: the line gives its words where line 1 does not"):
+        read_predicted(str(path), sentences)
+    path.write_text("[[0, 2]]\n")
+    with pytest.raises(TreenetsError, match=r"spans.jsonl: 1 span lists without words, where the treebank has 6 "
+                                            r"sentences; span lists without words are read as the treebank's "
+                                            r"sentences in order"):
+        read_predicted(str(path), sentences)
+
+
+def test_a_line_is_the_sentence_it_fits_at_the_strictest_step(tmp_path):
+    # `It rose 7 %` fits its own sentence exactly and the other at the `numbers` step (a number is any number): it is
+    # its own, in any order, and so is `It rose 5 %`
+    path = tmp_path / "gold.trees"
+    path.write_text("(TOP (S (NP (PRP It)) (VP (VBD rose) (NP (CD 5) (NN %)))))\n"
+                    "(TOP (S (NP (PRP It)) (VP (VBD rose) (NP (CD 7) (NN %)))))\n")
+    sentences = load_gold(path)
+    lines = ["(X It (X rose (X 7 %)))", "(X (X It rose) (X 5 %))"]
+    predicted = read_predicted(write(tmp_path, lines), sentences)
+    assert predicted.trees == [[["It", "rose"], ["5", "%"]], ["It", ["rose", ["7", "%"]]]]
+    assert predicted.matching.sentences == {"exact": 2}
+    # Written as N, the line fits both alike: placed by the file's order, in the treebank's
+    predicted = read_predicted(write(tmp_path, [line.replace("7", "N").replace("5", "N") for line in lines]),
+                               sentences)
+    assert predicted.trees == [["It", ["rose", ["N", "%"]]], [["It", "rose"], ["N", "%"]]]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treenets.files import json_text
+from treenets.files import json_text, write_text_atomic
 from treenets.report.markup import Column, Row, Series, chart, element, esc, fixed, percent, score_table
 from treenets.trees import right_branching, sentence_prf, spans
 from treenets.trees.metrics import LABELS
@@ -84,8 +84,7 @@ def write_report(out: str | Path, title: str, *, parsing: dict | None = None, sy
     path = Path(out) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     scripts = ["trees.js", "report.js"] if parsing else []  # the sentences' browser: the only script
-    path.write_text(render_page("report.html", title, scripts, data, body), encoding="utf-8")
-    return path
+    return write_text_atomic(path, render_page("report.html", title, scripts, data, body))
 
 
 def group_runs(results: list) -> list[list]:
@@ -154,6 +153,7 @@ def parsing_html(P: dict) -> str:
     """The static HTML of a `parse-eval` report from its `parsing_section` data: every table and chart; the
     sentences' browser is left to the script (`report.js`), which fills `#sentence-browser`."""
     from treenets.trees.evaluation import cell, table_columns
+    from treenets.trees.formats import FORMATS
 
     parts = [element("h2", "Unsupervised parsing")]
     scored = len(P["sentences"])
@@ -177,6 +177,17 @@ def parsing_html(P: dict) -> str:
             f"{c['name']}: {c['title']}, {'mean sentence' if c['level'] == 'sentence' else 'corpus'} F1."
             for c in P["conventions"]) + " Labels: recall of gold phrases. docs/parsing.md gives each convention's "
         "rules."), class_="note"))
+    files = [r for r in P["rows"] if r.get("matching")]
+    if files:
+        parts.append(element("h3", "Files of trees") + element("ul", "".join(element("li", esc(
+            f"{r['model']}: {FORMATS[r['matching']['format']]}; {r['matching']['summary']}"
+            + (f"; {len(r['matching']['unplaced']):,} lines fit several sentences and could not be placed (lines "
+               f"{', '.join(list(r['matching']['unplaced'])[:10])}), not scored" if r["matching"]["unplaced"] else "")
+            + (f"; {r['missing']:,} sentences without a tree, not scored for it" if r.get("missing") else "")))
+            for r in files), class_="meta") + element("p", esc(
+                "How each file's lines were matched with the treebank's sentences: a sentence by the loosest "
+                "normalisation its words needed, and the words matched only by a normalisation or a placeholder "
+                "(docs/parsing.md lists them)."), class_="note"))
     if P["multi_run"]:
         parts.append(_runs_html(P))
     if P["comparison"]:

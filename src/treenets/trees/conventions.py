@@ -14,9 +14,10 @@ sentences' F1 (`sentence`) or the F1 of the counts summed over the corpus (`corp
   phrases of one word and the whole sentence each count; preterminals are words, not brackets), each gold
   bracket matched once; the F1 of the corpus's counts.
 - `li-micro` and `li-macro`: Li et al. (2020), UnsupConstParseEval's `evaluate.py`: the multiset of spans of two
-  or more words, every whole-sentence span left out; every sentence; F1 = 2 matched / (predicted + gold), 100
-  when a sentence has no gold span and none predicted, 0 when it has none and some are predicted; micro is the
-  corpus's counts, macro the mean over sentences.
+  or more words, every whole-sentence span left out, on the gold tree with its unary chains collapsed (as their
+  `preprocess.py` writes it: one span a chain) and the predicted tree as it is; every sentence; F1 = 2 matched /
+  (predicted + gold), 100 when a sentence has no gold span and none predicted, 0 when it has none and some are
+  predicted; micro is the corpus's counts, macro the mean over sentences.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ def _li_spans(nodes: Counter, words: int) -> dict:
     return {span: count for span, count in nodes.items() if span[1] - span[0] > 1 and span != (0, words)}
 
 
+def _li_gold_spans(nodes: Counter, words: int) -> dict:
+    # preprocess.py collapses the gold tree's unary chains: the nodes of a chain, one span, are one node. (Two
+    # nodes of a treebank tree over the same words are always a chain: the empty phrases are gone.)
+    return dict.fromkeys(_li_spans(nodes, words), 1)
+
+
 def _evalb_spans(nodes: Counter, words: int) -> dict:
     # Every tree is one bracket over the whole sentence at least (a word alone too: EVALB reads `(S word)`).
     return {**nodes, (0, words): max(nodes[(0, words)], 1)}
@@ -55,9 +62,10 @@ def _official_f1(match: int, predicted: int, gold: int) -> float:
 
 @dataclass(frozen=True)
 class Convention:
-    """One way of scoring: `counted(tree)` the spans of a tree that count (with multiplicity), `min_words` the
-    shortest sentence scored, `sentence_f1(match, predicted, gold)` one sentence's F1, `level` which F1 is its
-    figure (`sentence`: the mean of the sentences'; `corpus`: of the summed counts)."""
+    """One way of scoring: `counted(tree)` the spans of a tree that count (with multiplicity; `gold_rule`, where
+    the gold tree's are taken otherwise), `min_words` the shortest sentence scored, `sentence_f1(match, predicted,
+    gold)` one sentence's F1, `level` which F1 is its figure (`sentence`: the mean of the sentences'; `corpus`: of
+    the summed counts)."""
 
     name: str
     title: str  # whose convention it is, and where it is defined
@@ -65,10 +73,12 @@ class Convention:
     span_rule: Callable[[Counter, int], dict] = field(repr=False)
     sentence_f1: Callable[[int, int, int], float] = field(repr=False)
     min_words: int = 1
+    gold_rule: Callable[[Counter, int], dict] | None = field(default=None, repr=False)
 
-    def counted(self, tree) -> dict:
-        """The spans of `tree` that count, each with how many times."""
-        return self.span_rule(*node_spans(tree))
+    def counted(self, tree, gold: bool = False) -> dict:
+        """The spans of `tree` that count (`gold`: as the gold tree), each with how many times."""
+        rule = self.gold_rule if gold and self.gold_rule else self.span_rule
+        return rule(*node_spans(tree))
 
     def record(self) -> dict:
         """The convention as `summary.json` and the report name it: `name`, `title`, `level`."""
@@ -81,8 +91,10 @@ CONVENTIONS = {c.name: c for c in (
     Convention("kim", "Kim et al. 2019 (compound PCFG): compare_trees.py", "sentence", _kim_spans, _official_f1,
                min_words=2),
     Convention("evalb", "EVALB (Sekine and Collins 1997), unlabelled", "corpus", _evalb_spans, f1),
-    Convention("li-micro", "Li et al. 2020: evaluate.py, micro (corpus) F1", "corpus", _li_spans, f1),
-    Convention("li-macro", "Li et al. 2020: evaluate.py, macro (sentence) F1", "sentence", _li_spans, f1),
+    Convention("li-micro", "Li et al. 2020: evaluate.py, micro (corpus) F1", "corpus", _li_spans, f1,
+               gold_rule=_li_gold_spans),
+    Convention("li-macro", "Li et al. 2020: evaluate.py, macro (sentence) F1", "sentence", _li_spans, f1,
+               gold_rule=_li_gold_spans),
 )}
 
 
@@ -111,7 +123,8 @@ class ConventionScores:
             if gold[1] < convention.min_words:
                 skipped += 1
                 continue
-            gold_spans, pred_spans = convention.span_rule(*gold), convention.span_rule(*pred)
+            gold_spans = (convention.gold_rule or convention.span_rule)(*gold)
+            pred_spans = convention.span_rule(*pred)
             match = sum(min(count, gold_spans[span]) for span, count in pred_spans.items() if span in gold_spans)
             predicted, total = sum(pred_spans.values()), sum(gold_spans.values())
             rows.append((i, match, predicted, total, convention.sentence_f1(match, predicted, total)))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from treenets.errors import TreenetsError
+from treenets.files import write_text_atomic
 from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
 from treenets.trees.compare import LENGTH_BUCKETS, agreement, bucket_counts, bucket_name, by_length, pairwise_bootstrap
 from treenets.trees.conventions import CONVENTIONS, ConventionScores
@@ -101,12 +104,12 @@ def check_scorable(sentences: list[GoldSentence], where: str) -> None:
                             "F1 over them would be 100 by convention, which says nothing")
 
 
-def evaluate_file(path: str, sentences: list[GoldSentence], words_rule: str = "", max_length: int | None = None
-                  ) -> tuple[SystemResult, PredictedTrees]:
-    """A file of another parser's trees (`treenets.trees.predicted.read_predicted`), matched with `sentences` and
-    scored; and what was read of it."""
-    predicted = read_predicted(path, sentences, words_rule, max_length)
-    return score_trees(path, "", predicted.trees, sentences), predicted
+def evaluate_file(path: str, sentences: list[GoldSentence], words_rule: str = "", max_length: int | None = None,
+                  fmt: str = "auto", drop_punctuation: bool = False) -> tuple[SystemResult, PredictedTrees]:
+    """A file of another parser's trees (`treenets.trees.predicted.read_predicted`: in format `fmt`, `-` for
+    standard input), matched with `sentences` and scored; and what was read of it."""
+    predicted = read_predicted(path, sentences, words_rule, max_length, fmt, drop_punctuation)
+    return score_trees(predicted.path, "", predicted.trees, sentences), predicted
 
 
 BASELINES = {"right-branching": right_branching, "left-branching": left_branching, "balanced": balanced}
@@ -271,50 +274,81 @@ def _json(value) -> str:
     return "".join(parts)
 
 
-def output_tag(result: SystemResult) -> str:
-    """The name of a system in file names and records: `<folder>-<stem>-layer<L>` for a model's layer,
-    `file-<stem>` for a file of trees."""
-    path = Path(result.source)
-    return f"{path.parent.name or 'model'}-{path.stem}-layer{result.layer}" if result.layer else f"file-{path.stem}"
+_UNSAFE = re.compile(r"[^\w.+-]+")
+
+
+def output_tags(results: list[SystemResult]) -> list[str]:
+    """The names of the systems in file names and records, one each: `<folder>-<stem>-layer<L>` for a model's
+    layer, `file-<stem>` for a file of trees (`file-stdin` for standard input); systems that would share a name
+    get the folders above them in it (`file-a-sys`, `file-b-sys` for `a/sys.txt` and `b/sys.txt`), and the same
+    system given twice a number (`file-sys-2`)."""
+    def tag(result: SystemResult, folders: int) -> str:
+        path = Path(result.source)
+        if result.layer:
+            folders = max(folders, 1)
+        above = [part for part in path.parent.parts if part not in (path.anchor, ".", "..")][::-1][:folders][::-1]
+        if result.layer and not above:
+            above = ["model"]
+        stem = "stdin" if result.source == "<stdin>" else path.stem
+        name = "-".join([*above, stem]) + (f"-layer{result.layer}" if result.layer else "")
+        return _UNSAFE.sub("_", name if result.layer else f"file-{name}")
+
+    folders = [0] * len(results)
+    while True:
+        tags = [tag(r, n) for r, n in zip(results, folders)]
+        shared = [k for k, t in enumerate(tags) if any(t == tags[j] and results[j].source != results[k].source
+                                                        for j in range(len(results)))]
+        grown = [k for k in shared if tag(results[k], folders[k] + 1) != tags[k]]
+        if not grown:
+            break
+        for k in grown:
+            folders[k] += 1
+    seen: Counter = Counter()
+    unique = []
+    for t in tags:
+        seen[t] += 1
+        unique.append(t if seen[t] == 1 else f"{t}-{seen[t]}")
+    return unique
 
 
 def write_outputs(out: Path, sentences: list[GoldSentence], results: list[SystemResult], distances: dict,
-                  figure_layer: str | None = None, figures: int = 5) -> list[Path]:
+                  figure_layer: str | None = None, figures: int = 5) -> tuple[list[Path], list[Path]]:
     """`trees-<tag>.txt` (each system's trees over the treebank's words, bracketed as `(X (X the cat) sat)`, a line
     per gold sentence, blank where it has none), `compound-pcfg/<tag>.txt` and `compound-pcfg/gold.txt` (the same
     trees and the gold trees over the kept words, a line per sentence with words, in the format of compound-pcfg
     and ED4UCP, which their scripts read: `(X (X the) (X cat))`), `sentences.jsonl` (per sentence: words, gold,
     distances and every system's tree and scores), and figures for the first `figures` sentences of 3 to 20 words
     (PNG: predicted beside gold, distances under the words; the first model's `figure_layer`, else its first
-    system).
-    Returns the figures' paths."""
+    system); each system under its name of `output_tags`.
+    Returns the figures' paths, and the paths of every file written."""
     out.mkdir(parents=True, exist_ok=True)
-    tags = {id(r): output_tag(r) for r in results}
+    tags = dict(zip(map(id, results), output_tags(results)))
     pcfg = out / "compound-pcfg"
     pcfg.mkdir(exist_ok=True)
     present = [i for i, s in enumerate(sentences) if s.words]
-    (pcfg / "gold.txt").write_text("".join(preterminal_bracketed(sentences[i].phrases) + "\n" for i in present))
+    written = [write_text_atomic(pcfg / "gold.txt", "".join(preterminal_bracketed(sentences[i].phrases) + "\n"
+                                                            for i in present))]
     for r in results:
         # Over the treebank's words (a model's trees are over the tokens it read: `%` is `N` to a PTB model), so
         # that the files read back, here and in other tools, against the treebank.
         trees = [with_words(t, s.words) if t not in (None, []) else t for t, s in zip(r.trees, sentences)]
         lines = [bracketed(t) if t not in (None, []) else "" for t in trees]
-        (out / f"trees-{tags[id(r)]}.txt").write_text("\n".join(lines) + "\n")
-        (pcfg / f"{tags[id(r)]}.txt").write_text("".join(
-            (preterminal_bracketed(trees[i]) if trees[i] is not None else "") + "\n" for i in present))
-    with open(out / "sentences.jsonl", "w") as fh:
-        for i, s in enumerate(sentences):
-            record = {"source": str(s.source), "words": s.words, "gold": s.gold, "models": {}}
-            for r in results:
-                tree = r.trees[i]
-                scored = s.words and tree is not None
-                prf = sentence_prf(spans(tree), spans(s.gold)) if scored else (None, None, None)
-                record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
-            record["distances"] = {ckpt: (d[i].tolist() if d[i] is not None else None)
-                                   for ckpt, d in distances.items()}
-            fh.write(_json(record) + "\n")
+        written.append(write_text_atomic(out / f"trees-{tags[id(r)]}.txt", "\n".join(lines) + "\n"))
+        written.append(write_text_atomic(pcfg / f"{tags[id(r)]}.txt", "".join(
+            (preterminal_bracketed(trees[i]) if trees[i] is not None else "") + "\n" for i in present)))
+    records = []
+    for i, s in enumerate(sentences):
+        record = {"source": str(s.source), "words": s.words, "gold": s.gold, "models": {}}
+        for r in results:
+            tree = r.trees[i]
+            scored = s.words and tree is not None
+            prf = sentence_prf(spans(tree), spans(s.gold)) if scored else (None, None, None)
+            record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
+        record["distances"] = {ckpt: (d[i].tolist() if d[i] is not None else None) for ckpt, d in distances.items()}
+        records.append(_json(record) + "\n")
+    written.append(write_text_atomic(out / "sentences.jsonl", "".join(records)))
     if not results:
-        return []
+        return [], written
     first = next((r for r in results if r.layer == figure_layer), results[0])
     first_distances = distances.get(first.source)
     drawn = []
@@ -332,4 +366,4 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[System
                          title=f"{s.source} - {f'layer {first.layer}' if first.layer else Path(first.source).name} - "
                                f"sentence F1 {100 * f1:.1f}")
             drawn.append(path)
-    return drawn
+    return drawn, written + drawn

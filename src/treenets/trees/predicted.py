@@ -1,207 +1,447 @@
-"""Trees another parser wrote, read from a file and matched with the gold sentences by their words
-(`treenets parse-eval my-parser.txt --treebank ...`).
+"""Trees another parser wrote, read from a file (or standard input, `-`) in any format of the field
+(`treenets.trees.formats`) and matched with the gold sentences by their words (`treenets parse-eval my-parser.txt
+--treebank ...`).
 
-A file holds one bracketed tree per line (blank lines skipped), with labels or without: `(X (X a) (X b))`,
-`(NT-1 (T-1 a) (T-1 b))`, `(S (NP the cat) sat)`, `((a b) c)`. Read with labels, a bracket's first item is
-its label when it is a word (`(NP the cat)`; `(T-1 a)`, a bracket around one word, is that word); read without,
-every item is a word. A file is read one way, with labels unless more of its lines are gold sentences read
-without (the readings differ by a word a bracket: `((a b) c)` read with labels is `b c`), or a bracket of it
-is a word alone (`(a)`). A root labelled `TOP` or `ROOT`, or unlabelled, around a single phrase is the file's
-wrapper and dropped (`ptb.WRAPPERS`); other unary chains stay, for the conventions that count them.
+A bracketed file is read one way, with labels unless more of its lines are gold sentences read without (the
+readings differ by a word a bracket: `((a b) c)` read with labels is `b c`), or a bracket of it is a word alone
+(`(a)`).
 
-Words are compared with the gold sentence's (the words the treebank's word rule keeps) in lower case with digit
-runs as `N`, so that a file may keep the treebank's case and numbers or write them as the official
-preprocessing does; `<unk>` and `[unk]` stand for any word, `N`, `<num>` and `[num]` for any word with a digit.
-The lines may come in any order: each is matched with a gold sentence of the same words not matched yet (the
-first after the previous line's, for sentences that occur twice).
+A line's words are compared with each gold sentence's as the treebank writes them (the words the word rule
+keeps) under the normalisations of `treenets.trees.wordforms`, from exact to `<unk>`: the line is matched with the
+sentences it fits at the strictest step. The lines may come in any order:
+
+- a line fits one sentence (or sentences of the same words, the first after the previous line's taken): it is
+  that sentence's;
+- a line that fits sentences of other words (placeholders and normalised numbers make `<unk> rose N %` fit
+  `Prices rose 5 %` and `Sales rose 7 %`) is placed by the file's order where the order settles it: the one such
+  sentence without a tree between the sentences of the lines placed before and after it, or a run of such lines
+  and as many sentences between them that fit in turn; else by elimination, once the others have their trees;
+  else it is not placed, and said (`unplaced`);
+- a file with exactly one line for each sentence, each line fitting its sentence in the treebank's order or no
+  sentence at all but of its length, is read in that order (its lines of other words counted as `order`);
+- a line that keeps the words the word rule drops (punctuation: `,` `.`; `$`, `#`) fits a sentence with them:
+  refused with a message naming them and the choices that read it, or with `drop_punctuation` those words are
+  dropped from the line's tree (a node left with one child replaced by it);
+- span lists without words are the treebank's sentences in order;
+- any other line is an error naming the line, the sentence expected there (of those without a tree, the one whose
+  first words are most like the line's) and the first word that differs.
+
+Every sentence is counted by the loosest step its words needed, and every word matched only by a normalisation or
+a placeholder by its step (`Matching`).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
 
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import check_lines
-from treenets.trees.ptb import GoldSentence, Nested, normalize_word, unwrapped
+from treenets.trees.formats import FORMATS, Line, can_be_labelled, inclusive_ends, read_lines
+from treenets.trees.ptb import GoldSentence
+from treenets.trees.walk import fold
+from treenets.trees.wordforms import NUMBERS, STEPS, is_placeholder, keys, match_step
 
-UNKNOWN_WORDS = frozenset({"<unk>", "[unk]"})
-NUMBER_WORDS = frozenset({"N", "<num>", "[num]"})
-_TOKEN = re.compile(r"\(|\)|[^\s()]+")
-
-
-def _tokens(line: str, where: str) -> list[str]:
-    """The brackets and items of one line, checked to be one bracketed tree."""
-    tokens = _TOKEN.findall(line)
-    depth = 0
-    for k, token in enumerate(tokens):
-        if token == "(":
-            depth += 1
-        elif token == ")":
-            if depth == 0:
-                raise TreenetsError(f"{where}: unexpected ')' (no bracket is open)")
-            if tokens[k - 1] == "(":
-                raise TreenetsError(f"{where}: empty brackets '()'")
-            depth -= 1
-        if depth == 0 and k < len(tokens) - 1:
-            break
-    if depth > 0:
-        raise TreenetsError(f"{where}: {depth} bracket(s) never closed; expected one bracketed tree a line")
-    if tokens[0] != "(" or k < len(tokens) - 1:
-        raise TreenetsError(f"{where}: expected one bracketed tree a line, found {line.strip()[:60]!r}")
-    return tokens
+# How a line was matched with its sentence, from the strictest: the steps of `wordforms`, then these.
+CLASSES = (*STEPS, "punctuation", "order", "treebank")
+PHRASES = {
+    "exact": "matched exactly", "case": "after lower-casing", "symbols": "after normalising brackets, quotes and "
+    "escapes", "numbers": "after normalising numbers", "unknown": "by `<unk>`", "punctuation": "after dropping "
+    "punctuation", "order": "by the file's order (words that differ)", "treebank": "in the treebank's order (span "
+    "lists without words)",
+}
+WORD_PHRASES = {
+    "case": "lower-cased", "symbols": "brackets, quotes or escapes", "numbers": "numbers", "unknown": "`<unk>`",
+    "punctuation": "punctuation dropped", "order": "words that differ (placed by order)",
+}
+# Tags of the Penn Treebank's punctuation and symbols, which `--words li-punct` keeps
+PTB_PUNCTUATION = frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "#", "$", "SYM"})
+STDIN = "-"
 
 
-def _labelled(tokens: list[str]) -> bool:
-    """Whether the tree can be read with labels: no bracket is a label alone, `(a)`."""
-    return not any(a == "(" and c == ")" for a, c in zip(tokens, tokens[2:]))
+@dataclass
+class Matching:
+    """How a file's lines were matched with the gold sentences: its `format` (`formats.FORMATS`), the sentences
+    by the loosest step their words needed (`sentences`, class of `CLASSES` -> count), the words matched only by
+    a normalisation or placeholder by step (`words`; `punctuation`: words dropped from the trees, `order`: words
+    that differ in lines placed by the file's order), and the lines that fit several sentences and could not be
+    placed (`unplaced`: line number -> the sources of the sentences they fit)."""
 
+    format: str
+    sentences: Counter = field(default_factory=Counter)
+    words: Counter = field(default_factory=Counter)
+    unplaced: dict[int, list[str]] = field(default_factory=dict)
 
-def words_of(tokens: list[str], labelled: bool) -> list[str]:
-    """The words of a tree's tokens: every item, or (`labelled`) every item but the first of a bracket."""
-    return [t for t, before in zip(tokens, ["", *tokens]) if t not in "()" and not (labelled and before == "(")]
+    def summary(self) -> str:
+        """`1,862 sentences matched exactly, 550 after normalising numbers, 3 by <unk>; words: 612 numbers, ...`"""
+        text = ", ".join(f"{self.sentences[c]:,} {'sentences ' if k == 0 else ''}{PHRASES[c]}"
+                         for k, c in enumerate(c for c in CLASSES if self.sentences[c]))
+        if self.words:
+            text += "; words matched only by a normalisation or placeholder: " + ", ".join(
+                f"{self.words[c]:,} {WORD_PHRASES[c]}" for c in WORD_PHRASES if self.words[c])
+        return text
 
-
-def tree_of(tokens: list[str], labelled: bool) -> Nested | list:
-    """The nested-list tree of a line's tokens, read with labels (dropped) or without. A bracket around one word
-    is that word (a preterminal); around one bracket, a unary node; a wrapper root (`ptb.WRAPPERS`) around one
-    phrase is dropped."""
-    # Each open bracket: its trees so far, and whether its items so far are one word and nothing else.
-    stack: list[list] = []
-    root_label = ""
-    for k, token in enumerate(tokens):
-        if token == "(":
-            stack.append([[], True, 0])
-        elif token == ")":
-            children, one_word, items = stack.pop()
-            tree = children[0] if one_word and items == 1 else children
-            if not stack:
-                return unwrapped(tree, root_label) if labelled else tree
-            frame = stack[-1]
-            frame[0].append(tree)
-            frame[1], frame[2] = False, frame[2] + 1
-        elif labelled and tokens[k - 1] == "(":
-            if len(stack) == 1:
-                root_label = token
-        else:
-            frame = stack[-1]
-            frame[0].append(token)
-            frame[1], frame[2] = frame[2] == 0, frame[2] + 1
-    raise AssertionError("unbalanced tokens")  # `_tokens` checked them
-
-
-def _key(word: str) -> str:
-    return normalize_word(word).lower()
-
-
-def _same(word: str, gold: str) -> bool:
-    """Whether a file's word stands for the gold word (`gold`: as the treebank's rule normalised it)."""
-    if word.lower() in UNKNOWN_WORDS or (word in NUMBER_WORDS and "N" in gold):
-        return True
-    return _key(word) == gold.lower()
+    def record(self) -> dict:
+        """As `summary.json` holds it: `summary` (the text of `summary()`), `format`, `sentences`, `words`,
+        `unplaced`."""
+        return {"summary": self.summary(), "format": self.format,
+                "sentences": {c: self.sentences[c] for c in CLASSES if self.sentences[c]},
+                "words": {c: self.words[c] for c in WORD_PHRASES if self.words[c]},
+                "unplaced": {str(line): sources for line, sources in self.unplaced.items()}}
 
 
 @dataclass
 class PredictedTrees:
     """A file's trees in the order of the gold sentences (`trees[i]` None where the file has none for sentence
-    i: `missing`, the indices of the gold sentences with words that it lacks)."""
+    i: `missing`, the indices of the gold sentences with words that it lacks), and how its lines were matched."""
 
     path: str
     trees: list
     missing: list[int]
     lines: int
     longer: int = 0  # lines skipped for having more words than the sentences scored may have
+    matching: Matching = field(default_factory=lambda: Matching("bracketed"))
+
+
+def read_input(path: str, expected: str) -> str:
+    """The text of file `path`, or of standard input for `-`."""
+    if path != STDIN:
+        return read_text(path, expected)
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise TreenetsError(f"<stdin>:{line}: not UTF-8 text ({exc.reason}; expected {expected})") from None
+
+
+@dataclass
+class _Fit:
+    """How a line fits one sentence: each word's step, and the positions of the sentence's leaves the line has
+    beyond its words (`dropped`: punctuation the word rule drops), None unless it fits only with them."""
+
+    steps: list[int]
+    dropped: list[int] | None = None
+
+    @property
+    def loosest(self) -> int:
+        return len(STEPS) if self.dropped else max(self.steps, default=0)
+
+
+class _Gold:
+    """The gold sentences indexed for matching: by their words' `numbers` keys (a line without placeholders fits
+    only sentences of its keys), by length, and with their dropped words (punctuation) for lines that keep them."""
+
+    def __init__(self, sentences: list[GoldSentence]):
+        self.sentences = sentences
+        self.keys = [[keys(form) for form in s.forms] for s in sentences]
+        self.full = [[(keys(word), kept) for word, _, kept in s.leaves] for s in sentences]
+        self.by_key: dict[tuple, list[int]] = {}
+        self.by_length: dict[int, list[int]] = {}
+        self.full_by_key: dict[tuple, list[int]] = {}
+        self.full_by_length: dict[int, list[int]] = {}
+        for i, s in enumerate(sentences):
+            if not s.words:
+                continue
+            self.by_key.setdefault(tuple(k[NUMBERS] for k in self.keys[i]), []).append(i)
+            self.by_length.setdefault(len(s.words), []).append(i)
+            if len(self.full[i]) > len(self.keys[i]):
+                self.full_by_key.setdefault(tuple(k[NUMBERS] for k, _ in self.full[i]), []).append(i)
+                self.full_by_length.setdefault(len(self.full[i]), []).append(i)
+
+    def fit(self, words: list[str], word_keys: list[tuple], i: int, full: bool = False) -> _Fit | None:
+        """How `words` fit sentence `i` (`full`: its every leaf, the dropped ones too), or None."""
+        golds = self.full[i] if full else [(k, True) for k in self.keys[i]]
+        if len(golds) != len(words):
+            return None
+        steps, dropped = [], []
+        for position, (word, word_key, (gold_key, kept)) in enumerate(zip(words, word_keys, golds)):
+            step = match_step(word, gold_key[0], word_key, gold_key)
+            if step is None:
+                return None
+            if kept:
+                steps.append(step)
+            else:
+                dropped.append(position)
+        return _Fit(steps, dropped if full else None)
+
+    def candidates(self, words: list[str]) -> dict[int, _Fit]:
+        """The sentences `words` fit at the strictest step any fits (or with their dropped words, when none fits
+        without), with how."""
+        word_keys = [keys(w) for w in words]
+        placeholders = any(is_placeholder(w) for w in words)
+        for full, by_key, by_length in ((False, self.by_key, self.by_length),
+                                        (True, self.full_by_key, self.full_by_length)):
+            # (a line without placeholders fits the sentences of its `numbers` forms, unless a word needs the
+            # forms that keep the case, `tNc`: then, as with placeholders, every sentence of its length is looked at)
+            pool = [] if placeholders else by_key.get(tuple(k[NUMBERS] for k in word_keys), [])
+            pool = pool or by_length.get(len(words), [])
+            fits = {i: fit for i in pool if (fit := self.fit(words, word_keys, i, full)) is not None}
+            if fits:
+                best = min(fit.loosest for fit in fits.values())
+                return {i: fit for i, fit in fits.items() if fit.loosest == best}
+        return {}
+
+    def forms(self, i: int) -> tuple:
+        return tuple(self.sentences[i].forms)
+
+
+def _without(tree, positions: set[int]):
+    """`tree` without the words at `positions`, a node left with one child replaced by it."""
+    position = -1
+
+    def leaf(word):
+        nonlocal position
+        position += 1
+        return None if position in positions else word
+
+    def node(_, children: list):
+        kept = [child for child in children if child is not None]
+        return None if not kept else kept[0] if len(kept) == 1 else kept
+
+    return fold(tree, leaf, node)
+
+
+class _Placement:
+    """Lines placed on sentences: `line_of[i]`, the index of the line placed on sentence i (or None)."""
+
+    def __init__(self, count: int):
+        self.line_of: list[int | None] = [None] * count
+        self.sentence_of: dict[int, int] = {}  # line index -> sentence
+
+    def place(self, k: int, i: int) -> None:
+        self.line_of[i], self.sentence_of[k] = k, i
+
+    def free(self, candidates) -> list[int]:
+        return [i for i in candidates if self.line_of[i] is None]
+
+    def neighbours(self, k: int, lines: int) -> tuple[int, int]:
+        """The sentences of the placed lines nearest before and after line k in the file (-1 and `count` where
+        there is none)."""
+        before = next((self.sentence_of[j] for j in range(k - 1, -1, -1) if j in self.sentence_of), -1)
+        after = next((self.sentence_of[j] for j in range(k + 1, lines) if j in self.sentence_of),
+                     len(self.line_of))
+        return before, after
+
+
+def _place(entries: list, gold: _Gold) -> tuple[_Placement, list[int], int | None]:
+    """Place the lines (`entries`: each line's candidates) on sentences as the module's doc says. Returns the
+    placement, the lines that could not be placed for fitting several sentences, and the first line that fits
+    no sentence left (None when every line found one or was left unplaced)."""
+    placed = _Placement(len(gold.sentences))
+    ambiguous = []
+    after = 0  # the gold sentences from here on come first: those after the previous line's
+    for k, candidates in enumerate(entries):
+        if len({gold.forms(i) for i in candidates}) > 1:
+            ambiguous.append(k)
+            continue
+        free = placed.free(candidates)
+        if not free:
+            return placed, [], k
+        i = next((i for i in free if i >= after), free[0])
+        placed.place(k, i)
+        after = i + 1
+    progress = True
+    while ambiguous and progress:
+        progress = False
+        for k in ambiguous:
+            free = placed.free(entries[k])
+            if not free:
+                return placed, [], k
+            before, next_placed = placed.neighbours(k, len(entries))
+            between = [i for i in free if before < i < next_placed]
+            if len({gold.forms(i) for i in free}) == 1:  # by elimination
+                placed.place(k, free[0])
+            elif between and len({gold.forms(i) for i in between}) == 1:  # by the file's order
+                placed.place(k, between[0])
+            else:  # a run of such lines between two placed ones, and as many sentences without a tree there
+                run = [j for j in range(k, len(entries)) if j not in placed.sentence_of]
+                run = run[: next((n for n, j in enumerate(run) if j != k + n), len(run))]
+                gap = [i for i in range(before + 1, next_placed) if placed.line_of[i] is None
+                       and gold.sentences[i].words]
+                if not (before < next_placed and len(gap) == len(run)
+                        and all(i in entries[j] for i, j in zip(gap, run))):
+                    continue
+                for i, j in zip(gap, run):
+                    placed.place(j, i)
+            progress = True
+        ambiguous = [k for k in ambiguous if k not in placed.sentence_of]
+    return placed, ambiguous, None
 
 
 def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "",
-                   max_length: int | None = None) -> PredictedTrees:
-    """The trees of file `path`, matched with `sentences` by their words (see the module's doc). With
-    `max_length` (the sentences are those of a treebank of at most that many words), a line of more words,
-    however read, is skipped and counted (`longer`).
+                   max_length: int | None = None, fmt: str = "auto", drop_punctuation: bool = False
+                   ) -> PredictedTrees:
+    """The trees of file `path` (`-`: standard input) in format `fmt` (`formats.FORMATS`, or `auto`: detected),
+    matched with `sentences` by their words (see the module's doc). With `max_length` (the sentences are those of
+    a treebank of at most that many words), a line of more words that fits no sentence is skipped and counted
+    (`longer`). `words_rule` names the word rule in messages.
 
     Raises:
-        TreenetsError: naming the line of a malformed tree, or of a tree whose words are no gold sentence left
-            (saying which sentence was expected there, and the first word that differs).
+        TreenetsError: naming the line of a malformed tree, of a tree whose words are no gold sentence left
+            (saying which sentence was expected there, and the first word that differs), or of one that keeps
+            punctuation the word rule drops (without `drop_punctuation`).
     """
-    lines = check_lines(read_text(path, "a file of bracketed trees, one a line").split("\n"), path)
-    by_words: dict[tuple, list[int]] = {}
-    by_length: dict[int, list[int]] = {}
-    for i, s in enumerate(sentences):
-        if s.words:
-            by_words.setdefault(tuple(w.lower() for w in s.words), []).append(i)
-            by_length.setdefault(len(s.words), []).append(i)
+    name = "<stdin>" if path == STDIN else path
+    text = read_input(path, f"a file of trees ({', '.join(FORMATS.values())})")
+    check_lines(text.split("\n"), name)
+    fmt, lines = read_lines(text, name, fmt)
+    matching = Matching(fmt)
+    present = [i for i, s in enumerate(sentences) if s.words]
     trees: list = [None] * len(sentences)
-    after = 0  # the gold sentences from here on come first: those after the previous line's
-    previous = None
-
-    def first(candidates: list[int]) -> int | None:
-        free = [i for i in candidates if trees[i] is None]
-        return next((i for i in free if i >= after), free[0] if free else None)
-
-    def candidates(words: list[str]) -> list[int]:
-        exact = by_words.get(tuple(_key(w) for w in words), [])
-        if exact or not any(w.lower() in UNKNOWN_WORDS or w in NUMBER_WORDS for w in words):
-            return exact  # (`N` is also the treebank's own word for a number, as the official preprocessing writes it)
-        return [i for i in by_length.get(len(words), ())
-                if all(_same(w, g) for w, g in zip(words, sentences[i].words))]
-
-    parsed = [(number, _tokens(line, f"{path}:{number}")) for number, line in enumerate(lines, start=1) if line.strip()]
-    readings: dict = {}  # (line, with labels) -> its words and the gold sentences they are
-
-    def reading(k: int, labelled: bool) -> tuple[list[str], list[int]]:
-        if (k, labelled) not in readings:
-            words = words_of(parsed[k][1], labelled)
-            readings[(k, labelled)] = words, candidates(words)
-        return readings[(k, labelled)]
+    if fmt == "spans":
+        if any(line.given is None for line in lines):
+            return _in_treebank_order(name, lines, sentences, present, matching, max_length)
+        if inclusive_ends(lines, [len(line.given) for line in lines], name):
+            for line in lines:
+                line.spans = [(start, end + 1) for start, end in line.spans]
+    gold = _Gold(sentences)
 
     # One reading for the whole file: a line read the other way could be another sentence by chance (`((x was)
     # (y money))` with labels is `was money`).
-    labelled = all(_labelled(tokens) for _, tokens in parsed)
-    if labelled:
-        found = sum(bool(reading(k, True)[1]) for k in range(len(parsed)))
-        labelled = found == len(parsed) or found >= sum(bool(reading(k, False)[1]) for k in range(len(parsed)))
-    read = longer = 0
-    for k, (number, tokens) in enumerate(parsed):
-        words, found = reading(k, labelled)
-        index = first(found)
-        if index is None and max_length is not None and len(words) > max_length:
+    bracketed = [line for line in lines if line.tokens is not None]
+    labelled = all(can_be_labelled(line.tokens) for line in bracketed)
+    readings: dict = {}
+
+    def reading(k: int, with_labels: bool) -> tuple[list[str], dict]:
+        if (k, with_labels) not in readings:
+            words = lines[k].words(with_labels)
+            readings[(k, with_labels)] = words, gold.candidates(words)
+        return readings[(k, with_labels)]
+
+    if bracketed and labelled:
+        found = sum(bool(reading(k, True)[1]) for k in range(len(lines)))
+        labelled = found == len(lines) or found >= sum(bool(reading(k, False)[1]) for k in range(len(lines)))
+    kept, longer = [], 0
+    for k in range(len(lines)):
+        words, candidates = reading(k, labelled)
+        if not candidates and max_length is not None and len(words) > max_length:
             longer += 1
             continue
-        if index is None:
-            raise TreenetsError(_unmatched(f"{path}:{number}", words, sentences, trees, after, previous, words_rule))
-        trees[index] = tree_of(tokens, labelled)
-        after, previous, read = index + 1, number, read + 1
-    if not read:
-        raise TreenetsError(f"{path}: no tree in it (expected one bracketed tree a line)")
-    missing = [i for i, s in enumerate(sentences) if s.words and trees[i] is None]
-    return PredictedTrees(path, trees, missing, read, longer)
+        kept.append(k)
+    entries = [reading(k, labelled)[1] for k in kept]
+    for k, candidates in zip(kept, entries):
+        fit = next(iter(candidates.values()), None)
+        if fit is not None and fit.dropped and not drop_punctuation:
+            i = next(iter(candidates))
+            raise TreenetsError(_punctuation(lines[k].where(name), reading(k, labelled)[0], fit, sentences[i],
+                                             words_rule))
+
+    def fits_or_differs(k: int, candidates: dict, i: int) -> bool:
+        """Whether sentence i is one line k fits at its strictest step, or the line fits none but has as many
+        words."""
+        return i in candidates or not candidates and len(reading(k, labelled)[0]) == len(sentences[i].words)
+
+    by_order = len(kept) == len(present) and all(map(fits_or_differs, kept, entries, present))
+    if by_order:
+        placement = dict(zip(kept, present))
+        unplaced: list[int] = []
+    else:
+        placed, unplaced_entries, failed = _place(entries, gold)
+        if failed is not None:
+            previous = max((k for k in placed.sentence_of if k < failed), default=None)
+            after = placed.sentence_of[previous] + 1 if previous is not None else 0
+            raise TreenetsError(_unmatched(
+                lines[kept[failed]].where(name), reading(kept[failed], labelled)[0], sentences, gold,
+                [j is not None for j in placed.line_of], after,
+                lines[kept[previous]].number if previous is not None else None, words_rule))
+        placement = {kept[k]: i for k, i in placed.sentence_of.items()}
+        unplaced = [kept[k] for k in unplaced_entries]
+        if not placement and unplaced:
+            fits = reading(unplaced[0], labelled)[1]
+            raise TreenetsError(f"{name}: none of its {len(unplaced):,} lines could be placed: each fits several "
+                                f"sentences and the file's order does not say which (line {lines[unplaced[0]].number}"
+                                f" fits {len(fits)}: {', '.join(str(sentences[i].source) for i in list(fits)[:3])}"
+                                f"{', ...' if len(fits) > 3 else ''})")
+    for k, i in placement.items():
+        words, candidates = reading(k, labelled)
+        fit = candidates.get(i)
+        tree = lines[k].build(labelled, words, name)
+        if fit is None:  # placed by the file's order, words that differ
+            matching.sentences["order"] += 1
+            matching.words["order"] += sum(match_step(w, g) is None for w, g in zip(words, sentences[i].forms))
+        else:
+            matching.sentences[CLASSES[fit.loosest]] += 1
+            matching.words.update(STEPS[step] for step in fit.steps if step)
+            if fit.dropped:
+                matching.words["punctuation"] += len(fit.dropped)
+                tree = _without(tree, set(fit.dropped))
+        trees[i] = tree
+    matching.unplaced = {lines[k].number: [str(sentences[i].source) for i in reading(k, labelled)[1]]
+                         for k in unplaced}
+    missing = [i for i in present if trees[i] is None]
+    return PredictedTrees(name, trees, missing, len(placement), longer, matching)
 
 
-def _unmatched(where: str, words: list[str], sentences: list[GoldSentence], trees: list, after: int,
-               previous: int | None, words_rule: str) -> str:
+def _in_treebank_order(name: str, lines: list[Line], sentences: list[GoldSentence], present: list[int],
+                       matching: Matching, max_length: int | None) -> PredictedTrees:
+    """Span lists without words: each line is the next sentence of the treebank."""
+    given = next((line for line in lines if line.given is not None), None)
+    if given is not None:
+        without = next(line for line in lines if line.given is None)
+        raise TreenetsError(f"{given.where(name)}: the line gives its words where line {without.number} does not "
+                            "(expected every line with its words, or none: the treebank's words in order)")
+    if len(lines) != len(present):
+        limit = f" of at most {max_length} words" if max_length is not None else ""
+        raise TreenetsError(f"{name}: {len(lines):,} span lists without words, where the treebank has "
+                            f"{len(present):,} sentences{limit}; span lists without words are read as the treebank's "
+                            "sentences in order, one a line (give each line its words to match them in any order)")
+    inclusive = inclusive_ends(lines, [len(sentences[i].words) for i in present], name)
+    trees: list = [None] * len(sentences)
+    for line, i in zip(lines, present):
+        spans = [(start, end + 1) for start, end in line.spans] if inclusive else line.spans
+        trees[i] = Line(line.number, line.name, spans=spans).build(False, sentences[i].words, name)
+    matching.sentences["treebank"] = len(present)
+    return PredictedTrees(name, trees, [], len(lines), 0, matching)
+
+
+def _punctuation(where: str, words: list[str], fit: _Fit, sentence: GoldSentence, words_rule: str) -> str:
+    """The message for a line that keeps the words the word rule drops."""
+    dropped = [words[p] for p in fit.dropped]
+    tags = {tag for _, tag, kept in sentence.leaves if not kept}
+    shown = " ".join(f"{w!r}" for w in dict.fromkeys(dropped))
+    message = (f"{where}: the line keeps {len(dropped)} word(s) that the treebank's word rule drops ({shown}: "
+               f"punctuation or symbols) and is otherwise {sentence.source} ({len(sentence.words)} words)")
+    choices = ["--drop-punctuation drops them from the file's trees, as DIORA's evalb.py and EVALB's COLLINS.prm "
+               "do"]
+    if tags <= PTB_PUNCTUATION:
+        choices.insert(0, "--words li-punct reads the treebank with its punctuation (Li et al. 2020's setting)")
+    return message + f"; {'; or '.join(choices)}" + (f"; {words_rule}" if words_rule else "")
+
+
+def _unmatched(where: str, words: list[str], sentences: list[GoldSentence], gold: _Gold, taken: list[bool],
+               after: int, previous: int | None, words_rule: str) -> str:
     """The message for a line whose words are no gold sentence left: the sentence expected there (of those without
     a tree, the one whose first words are most like the line's; of equals, the next in the treebank's order after
     the previous line's) and how the line differs from it."""
     shown = " ".join(words)
     message = f"{where}: no sentence of the treebank without a tree yet has its words: {shown[:200]!r} " \
               f"({len(words)} words)"
-    free = [i for i, s in enumerate(sentences) if s.words and trees[i] is None]
+    free = [i for i, s in enumerate(sentences) if s.words and not taken[i]]
     if not free:
         return message + "; every sentence of the treebank has a tree already (a sentence given twice?)"
+    word_keys = [keys(w) for w in words]
 
     def same_start(i: int) -> int:
-        gold = sentences[i].words
-        return next((k for k, (w, g) in enumerate(zip(words, gold)) if not _same(w, g)), min(len(words), len(gold)))
+        forms = sentences[i].forms
+        return next((k for k, (w, wk, g, gk) in enumerate(zip(words, word_keys, forms, gold.keys[i]))
+                     if match_step(w, g, wk, gk) is None), min(len(words), len(forms)))
 
     expected = max(free, key=lambda i: (same_start(i), i >= after, -i))
-    gold = sentences[expected]
+    sentence = sentences[expected]
     place = f"after the tree of line {previous}" if previous else "first"
-    message += f"; expected ({place}, the closest sentence without a tree): {gold.source} " \
-               f"{' '.join(gold.words)[:200]!r} ({len(gold.words)} words"
+    message += f"; expected ({place}, the closest sentence without a tree): {sentence.source} " \
+               f"{' '.join(sentence.forms)[:200]!r} ({len(sentence.words)} words"
     differ = same_start(expected)
-    if differ < min(len(words), len(gold.words)):
-        message += f"; word {differ + 1} is {words[differ]!r} where the treebank has {gold.words[differ]!r}"
-    elif len(words) != len(gold.words):
-        message += f"; the line has {len(words)} words where the treebank has {len(gold.words)}"
+    if differ < min(len(words), len(sentence.words)):
+        message += f"; word {differ + 1} is {words[differ]!r} where the treebank has {sentence.forms[differ]!r}"
+    elif len(words) != len(sentence.words):
+        message += f"; the line has {len(words)} words where the treebank has {len(sentence.words)}"
+    without = [word for word, tag, kept in sentence.leaves if kept and tag not in PTB_PUNCTUATION]
+    if len(without) < len(sentence.words) and len(without) == len(words) and all(
+            match_step(w, g) is not None for w, g in zip(words, without)):
+        message += "; the line lacks the treebank's punctuation, which the word rule keeps: --words li or ptb " \
+                   "reads the treebank without it"
     return message + f"){'; ' + words_rule if words_rule else ''}"

@@ -30,17 +30,22 @@ WORD_TAGS = frozenset([
     "WDT", "WP", "WP$", "WRB",
 ])
 _DIGITS = re.compile(r"[0-9]+")
+# The tags of the treebanks' empty elements (traces, null subjects): no system reads them as words.
+EMPTY_TAGS = frozenset({"-NONE-"})
 
 
 @dataclass(frozen=True)
 class WordRule:
     """Which leaves of a treebank's trees the parsing evaluation keeps, by their POS tag: only the tags of `keep`,
-    or (`keep` None) every tag but those of `drop` (punctuation and empty elements)."""
+    or (`keep` None) every tag but those of `drop` (punctuation and empty elements); and none under a phrase
+    labelled as one of `drop_phrases` (Li et al.'s preprocessing removes a list marker's phrase, `LST`, whatever
+    the tags of its words)."""
 
     name: str
     summary: str
     keep: frozenset[str] | None = None
     drop: frozenset[str] = frozenset()
+    drop_phrases: frozenset[str] = frozenset()
 
     def keeps(self, tag: str) -> bool:
         return tag in self.keep if self.keep is not None else tag not in self.drop
@@ -49,7 +54,27 @@ class WordRule:
         """The same rule dropping `tags` too (a keep-list loses them)."""
         tags = frozenset(tags)
         return WordRule(f"{self.name} without {', '.join(sorted(tags))}", self.summary,
-                        None if self.keep is None else self.keep - tags, self.drop | tags)
+                        None if self.keep is None else self.keep - tags, self.drop | tags, self.drop_phrases)
+
+    def pruned(self, tree: nltk.Tree) -> nltk.Tree:
+        """`tree` without the phrases of `drop_phrases` (a copy; `tree` itself when it has none)."""
+        if not self.drop_phrases or not any(isinstance(node, nltk.Tree) and node.label() in self.drop_phrases
+                                            for node in _nodes(tree)):
+            return tree
+        return fold(tree, lambda word: word, lambda phrase, children: nltk.Tree(phrase.label(), [
+            child for child, node in zip(children, phrase)
+            if not (isinstance(node, nltk.Tree) and node.label() in self.drop_phrases)]))
+
+
+def _nodes(tree: nltk.Tree) -> list:
+    """Every node and word of `tree`, without recursion."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, nltk.Tree):
+            stack.extend(node)
+    return found
 
 Nested = "str | list[Nested]"  # a tree as nested lists of words (what the official code scores)
 
@@ -65,10 +90,12 @@ WORD_RULES = {rule.name: rule for rule in (
     WordRule("ud", "trees with Universal Dependencies' POS tags: every word but PUNCT (and -NONE-)",
              drop=frozenset({"PUNCT", "-NONE-"})),
     WordRule("li", "Li et al. (2020) without punctuation: every Penn Treebank word but , . : `` '' -LRB- -RRB- # "
-             "SYM LS LST and -NONE- ($ kept)",
-             drop=frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "#", "SYM", "LS", "LST", "-NONE-"})),
-    WordRule("li-punct", "Li et al. (2020) with punctuation: every Penn Treebank word but LS, LST and -NONE-",
-             drop=frozenset({"LS", "LST", "-NONE-"})),
+             "SYM LS LST and -NONE-, and none of a list marker's phrase LST ($ kept)",
+             drop=frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "#", "SYM", "LS", "LST", "-NONE-"}),
+             drop_phrases=frozenset({"LST"})),
+    WordRule("li-punct", "Li et al. (2020) with punctuation: every Penn Treebank word but LS, LST and -NONE-, and "
+             "none of a list marker's phrase LST", drop=frozenset({"LS", "LST", "-NONE-"}),
+             drop_phrases=frozenset({"LST"})),
 )}
 PTB = WORD_RULES["ptb"]
 
@@ -263,10 +290,19 @@ class GoldSentence:
     tree: nltk.Tree
     source: TreeSource
     phrases: object = None  # `gold` with every phrase of the treebank kept (unary chains too): `phrases`
+    # Every leaf but the empty elements, as the treebank writes it: (word, tag, whether the word rule keeps it)
+    leaves: list[tuple[str, str, bool]] | None = None
 
     def __post_init__(self):
         if self.phrases is None:  # a sentence made from a nested-list tree alone: its phrases are its nodes
             self.phrases = self.gold
+        if self.leaves is None:  # (and its words are its leaves)
+            self.leaves = [(word, "", True) for word in self.words]
+
+    @property
+    def forms(self) -> list[str]:
+        """The kept words as the treebank writes them (`words` normalised: `Smith` and `20,000` for `smith`, `N,N`)."""
+        return [word for word, _, kept in self.leaves if kept]
 
     @functools.cached_property
     def nodes(self) -> tuple | None:
@@ -287,9 +323,12 @@ def load_gold(path: Path, wsj10: bool = False, rule: WordRule = PTB, max_length:
     limit = length_limit(wsj10, max_length)
     sentences = []
     for tree, source in read_treebank(path):
+        tree = rule.pruned(tree)
         words = tree_words(tree, rule)
         if limit is not None and len(words) > limit:
             continue
+        leaves = [(word, tag, rule.keeps(tag)) for word, tag in _tagged_words(tree)
+                  if rule.keeps(tag) or tag not in EMPTY_TAGS]
         sentences.append(GoldSentence(words, collapse(tree, rule), labeled_spans(tree, rule), tree, source,
-                                      phrases(tree, rule)))
+                                      phrases(tree, rule), leaves))
     return sentences
