@@ -183,6 +183,64 @@ def test_offline_the_error_says_what_was_tried_and_what_to_do(installed, tmp_pat
     assert leftovers(folders.cache_dir()) == []
 
 
+# --- settings that name a folder or a copy of one ---------------------------------------------------------------
+
+COPY = "must name a copy of treenets' models/ folder: a folder, or an http://, https:// or file: URL)"
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("htp:/x", "neither a folder nor a URL treenets downloads from (its scheme is htp:)"),
+    ("ftp://host/models", "neither a folder nor a URL treenets downloads from (its scheme is ftp:)"),
+    ("http:/x", "a URL without a host (expected http://HOST/PATH)"),
+    ("http://[::1", "not a URL (Invalid IPv6 URL)"),
+    ("{tmp}/absent", "does not exist"),
+    ("{tmp}/file", "a file, not a folder"),
+])
+def test_a_models_url_of_the_wrong_kind_is_blamed_on_the_setting_that_gave_it(installed, tmp_path, monkeypatch,
+                                                                              capsys, value, problem):
+    """Before: `TREENETS_MODELS_URL=htp:/x` said "htp:/x: no such folder (--from takes ...)", though --from was not
+    given."""
+    (tmp_path / "file").write_text("")
+    value = value.format(tmp=tmp_path)
+    monkeypatch.setenv(zoo.MODELS_URL_ENV, value)
+    for argv, setting in ((["models", "download", "lstm-logic"], "TREENETS_MODELS_URL"),
+                          (["predict", "lstm-logic", "--pair", "a", "b"], "TREENETS_MODELS_URL"),
+                          (["models", "download", "lstm-logic", "--from", value], "--from")):
+        assert main(argv) == 2
+        shown = f"{setting}={value}" if setting.startswith("T") else f"{setting} {value}"
+        assert capsys.readouterr() == ("", f"treenets: error: {shown}: {problem} ({setting} {COPY}\n")
+    assert leftovers(folders.cache_dir()) == []
+
+
+def test_a_cache_that_is_a_file_is_named(installed, tmp_path, monkeypatch, capsys):
+    """Before: "File exists" (models download), or "not in FILE/lstm-logic" (a first use)."""
+    file = tmp_path / "file"
+    file.write_text("mine")
+    what = "must name a folder: treenets' cache of models, induced trees and data, made where missing)"
+    for value, problem in ((file, "a file, not a folder"), (file / "cache", f"lies under {file}, which is a file, "
+                                                                              "not a folder")):
+        monkeypatch.setenv(folders.CACHE_ENV, str(value))
+        for argv in (["models", "download", "lstm-logic", "--from", str(REPO / "models")],
+                     ["predict", "lstm-logic", "--pair", "a", "b"], ["models"]):
+            assert main(argv) == 2
+            assert capsys.readouterr() == ("", f"treenets: error: TREENETS_CACHE={value}: {problem} (TREENETS_CACHE "
+                                               f"{what}\n")
+    monkeypatch.delenv(folders.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(file))
+    assert main(["models"]) == 2
+    assert capsys.readouterr().err == (f"treenets: error: XDG_CACHE_HOME={file}: a file, not a folder (XDG_CACHE_HOME "
+                                       "must name a folder: the user's cache)\n")
+    assert file.read_text() == "mine"
+
+
+def test_a_model_in_the_checkout_needs_no_cache(tmp_path, monkeypatch, capsys):
+    """A wrong $TREENETS_CACHE is an error where the cache is needed, not for a model the checkout holds."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "file"))
+    assert main(["predict", "lstm-logic", "--pair", "a", "( not a )"]) == 0
+    assert '"relation": "^"' in capsys.readouterr().out
+
+
 # --- data --------------------------------------------------------------------------------------------------------
 
 

@@ -24,13 +24,14 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from treenets import checkpoint, folders
 from treenets.console import note
-from treenets.data import fetch, mirror_url, sha256_of
+from treenets.data import fetch, sha256_of
 from treenets.errors import TreenetsError
 from treenets.files import held_lock, json_text
 from treenets.runlog import format_figure
@@ -82,10 +83,13 @@ def repository_models() -> Path | None:
     return repository / "models" if repository else None
 
 
-def _lookup_folders(name: str) -> list[Path]:
-    """Where the zoo model `name` is looked up: the checkout's `models/`, then the cache."""
+def _lookup_folders(name: str) -> Iterator[Path]:
+    """Where the zoo model `name` is looked up: the checkout's `models/`, then the cache, whose setting is read only
+    when the checkout does not hold the model (a model found there needs no cache, nor a valid `$TREENETS_CACHE`)."""
     models = repository_models()
-    return [*([models / name] if models else []), folders.cache_dir() / name]
+    if models:
+        yield models / name
+    yield folders.cache_dir() / name
 
 
 def installed(model: ZooModel) -> Path | None:
@@ -105,11 +109,18 @@ def _damage(folder: Path, model: ZooModel) -> str | None:
 
 
 def _urls(model: ZooModel, source: str | os.PathLike | None = None) -> dict[str, str] | None:
-    """File -> the URL `model`'s file is downloaded from: `NAME/FILE` under `source` or `$TREENETS_MODELS_URL` (a
-    copy of the `models/` folder: a folder or a URL), else the URL `zoo.json` gives; None where none is known."""
+    """File -> the URL `model`'s file is downloaded from: `NAME/FILE` under `source` (`--from`) or
+    `$TREENETS_MODELS_URL` (a copy of the `models/` folder: a folder or a URL), else the URL `zoo.json` gives; None
+    where none is known.
+
+    Raises:
+        TreenetsError: naming `--from` or `$TREENETS_MODELS_URL` where it is neither a folder nor a URL treenets
+            downloads from (`folders.copy_url`).
+    """
+    setting = "--from" if source else f"${MODELS_URL_ENV}"
     base = source or os.environ.get(MODELS_URL_ENV)
     if base:
-        mirror = mirror_url(base)
+        mirror = folders.copy_url(base, setting, "a copy of treenets' models/ folder")
         return {f: f"{mirror}/{model.name}/{f}" for f in model.files}
     if all(spec.url for spec in model.files.values()):
         return {f: spec.url for f, spec in model.files.items()}
