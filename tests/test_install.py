@@ -183,6 +183,46 @@ def test_offline_the_error_says_what_was_tried_and_what_to_do(installed, tmp_pat
     assert leftovers(folders.cache_dir()) == []
 
 
+def test_no_run_is_written_into_a_model_folder(installed, tmp_path, capsys):
+    """Before: `train --init NAME --out` the installed model's own folder in the cache was not refused (a path to it
+    was), and the run wrote best.pt, last.pt, config.yaml and metrics.jsonl into it."""
+    assert main(["models", "download", "lstm-logic", "--from", str(REPO / "models")]) == 0
+    cached = folders.cache_dir() / "lstm-logic"
+    before = leftovers(folders.cache_dir())
+    capsys.readouterr()
+    assert main(["train", "--init", "lstm-logic", "--out", str(cached), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (f"treenets: error: --out {cached}: the folder of lstm-logic, which the run "
+                                       "would write over; give the new run another --out\n")
+    assert main(["export", "lstm-logic", str(tmp_path / "mine")]) == 0  # a model folder of the user's own
+    for out, where in ((cached / "run", f"lies in the model folder {cached}"),
+                       (folders.cache_dir() / "om-logic", f"is the model folder {folders.cache_dir() / 'om-logic'}"),
+                       (tmp_path / "mine", f"is the model folder {tmp_path / 'mine'}")):
+        capsys.readouterr()
+        assert main(["train", "--init", "lstm-logic", "--out", str(out), "--no-progress"]) == 2
+        assert capsys.readouterr().err == (
+            f"treenets: error: --out {out}: {where}; a run writes its files (last.pt, best.pt, config.yaml, "
+            "metrics.jsonl) into a folder of its own, never into a model's: give another --out\n")
+        assert main(["train", "lstm-logic", "--out", str(out), "--no-progress"]) == 2  # (from a config too)
+        assert "a run writes its files" in capsys.readouterr().err
+    assert leftovers(folders.cache_dir()) == before  # nothing written, om-logic's folder not made
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(zoo.FILES)
+    assert zoo._damage(cached, zoo.registry()["lstm-logic"]) is None
+
+
+def test_a_model_folder_is_decided_in_one_place(installed, tmp_path):
+    (tmp_path / "exported").mkdir()
+    (tmp_path / "exported" / "model.safetensors").write_bytes(b"")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "best.pt").write_bytes(b"")
+    assert zoo.is_model_folder(tmp_path / "exported") and not zoo.is_model_folder(tmp_path / "run")
+    assert zoo.model_folder_of(tmp_path / "exported" / "a" / "b") == tmp_path / "exported"
+    assert zoo.model_folder_of(tmp_path / "run" / "x") is None
+    # where the zoo keeps a model, installed or not, by any spelling of the path
+    assert zoo.is_model_folder(folders.cache_dir() / "om-logic")
+    assert zoo.is_model_folder(folders.cache_dir() / "om-logic" / ".." / "om-logic")
+    assert not zoo.is_model_folder(folders.cache_dir() / "no-such-model") and not zoo.is_model_folder(tmp_path)
+
+
 # --- settings that name a folder or a copy of one ---------------------------------------------------------------
 
 COPY = "must name a copy of treenets' models/ folder: a folder, or an http://, https:// or file: URL)"

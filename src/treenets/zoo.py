@@ -20,6 +20,7 @@ known. Every file is checked against its sha256 before it is used. `print_models
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -288,17 +289,50 @@ def read_folder(folder: str | Path) -> dict:
     return {"kind": "model", "config": config, "vocab": words, "model": state}
 
 
-def read(ref: str | Path, log=note) -> dict:
-    """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name."""
+def located(ref: str | Path, log=note) -> Path:
+    """The checkpoint file or model folder `ref` names: a path as it is, a zoo name as its verified folder
+    (`locate`, which may download it).
+
+    Raises:
+        TreenetsError: for a ref that is neither a path nor a zoo name, or a zoo model that cannot be located.
+    """
     path = Path(ref)
-    if path.is_dir():
-        return read_folder(path)
     if path.exists():
-        return checkpoint.load(path)
+        return path
     if str(ref) in registry():
-        return read_folder(locate(str(ref), log))
+        return locate(str(ref), log)
     raise TreenetsError(f"{ref}: no such checkpoint file or model folder, nor a zoo model name (the zoo: "
                         f"{', '.join(sorted(registry()))}; `treenets models` lists them)")
+
+
+def read(ref: str | Path, log=note) -> dict:
+    """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name (`located`)."""
+    path = located(ref, log)
+    return read_folder(path) if path.is_dir() else checkpoint.load(path)
+
+
+def _zoo_places() -> list[Path]:
+    """The folders holding the zoo's model folders: the checkout's `models/` and the cache (unless the cache's
+    setting names no folder: nothing is kept there then, and the commands that use the cache say so)."""
+    places = [repository_models()] if repository_models() else []
+    with contextlib.suppress(TreenetsError):
+        places.append(folders.cache_dir())
+    return places
+
+
+def is_model_folder(folder: str | Path) -> bool:
+    """Whether `folder` is a model folder: one that holds a model's weights (`model.safetensors`, as `export`
+    writes them), or where the zoo keeps or looks up a shipped model (`NAME` in the checkout's `models/` or in the
+    cache), installed or not. The one test of it: nothing but a model's own files is written into one."""
+    folder = Path(folder).expanduser().resolve()
+    return (folder / "model.safetensors").is_file() or (
+        folder.name in registry() and any(folder == place.resolve() / folder.name for place in _zoo_places()))
+
+
+def model_folder_of(path: str | Path) -> Path | None:
+    """The model folder (`is_model_folder`) that `path` is or lies in, or None."""
+    path = Path(path).expanduser().resolve()
+    return next((folder for folder in (path, *path.parents) if is_model_folder(folder)), None)
 
 
 def check_target(out: str | Path, source: str | Path | None = None, overwrite: bool = False) -> Path:
@@ -306,20 +340,21 @@ def check_target(out: str | Path, source: str | Path | None = None, overwrite: b
     (whose own files, `FILES`, are then replaced and nothing else); never the folder being exported (`source`),
     nor a folder holding anything else, which would be the user's files."""
     out = Path(out)
+    inside = model_folder_of(out.parent)
+    if inside is not None:
+        raise TreenetsError(f"{out}: lies in the model folder {inside}; give a folder outside it")
     if not out.exists():
         return out
     if not out.is_dir():
         raise TreenetsError(f"{out}: exists and is a file; give a new or empty folder")
-    if source is not None and not Path(source).exists() and str(source) in registry():
-        source = locate(str(source))  # a zoo name: its folder
-    if source is not None and Path(source).exists():
-        source = Path(source).resolve()
+    if source is not None:
+        source = located(source).resolve()  # (a zoo name: its folder)
         if source == out.resolve() or out.resolve() in source.parents:
             raise TreenetsError(f"{out}: is where the model being exported is; give another folder")
     present = sorted(p.name for p in out.iterdir())
     if not present:
         return out
-    if not (out / "model.safetensors").is_file():
+    if not is_model_folder(out):
         raise TreenetsError(f"{out}: not empty and not a model folder (it holds {', '.join(present[:3])}"
                             f"{', ...' if len(present) > 3 else ''}); give a new or empty folder, nothing in it "
                             "was touched")
