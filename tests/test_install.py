@@ -9,6 +9,8 @@ import contextlib
 import hashlib
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +42,38 @@ class CutHandler(QuietHandler):
         body = source.read()
         outputfile.write(body[: len(body) // 2])
         self.close_connection = True
+
+
+class EndlessHandler(QuietHandler):
+    """Serves a body without Content-Length that does not end (up to `LIMIT` bytes), counting in `sent` what it
+    wrote before the client closed the connection."""
+
+    LIMIT = 256 << 20
+    sent: list[int] = []
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        total, block = 0, b"x" * (1 << 16)
+        with contextlib.suppress(OSError):  # the client closed the connection
+            while total < self.LIMIT:
+                self.wfile.write(block)
+                total += len(block)
+        EndlessHandler.sent.append(total)
+
+
+class StallHandler(QuietHandler):
+    """Serves every file's headers and half its bytes, then waits until `release` is set: a download in progress,
+    for as long as a test needs."""
+
+    started, release = threading.Event(), threading.Event()
+
+    def copyfile(self, source, outputfile):
+        body = source.read()
+        outputfile.write(body[: len(body) // 2])
+        outputfile.flush()
+        self.started.set()
+        self.release.wait(60)
 
 
 @contextlib.contextmanager
@@ -144,6 +178,56 @@ def test_an_interrupted_model_download_leaves_nothing_that_looks_installed(insta
            "short" in capsys.readouterr().err
     assert leftovers(folders.cache_dir()) == []  # neither the model's folder nor a temporary file
     assert main(["models"]) == 0 and "lstm-logic  (logic, 3.0 MB, absent)" in capsys.readouterr().out
+
+
+def test_a_body_without_a_length_is_read_no_further_than_the_registry_size(installed, capsys):
+    """Before: a body without Content-Length was read to its end (60 MB for a 2.5 MB model) before it was refused."""
+    EndlessHandler.sent.clear()
+    with served(REPO / "models", EndlessHandler) as url:
+        assert main(["models", "download", "lstm-logic", "--from", url]) == 2
+    size = zoo.registry()["lstm-logic"].files["config.json"].bytes
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"treenets: error: config.json from {url}/lstm-logic/config.json: more than the {size:,} bytes expected (the "
+        "copy differs; reading stopped there): refused, nothing was written")
+    # what the server wrote before the client hung up: the bytes read, and what the sockets' buffers took
+    assert len(EndlessHandler.sent) == 1 and EndlessHandler.sent[0] < EndlessHandler.LIMIT // 8
+    assert leftovers(folders.cache_dir()) == []
+
+
+def test_a_body_of_another_declared_length_is_refused_unread(installed, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "models" / "lstm-logic", copy / "lstm-logic")
+    (copy / "lstm-logic" / "config.json").write_bytes(b"x" * (50 << 20))
+    with served(copy) as url:
+        assert main(["models", "download", "lstm-logic", "--from", url]) == 2
+    assert f"config.json from {url}/lstm-logic/config.json: the server sends 52,428,800 bytes, expected " \
+           f"{zoo.registry()['lstm-logic'].files['config.json'].bytes:,} (the copy differs): refused, nothing was " \
+           "written (nor read)" in capsys.readouterr().err
+    assert leftovers(folders.cache_dir()) == []
+
+
+def test_a_download_killed_on_the_way_leaves_nothing_after_the_next_one(installed, capsys):
+    """SIGKILL in the middle of a download: its temporary folder stays (nothing runs to remove it); the next download
+    of the model, holding the model's lock, removes it. Before: it stayed for good."""
+    command = [sys.executable, "-c", "import sys; from treenets import folders; folders.checkout = lambda: None; "
+               "from treenets.cli import main; sys.exit(main(sys.argv[1:]))"]
+    StallHandler.started.clear()
+    StallHandler.release.clear()
+    try:
+        with served(REPO / "models", StallHandler) as url:
+            process = subprocess.Popen([*command, "models", "download", "lstm-logic", "--from", url],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            assert StallHandler.started.wait(60), "the download did not start"  # half of config.json sent
+            process.kill()  # SIGKILL
+            process.wait()
+    finally:
+        StallHandler.release.set()
+    stale = [p.name for p in folders.cache_dir().glob(".lstm-logic.*") if p.is_dir()]
+    assert len(stale) == 1 and leftovers(folders.cache_dir()) != []
+    assert main(["models", "download", "lstm-logic", "--from", str(REPO / "models")]) == 0
+    assert f"removing {folders.cache_dir() / stale[0]}, left by a download of lstm-logic that was killed on the way" \
+        in capsys.readouterr().err
+    assert leftovers(folders.cache_dir()) == ["lstm-logic", *(f"lstm-logic/{file}" for file in sorted(zoo.FILES))]
 
 
 def test_a_model_file_with_another_checksum_is_refused_naming_it(installed, tmp_path, capsys):

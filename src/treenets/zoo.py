@@ -140,11 +140,13 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note, 
     against its size and sha256 (`treenets.data.fetch`); its folder. With `if_missing`, only where no copy is
     installed: the folder of the one found instead, looked for again once the lock below is held.
 
-    The files are written into a temporary folder beside the model's and the folder is renamed into place once
-    every file is in and verified: an interrupted or refused download leaves no folder that looks installed, and
-    a damaged copy in the cache is replaced only by a whole verified one. One process at a time installs a model,
-    holding its lock in the cache: two that need it at once (the ranks of a torchrun, two commands started
-    together) would otherwise each remove and rename the other's folder.
+    The files are written into a temporary folder beside the model's (`.NAME.XXXX`) and the folder is renamed into
+    place once every file is in and verified: an interrupted or refused download leaves no folder that looks
+    installed, and a damaged copy in the cache is replaced only by a whole verified one. One process at a time
+    installs a model, holding its lock in the cache: two that need it at once (the ranks of a torchrun, two
+    commands started together) would otherwise each remove and rename the other's folder. So the holder of the
+    lock also removes the temporary folders of the model's downloads that were killed on the way (SIGKILL, a
+    reboot), which nothing else would.
 
     Raises:
         TreenetsError: where no URL is known, or a file cannot be downloaded or fails its checks (naming it).
@@ -160,6 +162,10 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note, 
         found = installed(model) if if_missing else None
         if found is not None:  # by the process this one waited for
             return found
+        for stale in target.parent.glob(f".{model.name}.*"):
+            if stale.is_dir():  # a download's folder, which only the lock's holder writes: one killed on the way
+                log(f"removing {stale}, left by a download of {model.name} that was killed on the way")
+                shutil.rmtree(stale)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{model.name}."))
         try:
             for file, spec in model.files.items():

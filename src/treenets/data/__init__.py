@@ -15,7 +15,6 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -159,24 +158,45 @@ def print_check(names: list[str] | None = None, root: str | os.PathLike | None =
     return wrong == 0
 
 
+def _copy_at_most(source, target, limit: int) -> int:
+    """Copy at most `limit` bytes from the file object `source` to `target`; how many were copied."""
+    copied = 0
+    while copied < limit:
+        block = source.read(min(1 << 20, limit - copied))
+        if not block:
+            break
+        target.write(block)
+        copied += len(block)
+    return copied
+
+
 def fetch(url: str, target: Path, size: int, sha256: str, hint: str = "") -> None:
     """Download `url` (`http(s):` or `file:`) to `target`, verifying its size and sha256. The file is written
     under a temporary name beside `target` and renamed only after both matched, so an interrupted download never
-    leaves a file that looks complete, and a file of another size or checksum is refused and left nowhere.
-    `hint` (what to do instead) ends the message when the download fails."""
+    leaves a file that looks complete, and a file of another size or checksum is refused and left nowhere. No more
+    than `size` bytes and one are read: a body of another declared length is refused before it is read, and one
+    without a length (or a wrong one) as soon as it runs past `size`. `hint` (what to do instead) ends the message
+    when the download fails."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    refused = "refused, nothing was written"
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
-            shutil.copyfileobj(response, out)
-        got = os.path.getsize(tmp)
+            declared = (response.headers.get("Content-Length") or "").strip()
+            if declared.isdigit() and int(declared) != size:
+                raise TreenetsError(f"{target.name} from {url}: the server sends {int(declared):,} bytes, expected "
+                                    f"{size:,} (the copy differs): {refused} (nor read)")
+            got = _copy_at_most(response, out, size + 1)
+        if got > size:
+            raise TreenetsError(f"{target.name} from {url}: more than the {size:,} bytes expected (the copy differs; "
+                                f"reading stopped there): {refused}")
         if got != size:  # (a connection closed early ends the body without an error)
             raise TreenetsError(f"{target.name} from {url}: {got:,} bytes, expected {size:,} (the download was cut "
-                                "short, or the copy differs): refused, nothing was written")
+                                f"short, or the copy differs): {refused}")
         digest = sha256_of(Path(tmp))
         if digest != sha256:
-            raise TreenetsError(f"{target.name} from {url}: sha256 {digest} is not the expected {sha256}: refused, "
-                                "nothing was written (a damaged or changed copy)")
+            raise TreenetsError(f"{target.name} from {url}: sha256 {digest} is not the expected {sha256}: {refused} "
+                                "(a damaged or changed copy)")
         os.replace(tmp, target)
     except (OSError, http.client.HTTPException) as exc:
         # A connection that failed has its reason beside the URL; an HTTP error (404) says it itself.
