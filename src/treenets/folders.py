@@ -45,8 +45,11 @@ def named_folder(value: str | os.PathLike, setting: str, what: str, must_exist: 
     """
     path = Path(value).expanduser()
     shown, subject = _shown(setting, value)
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing == path and not path.is_dir():
+    existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)  # (a link counts, broken too)
+    if existing is not None and existing.is_symlink() and not existing.exists():
+        problem = (f"{'is' if existing == path else f'lies under {existing},'} a link to {os.readlink(existing)}, "
+                   "which does not exist")
+    elif existing == path and not path.is_dir():
         problem = "a file, not a folder" if path.is_file() else "not a folder"
     elif existing is not None and existing != path and not existing.is_dir():
         problem = f"lies under {existing}, which is a file, not a folder"
