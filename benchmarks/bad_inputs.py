@@ -1,15 +1,21 @@
 """Bad inputs and faults against the `treenets` command line: does each end in one clear line?
 
 Runs every case below (numerical faults, checkpoint files, config files, devices, output paths, numbers on
-the command line, deep input, plots, data files with bad lines, empty inputs, unknown names) against a
-`treenets` executable, in a fresh temporary folder with files the script writes itself and a tiny language
-model it trains once (one epoch of a 40-word corpus, seconds), and prints a markdown table. Outcomes:
+the command line, deep input, plots, data files with bad lines, empty inputs, unknown names, logic formulas and
+ListOps sequences, model folders, settings, downloads) against a `treenets` executable, in a fresh temporary folder
+with files the script writes itself and a tiny language model it trains once (one epoch of a 40-word corpus,
+seconds), and prints a markdown table. The download cases fetch from HTTP servers the script runs on this machine
+(`serve_models`). Outcomes:
 
 - `clear error`: exit status not 0, stderr holds one `treenets: error:` line (or argparse's `treenets COMMAND:
   error:` after its usage lines) and no traceback;
+- `misleading error`: a clear error that does not name what is at fault (the case's `blame`: the setting that
+  holds a value of the wrong kind, say);
 - `internal error`: a `treenets: internal error:` line (a bug, caught by the command line's error boundary);
 - `traceback`: a Python traceback on stderr;
 - `ok`: exit status 0;
+- `wrong result`: exit status 0 with a wrong answer (the case's `check`), or any run that leaves something wrong
+  behind (its `after`: a run written into a model folder, a download's temporary folder left in the cache);
 - `hang/timeout`: still running after `--timeout` seconds (then killed);
 - `n/a`: that version of treenets has no such command;
 - `unclear`: exit status not 0 and none of the above.
@@ -27,6 +33,7 @@ torch files by hand).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -36,8 +43,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import torch
@@ -59,6 +69,10 @@ class Case:
     check: object = None  # check(folder, stdout) -> what is wrong with a run that exited 0, or None (correct)
     api: bool = False  # args are `python` arguments: the Python API, whose errors are exceptions
     twice: bool = False  # the command runs twice at the same time (one must refuse)
+    env: dict = field(default_factory=dict)  # environment variables set for the command (`{T}` expanded)
+    installed: bool = False  # run as an installed treenets sees the zoo: no checkout, so no models/ beside it
+    blame: str = ""  # what an error must name (else it misleads)
+    after: object = None  # after(folder, stderr) -> what the run left wrong, whatever its outcome, or None
 
 
 FIFO = object()  # a named pipe: reading it blocks until someone writes
@@ -269,6 +283,7 @@ def cases() -> list[Case]:
         Case("names", "predict --pair to a language model", ["predict", best, "--pair", "a cat", "a dog"]),
         *second_round_cases(),
         *corpus_cases(),
+        *third_round_cases(),
     ]
 
 
@@ -308,6 +323,223 @@ def corpus_cases() -> list[Case]:
         Case("your own corpus", "train: a character corpus for the word task", train, text,
              setup=[[*corpus, "--char"]]),
     ]
+
+
+# --- the third round (issue 57): formulas and sequences, model folders, settings, downloads ----------------------
+
+# `python -c INSTALLED ARGS...` runs `treenets ARGS...` as an installed treenets sees the zoo (no checkout: models are
+# looked up in the cache alone).
+INSTALLED = ("import sys; from treenets import folders; folders.checkout = lambda: None; "
+             "from treenets.cli import main; sys.exit(main(sys.argv[1:]))")
+MODELS = Path(__file__).resolve().parents[1] / "models"  # the checkout's models/, which the local servers serve
+URLS: dict[str, str] = {}  # name -> base URL of each local server (`serve_models`)
+SENT: list[int] = []  # the bytes the `endless` server wrote to each client before it hung up
+STALLED, RELEASED = threading.Event(), threading.Event()  # the `stall` server is holding a download / may let go
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class _Endless(_Quiet):
+    """A body without Content-Length that does not end (128 MB at most)."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        total, block = 0, b"x" * (1 << 16)
+        with contextlib.suppress(OSError):
+            while total < 128 << 20:
+                self.wfile.write(block)
+                total += len(block)
+        SENT.append(total)
+
+
+class _Stall(_Quiet):
+    """Half of each file, then nothing until `RELEASED` (or 30 s): a download in progress."""
+
+    def copyfile(self, source, outputfile):
+        body = source.read()
+        outputfile.write(body[: len(body) // 2])
+        outputfile.flush()
+        STALLED.set()
+        RELEASED.wait(30)
+
+
+def serve_models() -> None:
+    """Start the local servers of `MODELS` (`URLS`): `models` (as they are), `endless`, `stall`."""
+    for name, handler in (("models", _Quiet), ("endless", _Endless), ("stall", _Stall)):
+        server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(MODELS)))
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        URLS[name] = f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def expand(text: str, root: Path) -> str:
+    """`text` with `{T}` (the case's folder), `{MODELS}` (the checkout's models/) and `{URL:name}` (a local server)
+    filled in."""
+    text = text.replace("{T}", str(root)).replace("{MODELS}", str(MODELS))
+    return re.sub(r"\{URL:(\w+)\}", lambda match: URLS[match.group(1)], text)
+
+
+def _installed_download(root: Path, source: str = "{MODELS}") -> None:
+    """Setup: `lstm-logic` downloaded into the case's cache, as an installed treenets does it."""
+    subprocess.run([str(Path(TREENETS[0]).with_name("python")), "-c", INSTALLED, "models", "download", "lstm-logic",
+                    "--from", expand(source, root)], env={**os.environ, "TREENETS_CACHE": str(root / "cache")},
+                   capture_output=True)
+
+
+def _killed_download(root: Path) -> None:
+    """Setup: a download of `lstm-logic` killed with SIGKILL half way through its first file."""
+    STALLED.clear()
+    RELEASED.clear()
+    process = subprocess.Popen([str(Path(TREENETS[0]).with_name("python")), "-c", INSTALLED, "models", "download",
+                                "lstm-logic", "--from", URLS["stall"]],
+                               env={**os.environ, "TREENETS_CACHE": str(root / "cache")},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    STALLED.wait(60)
+    process.kill()
+    process.wait()
+    RELEASED.set()
+
+
+def _no_download_folder(root: Path, _stderr: str):
+    left = [p.name for p in (root / "cache").glob(".lstm-logic.*") if p.is_dir()]
+    return f"left {', '.join(left)} in the cache" if left else None
+
+
+def _read_at_most(megabytes: int):
+    """After: the `endless` server wrote at most `megabytes` to the download (waiting for it to see the hang-up)."""
+    def after(_root: Path, _stderr: str):
+        deadline = time.monotonic() + 10
+        while len(SENT) <= after.seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after.seen = len(SENT)
+        return f"read {SENT[-1] / 1e6:.0f} MB of the body before refusing it" if SENT and SENT[-1] > megabytes << 20 \
+            else None
+    after.seen = 0
+    return after
+
+
+def _no_run_in(*folders):
+    """After: none of `folders` (under the case's folder) holds a run's files."""
+    def after(root: Path, _stderr: str):
+        written = [f"{folder}/{name}" for folder in folders for name in ("last.pt", "best.pt", "config.yaml",
+                                                                         "metrics.jsonl")
+                   if (root / folder / name).exists()]
+        return f"wrote {', '.join(written)}" if written else None
+    return after
+
+
+def _link(name: str, target: str):
+    return lambda root: (root / name).symlink_to(root / target)
+
+
+def answered(*_):
+    return "answered"
+
+
+def _no_error(_root: Path, stderr: str):
+    """After: the command did not fail (it needs nothing that is missing)."""
+    return "failed" if ERROR_LINE.search(stderr) else None
+
+
+def _says_tree(_root: Path, stdout: str):
+    return None if '"tree": "(X' in stdout else "no tree"
+
+
+LISTOPS_CONFIG = dump({"task": "listops", "data": {"path": "{T}/listops", "batch_size": 4, "valid_every": 2},
+                       "model": {"name": "ordered-memory", "emb_size": 8, "hidden_size": 8, "slots": 3}})
+LISTOPS = {"listops/train.tsv": "9\t[MAX 2 9 ]\n1\t[MIN 1 4 ]\n" * 4, "listops/test.tsv": "9\t[MAX 2 9 ]\n"}
+
+
+def third_round_cases() -> list[Case]:
+    """The families of the third reliability round (issue 57), and adversarial cases of the surfaces it changed."""
+    pair = ["predict", "om-logic", "--pair"]
+    cache_file = {"file": "mine"}
+    models = ["models", "download", "lstm-logic"]
+    tiny_out = ["train", "{T}/tiny.yaml", "--no-progress", "--out"]
+    export = ["export", "{T}/run/best.pt", "{T}/model"]
+    return [
+        # formulas and sequences against their grammar: refused, naming the position
+        *[Case("grammar", f"{model}: --pair {shlex.quote(premise)} a", ["predict", model, "--pair", premise, "a"],
+               blame="at token", check=answered)
+          for model, premise in (("om-logic", "and"), ("om-logic", "( and a )"), ("om-logic", "( a b )"),
+                                 ("om-logic", "( a ( not b ) )"), ("lstm-logic", "( a ( and b ) ) )"),
+                                 ("treelstm-logic", "( not a b )"), ("onlstm-logic", "( a ( or b c ) )"),
+                                 ("om-logic", "( a ( and ) )"), ("om-logic", "( not not )"))],
+        Case("grammar", "parse om-logic and", ["parse", "om-logic", "and"], blame="at token", check=answered),
+        Case("grammar", "om-logic: typed without spaces, capitals (a formula)", [*pair, "(A (and (not B)))", "a"],
+             check=lambda _root, out: None if json.loads(out)["relation"] else "no relation"),
+        Case("grammar", "om-logic: 10,000 tokens, one bracket short", [*pair, "( not " * 5000 + "a" + " )" * 4999,
+                                                                       "a"], blame="at token", check=answered),
+        Case("grammar", "logic training file: ( a b )", ["train", "{T}/c.yaml", "--max-steps", "1", *out_of("{T}")],
+             {**LOGIC, "logic/train1": "=\t( a b )\ta\n" + LOGIC["logic/train1"], "c.yaml": LOGIC_CONFIG},
+             blame="train1:1 (premise): formula '( a b )': 'b' at token 3", check=answered),
+        Case("grammar", "listops training file: two sequences on a line", ["train", "{T}/c.yaml", *out_of("{T}")],
+             {**LISTOPS, "listops/train.tsv": LISTOPS["listops/train.tsv"] + "9\t[MAX 2 9 ] 4\n",
+              "c.yaml": LISTOPS_CONFIG}, blame="train.tsv:9: sequence '[MAX 2 9 ] 4': '4' at token 5"),
+        Case("grammar", "listops training file: brackets of another tree", ["train", "{T}/c.yaml", *out_of("{T}")],
+             {**LISTOPS, "listops/train.tsv": LISTOPS["listops/train.tsv"] + "9\t( [MAX 2 ) 9 ]\n",
+              "c.yaml": LISTOPS_CONFIG}, blame="train.tsv:9: sequence '( [MAX 2 ) 9 ]': '[MAX' at token 2"),
+        # runs never written into a model folder
+        Case("run folder", "train --init NAME --out the installed model's folder in the cache",
+             ["train", "--init", "lstm-logic", "--out", "{T}/cache/lstm-logic", "--no-progress"], installed=True,
+             setup=[_installed_download], after=_no_run_in("cache/lstm-logic")),
+        Case("run folder", "train --out a folder in an installed model's folder",
+             ["train", "--init", "lstm-logic", "--out", "{T}/cache/lstm-logic/run", "--no-progress"], installed=True,
+             setup=[_installed_download], after=_no_run_in("cache/lstm-logic/run")),
+        Case("run folder", "train --out a zoo model's folder in the cache, not installed",
+             ["train", "{T}/tiny.yaml", "--out", "{T}/cache/om-logic", "--no-progress"],
+             after=_no_run_in("cache/om-logic")),
+        Case("run folder", "train --out an exported model folder", [*tiny_out, "{T}/model"], setup=[export],
+             after=_no_run_in("model")),
+        Case("run folder", "train --out a link to a model folder", [*tiny_out, "{T}/link"],
+             setup=[export, _link("link", "model")], after=_no_run_in("model")),
+        Case("run folder", "export --out a folder inside a model folder", ["export", "{T}/run/best.pt",
+                                                                             "{T}/model/copy"], setup=[export],
+             after=lambda root, _: "wrote a model folder inside another" if (root / "model/copy").exists() else None),
+        # settings that name a folder or a copy of one
+        Case("settings", "TREENETS_MODELS_URL=htp:/x", models, installed=True, env={"TREENETS_MODELS_URL": "htp:/x"},
+             blame="TREENETS_MODELS_URL"),
+        Case("settings", "TREENETS_MODELS_URL=http://[::1 (a first use)", ["predict", "lstm-logic", "--pair", "a",
+                                                                           "b"], installed=True,
+             env={"TREENETS_MODELS_URL": "http://[::1"}, blame="TREENETS_MODELS_URL"),
+        Case("settings", "models download --from ftp://host/models", [*models, "--from", "ftp://host/models"],
+             installed=True, blame="--from"),
+        Case("settings", "TREENETS_CACHE a regular file: models download", [*models, "--from", "{MODELS}"],
+             cache_file, installed=True, env={"TREENETS_CACHE": "{T}/file"}, blame="TREENETS_CACHE"),
+        Case("settings", "TREENETS_CACHE a regular file: a first use", ["predict", "lstm-logic", "--pair", "a", "b"],
+             cache_file, installed=True, env={"TREENETS_CACHE": "{T}/file"}, blame="TREENETS_CACHE"),
+        Case("settings", "TREENETS_CACHE under a regular file", [*models, "--from", "{MODELS}"], cache_file,
+             installed=True, env={"TREENETS_CACHE": "{T}/file/cache"}, blame="TREENETS_CACHE"),
+        Case("settings", "XDG_CACHE_HOME a regular file, no TREENETS_CACHE", ["models"], cache_file, installed=True,
+             env={"TREENETS_CACHE": "", "XDG_CACHE_HOME": "{T}/file"}, blame="XDG_CACHE_HOME"),
+        Case("settings", "data check --data FILE", ["data", "check", "--data", "{T}/file"], cache_file,
+             blame="a file, not a folder"),
+        Case("settings", "TREENETS_DATA a regular file", ["data", "check"], cache_file,
+             env={"TREENETS_DATA": "{T}/file"}, blame="a file, not a folder"),
+        Case("settings", "data download --data under a file", ["data", "download", "sick", "--data", "{T}/file/d"],
+             cache_file, blame="--data"),
+        Case("settings", "TORCH_EXTENSIONS_DIR a regular file: kernels", ["kernels"], cache_file,
+             env={"TORCH_EXTENSIONS_DIR": "{T}/file"}, blame="TORCH_EXTENSIONS_DIR"),
+        Case("settings", "TORCH_EXTENSIONS_DIR a regular file: a parse", ["parse", "onlstm-ptb-small", "the cat sat",
+                                                                          "--json"], cache_file,
+             env={"TORCH_EXTENSIONS_DIR": "{T}/file"}, check=_says_tree, after=_no_error),
+        Case("settings", "TREENETS_CACHE a regular file: a model in the checkout",
+             ["predict", "lstm-logic", "--pair", "a", "( not a )"], cache_file, env={"TREENETS_CACHE": "{T}/file"},
+             check=_says('"relation": "^"', "not negation")),
+        # downloads
+        Case("downloads", "a body without Content-Length, endless", [*models, "--from", "{URL:endless}"],
+             installed=True, after=_read_at_most(16)),
+        Case("downloads", "the next download after one killed with SIGKILL", [*models, "--from", "{URL:models}"],
+             installed=True, setup=[_killed_download], after=_no_download_folder),
+    ]
+
+
+def out_of(folder: str) -> list[str]:
+    return ["--out", f"{folder}/out", "--no-progress"]
 
 
 def _exists(*names):
@@ -529,14 +761,15 @@ def run_case(case: Case, root: Path, exe: str, env: dict, timeout: float) -> tup
             path.write_bytes(content)
         else:
             path.write_text(content.replace("{T}", str(root)))
+    env = {**env, "TREENETS_CACHE": str(root / "cache"), **{k: expand(v, root) for k, v in case.env.items()}}
     for step in case.setup:
         if callable(step):
             step(root)
         else:
-            subprocess.run([exe, *[a.replace("{T}", str(root)) for a in step]], cwd=root, env=env,
-                           capture_output=True)
-    args = [a.replace("{T}", str(root)) for a in case.args]
-    command = [str(Path(exe).with_name("python")), *args] if case.api else [exe, *args]
+            subprocess.run([exe, *[expand(a, root) for a in step]], cwd=root, env=env, capture_output=True)
+    args = [expand(a, root) for a in case.args]
+    python = str(Path(exe).with_name("python"))
+    command = [python, *args] if case.api else [python, "-c", INSTALLED, *args] if case.installed else [exe, *args]
     start = time.perf_counter()
     procs = [subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, errors="replace") for _ in range(2 if case.twice else 1)]
@@ -562,6 +795,11 @@ def run_case(case: Case, root: Path, exe: str, env: dict, timeout: float) -> tup
         wrong = case.check(root, stdout)
         if wrong:
             kind, message = "wrong result", wrong
+    if kind == "clear error" and case.blame and case.blame not in message:
+        kind = "misleading error"
+    left = case.after(root, stderr) if case.after is not None else None
+    if left:
+        kind, message = "wrong result", f"{left} ({kind}: {message})"
     return kind, code, message, seconds
 
 
@@ -600,6 +838,7 @@ def main() -> int:
     args = parser.parse_args()
     exe = str(Path(args.treenets).resolve())
     TREENETS[0] = exe
+    serve_models()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TREENETS_DATA": args.data or os.environ.get("TREENETS_DATA")
            or str(Path(__file__).resolve().parents[2] / "shared" / "data")}
     env.pop("TREENETS_DEBUG", None)
@@ -622,7 +861,7 @@ def main() -> int:
             shown = [a if len(a) < 60 else a[:40] + "..." for a in case.args]
             program = "python" if case.api else "treenets"
             command = " ".join(a if re.fullmatch(r"[\w{}/.:=-]+", a) else shlex.quote(a) for a in [program, *shown])
-            command = command.replace("{T}", "$T")
+            command = re.sub(r"\{URL:(\w+)\}", r"$URL_\1", command.replace("{T}", "$T").replace("{MODELS}", "models"))
             print(f"| {number} | {case.family} | {cell(case.name)} | `{cell(command, 110)}` | {kind} | "
                   f"{'-' if code is None else code} | {cell(message.replace(str(root), '$T'))} |", flush=True)
             print(f"[{number}/{len(selected)}] {case.name}: {kind} ({seconds:.1f} s)", file=sys.stderr)

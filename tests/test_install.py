@@ -9,6 +9,8 @@ import contextlib
 import hashlib
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +42,38 @@ class CutHandler(QuietHandler):
         body = source.read()
         outputfile.write(body[: len(body) // 2])
         self.close_connection = True
+
+
+class EndlessHandler(QuietHandler):
+    """Serves a body without Content-Length that does not end (up to `LIMIT` bytes), counting in `sent` what it
+    wrote before the client closed the connection."""
+
+    LIMIT = 256 << 20
+    sent: list[int] = []
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        total, block = 0, b"x" * (1 << 16)
+        with contextlib.suppress(OSError):  # the client closed the connection
+            while total < self.LIMIT:
+                self.wfile.write(block)
+                total += len(block)
+        EndlessHandler.sent.append(total)
+
+
+class StallHandler(QuietHandler):
+    """Serves every file's headers and half its bytes, then waits until `release` is set: a download in progress,
+    for as long as a test needs."""
+
+    started, release = threading.Event(), threading.Event()
+
+    def copyfile(self, source, outputfile):
+        body = source.read()
+        outputfile.write(body[: len(body) // 2])
+        outputfile.flush()
+        self.started.set()
+        self.release.wait(60)
 
 
 @contextlib.contextmanager
@@ -146,6 +180,56 @@ def test_an_interrupted_model_download_leaves_nothing_that_looks_installed(insta
     assert main(["models"]) == 0 and "lstm-logic  (logic, 3.0 MB, absent)" in capsys.readouterr().out
 
 
+def test_a_body_without_a_length_is_read_no_further_than_the_registry_size(installed, capsys):
+    """Before: a body without Content-Length was read to its end (60 MB for a 2.5 MB model) before it was refused."""
+    EndlessHandler.sent.clear()
+    with served(REPO / "models", EndlessHandler) as url:
+        assert main(["models", "download", "lstm-logic", "--from", url]) == 2
+    size = zoo.registry()["lstm-logic"].files["config.json"].bytes
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"treenets: error: config.json from {url}/lstm-logic/config.json: more than the {size:,} bytes expected (the "
+        "copy differs; reading stopped there): refused, nothing was written")
+    # what the server wrote before the client hung up: the bytes read, and what the sockets' buffers took
+    assert len(EndlessHandler.sent) == 1 and EndlessHandler.sent[0] < EndlessHandler.LIMIT // 8
+    assert leftovers(folders.cache_dir()) == []
+
+
+def test_a_body_of_another_declared_length_is_refused_unread(installed, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "models" / "lstm-logic", copy / "lstm-logic")
+    (copy / "lstm-logic" / "config.json").write_bytes(b"x" * (50 << 20))
+    with served(copy) as url:
+        assert main(["models", "download", "lstm-logic", "--from", url]) == 2
+    assert f"config.json from {url}/lstm-logic/config.json: the server sends 52,428,800 bytes, expected " \
+           f"{zoo.registry()['lstm-logic'].files['config.json'].bytes:,} (the copy differs): refused, nothing was " \
+           "written (nor read)" in capsys.readouterr().err
+    assert leftovers(folders.cache_dir()) == []
+
+
+def test_a_download_killed_on_the_way_leaves_nothing_after_the_next_one(installed, capsys):
+    """SIGKILL in the middle of a download: its temporary folder stays (nothing runs to remove it); the next download
+    of the model, holding the model's lock, removes it. Before: it stayed for good."""
+    command = [sys.executable, "-c", "import sys; from treenets import folders; folders.checkout = lambda: None; "
+               "from treenets.cli import main; sys.exit(main(sys.argv[1:]))"]
+    StallHandler.started.clear()
+    StallHandler.release.clear()
+    try:
+        with served(REPO / "models", StallHandler) as url:
+            process = subprocess.Popen([*command, "models", "download", "lstm-logic", "--from", url],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            assert StallHandler.started.wait(60), "the download did not start"  # half of config.json sent
+            process.kill()  # SIGKILL
+            process.wait()
+    finally:
+        StallHandler.release.set()
+    stale = [p.name for p in folders.cache_dir().glob(".lstm-logic.*") if p.is_dir()]
+    assert len(stale) == 1 and leftovers(folders.cache_dir()) != []
+    assert main(["models", "download", "lstm-logic", "--from", str(REPO / "models")]) == 0
+    assert f"removing {folders.cache_dir() / stale[0]}, left by a download of lstm-logic that was killed on the way" \
+        in capsys.readouterr().err
+    assert leftovers(folders.cache_dir()) == ["lstm-logic", *(f"lstm-logic/{file}" for file in sorted(zoo.FILES))]
+
+
 def test_a_model_file_with_another_checksum_is_refused_naming_it(installed, tmp_path, capsys):
     copy = tmp_path / "copy"
     shutil.copytree(REPO / "models" / "lstm-logic", copy / "lstm-logic")
@@ -181,6 +265,104 @@ def test_offline_the_error_says_what_was_tried_and_what_to_do(installed, tmp_pat
     assert f"Connection refused; is {offline} a copy of treenets' models/ folder, holding lstm-logic/config.json?" \
         in capsys.readouterr().err
     assert leftovers(folders.cache_dir()) == []
+
+
+def test_no_run_is_written_into_a_model_folder(installed, tmp_path, capsys):
+    """Before: `train --init NAME --out` the installed model's own folder in the cache was not refused (a path to it
+    was), and the run wrote best.pt, last.pt, config.yaml and metrics.jsonl into it."""
+    assert main(["models", "download", "lstm-logic", "--from", str(REPO / "models")]) == 0
+    cached = folders.cache_dir() / "lstm-logic"
+    before = leftovers(folders.cache_dir())
+    capsys.readouterr()
+    assert main(["train", "--init", "lstm-logic", "--out", str(cached), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (f"treenets: error: --out {cached}: the folder of lstm-logic, which the run "
+                                       "would write over; give the new run another --out\n")
+    assert main(["export", "lstm-logic", str(tmp_path / "mine")]) == 0  # a model folder of the user's own
+    for out, where in ((cached / "run", f"lies in the model folder {cached}"),
+                       (folders.cache_dir() / "om-logic", f"is the model folder {folders.cache_dir() / 'om-logic'}"),
+                       (tmp_path / "mine", f"is the model folder {tmp_path / 'mine'}")):
+        capsys.readouterr()
+        assert main(["train", "--init", "lstm-logic", "--out", str(out), "--no-progress"]) == 2
+        assert capsys.readouterr().err == (
+            f"treenets: error: --out {out}: {where}; a run writes its files (last.pt, best.pt, config.yaml, "
+            "metrics.jsonl) into a folder of its own, never into a model's: give another --out\n")
+        assert main(["train", "lstm-logic", "--out", str(out), "--no-progress"]) == 2  # (from a config too)
+        assert "a run writes its files" in capsys.readouterr().err
+    assert leftovers(folders.cache_dir()) == before  # nothing written, om-logic's folder not made
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(zoo.FILES)
+    assert zoo._damage(cached, zoo.registry()["lstm-logic"]) is None
+
+
+def test_a_model_folder_is_decided_in_one_place(installed, tmp_path):
+    (tmp_path / "exported").mkdir()
+    (tmp_path / "exported" / "model.safetensors").write_bytes(b"")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "best.pt").write_bytes(b"")
+    assert zoo.is_model_folder(tmp_path / "exported") and not zoo.is_model_folder(tmp_path / "run")
+    assert zoo.model_folder_of(tmp_path / "exported" / "a" / "b") == tmp_path / "exported"
+    assert zoo.model_folder_of(tmp_path / "run" / "x") is None
+    # where the zoo keeps a model, installed or not, by any spelling of the path
+    assert zoo.is_model_folder(folders.cache_dir() / "om-logic")
+    assert zoo.is_model_folder(folders.cache_dir() / "om-logic" / ".." / "om-logic")
+    assert not zoo.is_model_folder(folders.cache_dir() / "no-such-model") and not zoo.is_model_folder(tmp_path)
+
+
+# --- settings that name a folder or a copy of one ---------------------------------------------------------------
+
+COPY = "must name a copy of treenets' models/ folder: a folder, or an http://, https:// or file: URL)"
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("htp:/x", "neither a folder nor a URL treenets downloads from (its scheme is htp:)"),
+    ("ftp://host/models", "neither a folder nor a URL treenets downloads from (its scheme is ftp:)"),
+    ("http:/x", "a URL without a host (expected http://HOST/PATH)"),
+    ("http://[::1", "not a URL (Invalid IPv6 URL)"),
+    ("{tmp}/absent", "does not exist"),
+    ("{tmp}/file", "a file, not a folder"),
+])
+def test_a_models_url_of_the_wrong_kind_is_blamed_on_the_setting_that_gave_it(installed, tmp_path, monkeypatch,
+                                                                              capsys, value, problem):
+    """Before: `TREENETS_MODELS_URL=htp:/x` said "htp:/x: no such folder (--from takes ...)", though --from was not
+    given."""
+    (tmp_path / "file").write_text("")
+    value = value.format(tmp=tmp_path)
+    monkeypatch.setenv(zoo.MODELS_URL_ENV, value)
+    for argv, setting in ((["models", "download", "lstm-logic"], "TREENETS_MODELS_URL"),
+                          (["predict", "lstm-logic", "--pair", "a", "b"], "TREENETS_MODELS_URL"),
+                          (["models", "download", "lstm-logic", "--from", value], "--from")):
+        assert main(argv) == 2
+        shown = f"{setting}={value}" if setting.startswith("T") else f"{setting} {value}"
+        assert capsys.readouterr() == ("", f"treenets: error: {shown}: {problem} ({setting} {COPY}\n")
+    assert leftovers(folders.cache_dir()) == []
+
+
+def test_a_cache_that_is_a_file_is_named(installed, tmp_path, monkeypatch, capsys):
+    """Before: "File exists" (models download), or "not in FILE/lstm-logic" (a first use)."""
+    file = tmp_path / "file"
+    file.write_text("mine")
+    what = "must name a folder: treenets' cache of models, induced trees and data, made where missing)"
+    for value, problem in ((file, "a file, not a folder"), (file / "cache", f"lies under {file}, which is a file, "
+                                                                              "not a folder")):
+        monkeypatch.setenv(folders.CACHE_ENV, str(value))
+        for argv in (["models", "download", "lstm-logic", "--from", str(REPO / "models")],
+                     ["predict", "lstm-logic", "--pair", "a", "b"], ["models"]):
+            assert main(argv) == 2
+            assert capsys.readouterr() == ("", f"treenets: error: TREENETS_CACHE={value}: {problem} (TREENETS_CACHE "
+                                               f"{what}\n")
+    monkeypatch.delenv(folders.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(file))
+    assert main(["models"]) == 2
+    assert capsys.readouterr().err == (f"treenets: error: XDG_CACHE_HOME={file}: a file, not a folder (XDG_CACHE_HOME "
+                                       "must name a folder: the user's cache)\n")
+    assert file.read_text() == "mine"
+
+
+def test_a_model_in_the_checkout_needs_no_cache(tmp_path, monkeypatch, capsys):
+    """A wrong $TREENETS_CACHE is an error where the cache is needed, not for a model the checkout holds."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(folders.CACHE_ENV, str(tmp_path / "file"))
+    assert main(["predict", "lstm-logic", "--pair", "a", "( not a )"]) == 0
+    assert '"relation": "^"' in capsys.readouterr().out
 
 
 # --- data --------------------------------------------------------------------------------------------------------

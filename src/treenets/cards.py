@@ -144,8 +144,8 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
 
     notes = read_text(notes_file, "a markdown file of notes") if notes_file else ""
     target = zoo.check_target(out, ref, overwrite)
-    source = zoo.locate(str(ref)) if not Path(ref).exists() and str(ref) in zoo.registry() else Path(ref)
-    saved = zoo.read(ref)
+    source = zoo.located(ref)  # (a zoo name: its folder)
+    saved = zoo.read(source)
     predictor = Predictor.from_checkpoint(saved, ref, "cpu")
     if config_file is not None:
         predictor.config = reproducing_config(predictor.config, config_file)

@@ -78,17 +78,20 @@ class TrainerState:
 
 @dataclass
 class InitialModel:
-    """A trained model a new run starts from (`train --init`): how it was named, and what it holds (`config`,
-    `vocab`, `model`, as `treenets.zoo.read` returns them)."""
+    """A trained model a new run starts from (`train --init`): how it was named, where it is (a checkpoint file or
+    a model folder: a zoo name's folder), and what it holds (`config`, `vocab`, `model`, as `treenets.zoo.read`
+    returns them)."""
 
     ref: str
+    location: Path
     contents: dict
 
     @classmethod
     def read(cls, ref: str | Path) -> InitialModel:
         from treenets import zoo
 
-        return cls(str(ref), zoo.read(ref))
+        location = zoo.located(ref)
+        return cls(str(ref), location, zoo.read(location))
 
     def check(self, task: str, out: Path | None = None) -> None:
         """An error when the model was trained for another task than `task`, or lies in the run folder `out`
@@ -98,9 +101,8 @@ class InitialModel:
         if theirs != task:
             raise TreenetsError(f"{self.ref}: a model of task {theirs!r}; --init needs one of the config's task "
                                 f"{task!r}")
-        source = Path(self.ref)
-        if out is not None and source.exists():
-            folder = (source.parent if source.is_file() else source).resolve()
+        if out is not None:
+            folder = (self.location if self.location.is_dir() else self.location.parent).resolve()
             if folder == Path(out).resolve():
                 raise TreenetsError(f"--out {out}: the folder of {self.ref}, which the run would write over; give "
                                     "the new run another --out")
@@ -607,9 +609,23 @@ def run_training(config_file: str | None = None, overrides: tuple[str, ...] | li
         out = Path(out or Path(resume).parent)
     if start is not None:
         start.check(config.task, out)
+    check_not_a_model_folder(out)
     check_precision(config.train.precision, resolve_device(config.train.device))  # before the run folder is made
     with run_folder_lock(output_folder(out, "--out")):
         return _train_in(out, config, resume, overwrite, root, progress, start)
+
+
+def check_not_a_model_folder(out: Path) -> None:
+    """An error when the run folder `out` is or lies in a model folder (`treenets.zoo.is_model_folder`: an exported
+    model, or a zoo model's folder in the checkout or the cache), into which a run never writes."""
+    from treenets import zoo
+
+    folder = zoo.model_folder_of(out)
+    if folder is not None:
+        where = "is" if folder == out.expanduser().resolve() else "lies in"
+        raise TreenetsError(f"--out {out}: {where} the model folder {folder}; a run writes its files (last.pt, "
+                            "best.pt, config.yaml, metrics.jsonl) into a folder of its own, never into a model's: give "
+                            "another --out")
 
 
 def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool, init: InitialModel | None) -> int:

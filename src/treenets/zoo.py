@@ -20,17 +20,19 @@ known. Every file is checked against its sha256 before it is used. `print_models
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from treenets import checkpoint, folders
 from treenets.console import note
-from treenets.data import fetch, mirror_url, sha256_of
+from treenets.data import fetch, sha256_of
 from treenets.errors import TreenetsError
 from treenets.files import held_lock, json_text
 from treenets.runlog import format_figure
@@ -82,10 +84,13 @@ def repository_models() -> Path | None:
     return repository / "models" if repository else None
 
 
-def _lookup_folders(name: str) -> list[Path]:
-    """Where the zoo model `name` is looked up: the checkout's `models/`, then the cache."""
+def _lookup_folders(name: str) -> Iterator[Path]:
+    """Where the zoo model `name` is looked up: the checkout's `models/`, then the cache, whose setting is read only
+    when the checkout does not hold the model (a model found there needs no cache, nor a valid `$TREENETS_CACHE`)."""
     models = repository_models()
-    return [*([models / name] if models else []), folders.cache_dir() / name]
+    if models:
+        yield models / name
+    yield folders.cache_dir() / name
 
 
 def installed(model: ZooModel) -> Path | None:
@@ -105,11 +110,18 @@ def _damage(folder: Path, model: ZooModel) -> str | None:
 
 
 def _urls(model: ZooModel, source: str | os.PathLike | None = None) -> dict[str, str] | None:
-    """File -> the URL `model`'s file is downloaded from: `NAME/FILE` under `source` or `$TREENETS_MODELS_URL` (a
-    copy of the `models/` folder: a folder or a URL), else the URL `zoo.json` gives; None where none is known."""
+    """File -> the URL `model`'s file is downloaded from: `NAME/FILE` under `source` (`--from`) or
+    `$TREENETS_MODELS_URL` (a copy of the `models/` folder: a folder or a URL), else the URL `zoo.json` gives; None
+    where none is known.
+
+    Raises:
+        TreenetsError: naming `--from` or `$TREENETS_MODELS_URL` where it is neither a folder nor a URL treenets
+            downloads from (`folders.copy_url`).
+    """
+    setting = "--from" if source else f"${MODELS_URL_ENV}"
     base = source or os.environ.get(MODELS_URL_ENV)
     if base:
-        mirror = mirror_url(base)
+        mirror = folders.copy_url(base, setting, "a copy of treenets' models/ folder")
         return {f: f"{mirror}/{model.name}/{f}" for f in model.files}
     if all(spec.url for spec in model.files.values()):
         return {f: spec.url for f, spec in model.files.items()}
@@ -128,11 +140,13 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note, 
     against its size and sha256 (`treenets.data.fetch`); its folder. With `if_missing`, only where no copy is
     installed: the folder of the one found instead, looked for again once the lock below is held.
 
-    The files are written into a temporary folder beside the model's and the folder is renamed into place once
-    every file is in and verified: an interrupted or refused download leaves no folder that looks installed, and
-    a damaged copy in the cache is replaced only by a whole verified one. One process at a time installs a model,
-    holding its lock in the cache: two that need it at once (the ranks of a torchrun, two commands started
-    together) would otherwise each remove and rename the other's folder.
+    The files are written into a temporary folder beside the model's (`.NAME.XXXX`) and the folder is renamed into
+    place once every file is in and verified: an interrupted or refused download leaves no folder that looks
+    installed, and a damaged copy in the cache is replaced only by a whole verified one. One process at a time
+    installs a model, holding its lock in the cache: two that need it at once (the ranks of a torchrun, two
+    commands started together) would otherwise each remove and rename the other's folder. So the holder of the
+    lock also removes the temporary folders of the model's downloads that were killed on the way (SIGKILL, a
+    reboot), which nothing else would.
 
     Raises:
         TreenetsError: where no URL is known, or a file cannot be downloaded or fails its checks (naming it).
@@ -148,6 +162,10 @@ def install(model: ZooModel, source: str | os.PathLike | None = None, log=note, 
         found = installed(model) if if_missing else None
         if found is not None:  # by the process this one waited for
             return found
+        for stale in target.parent.glob(f".{model.name}.*"):
+            if stale.is_dir():  # a download's folder, which only the lock's holder writes: one killed on the way
+                log(f"removing {stale}, left by a download of {model.name} that was killed on the way")
+                shutil.rmtree(stale)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{model.name}."))
         try:
             for file, spec in model.files.items():
@@ -277,17 +295,50 @@ def read_folder(folder: str | Path) -> dict:
     return {"kind": "model", "config": config, "vocab": words, "model": state}
 
 
-def read(ref: str | Path, log=note) -> dict:
-    """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name."""
+def located(ref: str | Path, log=note) -> Path:
+    """The checkpoint file or model folder `ref` names: a path as it is, a zoo name as its verified folder
+    (`locate`, which may download it).
+
+    Raises:
+        TreenetsError: for a ref that is neither a path nor a zoo name, or a zoo model that cannot be located.
+    """
     path = Path(ref)
-    if path.is_dir():
-        return read_folder(path)
     if path.exists():
-        return checkpoint.load(path)
+        return path
     if str(ref) in registry():
-        return read_folder(locate(str(ref), log))
+        return locate(str(ref), log)
     raise TreenetsError(f"{ref}: no such checkpoint file or model folder, nor a zoo model name (the zoo: "
                         f"{', '.join(sorted(registry()))}; `treenets models` lists them)")
+
+
+def read(ref: str | Path, log=note) -> dict:
+    """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name (`located`)."""
+    path = located(ref, log)
+    return read_folder(path) if path.is_dir() else checkpoint.load(path)
+
+
+def _zoo_places() -> list[Path]:
+    """The folders holding the zoo's model folders: the checkout's `models/` and the cache (unless the cache's
+    setting names no folder: nothing is kept there then, and the commands that use the cache say so)."""
+    places = [repository_models()] if repository_models() else []
+    with contextlib.suppress(TreenetsError):
+        places.append(folders.cache_dir())
+    return places
+
+
+def is_model_folder(folder: str | Path) -> bool:
+    """Whether `folder` is a model folder: one that holds a model's weights (`model.safetensors`, as `export`
+    writes them), or where the zoo keeps or looks up a shipped model (`NAME` in the checkout's `models/` or in the
+    cache), installed or not. The one test of it: nothing but a model's own files is written into one."""
+    folder = Path(folder).expanduser().resolve()
+    return (folder / "model.safetensors").is_file() or (
+        folder.name in registry() and any(folder == place.resolve() / folder.name for place in _zoo_places()))
+
+
+def model_folder_of(path: str | Path) -> Path | None:
+    """The model folder (`is_model_folder`) that `path` is or lies in, or None."""
+    path = Path(path).expanduser().resolve()
+    return next((folder for folder in (path, *path.parents) if is_model_folder(folder)), None)
 
 
 def check_target(out: str | Path, source: str | Path | None = None, overwrite: bool = False) -> Path:
@@ -295,20 +346,21 @@ def check_target(out: str | Path, source: str | Path | None = None, overwrite: b
     (whose own files, `FILES`, are then replaced and nothing else); never the folder being exported (`source`),
     nor a folder holding anything else, which would be the user's files."""
     out = Path(out)
+    inside = model_folder_of(out.parent)
+    if inside is not None:
+        raise TreenetsError(f"{out}: lies in the model folder {inside}; give a folder outside it")
     if not out.exists():
         return out
     if not out.is_dir():
         raise TreenetsError(f"{out}: exists and is a file; give a new or empty folder")
-    if source is not None and not Path(source).exists() and str(source) in registry():
-        source = locate(str(source))  # a zoo name: its folder
-    if source is not None and Path(source).exists():
-        source = Path(source).resolve()
+    if source is not None:
+        source = located(source).resolve()  # (a zoo name: its folder)
         if source == out.resolve() or out.resolve() in source.parents:
             raise TreenetsError(f"{out}: is where the model being exported is; give another folder")
     present = sorted(p.name for p in out.iterdir())
     if not present:
         return out
-    if not (out / "model.safetensors").is_file():
+    if not is_model_folder(out):
         raise TreenetsError(f"{out}: not empty and not a model folder (it holds {', '.join(present[:3])}"
                             f"{', ...' if len(present) > 3 else ''}); give a new or empty folder, nothing in it "
                             "was touched")

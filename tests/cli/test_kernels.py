@@ -89,3 +89,27 @@ def test_a_first_parse_waits_for_no_compiler(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "(X the (X cat (X sat" in done.stdout, done.stderr[-2000:]
     assert "building" not in done.stderr and list(extensions.glob("*/*.so")) == []
+
+
+def test_an_extension_cache_that_is_a_file_is_named_and_a_parse_runs_the_pytorch_code(monkeypatch, tmp_path,
+                                                                                     capsys):
+    """$TORCH_EXTENSIONS_DIR a file: `treenets kernels` names it (before: "File exists"), and a parse, which needs no
+    kernels, runs the PyTorch code after one warning saying why (before: it failed with "File exists")."""
+    file = tmp_path / "file"
+    file.write_text("")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(file))
+    monkeypatch.setattr(backend, "_loaded", {})
+    monkeypatch.setattr(backend, "_failures", {})
+    why = (f"TORCH_EXTENSIONS_DIR={file}: a file, not a folder (TORCH_EXTENSIONS_DIR must name a folder: torch's "
+           "cache of compiled extensions, where the kernels are built)")
+    for argv in (["kernels"], ["kernels", "build", "prpn"]):
+        assert main(argv) == 2
+        assert capsys.readouterr() == ("", "treenets: error: " + (
+            why if argv == ["kernels"] else f"the prpn CPU kernels cannot be built: {why}") + "\n")
+    monkeypatch.setattr(backend, "_failures", {})
+    with pytest.warns(UserWarning) as caught:
+        assert main(["parse", "onlstm-ptb-small", "the cat sat", "--json"]) == 0
+    assert '"tree": "(X the (X cat sat))"' in capsys.readouterr().out
+    assert [str(w.message) for w in caught if "treenets" in str(w.message)] == [
+        f"treenets: compiled CPU kernels unavailable (onlstm: {why}); using the PyTorch code, slower"]
+    assert file.read_text() == ""  # and nothing written to the file

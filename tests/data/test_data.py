@@ -112,8 +112,29 @@ def test_data_root_resolution(tmp_path, monkeypatch):
     with pytest.raises(TreenetsError, match="does not exist"):
         data.data_root(tmp_path / "absent")
     monkeypatch.setenv(data.ENV_VAR, str(tmp_path / "absent"))
-    with pytest.raises(TreenetsError, match=r"\$TREENETS_DATA"):
+    with pytest.raises(TreenetsError, match=r"^TREENETS_DATA=.*absent: does not exist \(TREENETS_DATA must name a "):
         data.data_root()
+
+
+def test_a_data_root_that_is_a_file_is_named_as_such(tmp_path, monkeypatch, capsys):
+    """Before: `data check --data FILE` said "does not exist", and `data download --data FILE/x` "Not a directory"."""
+    from treenets.cli import main
+
+    file = tmp_path / "file"
+    file.write_text("mine")
+    what = "must name a folder: the data root, which holds ptb_lm/, sick/, ...)"
+    for argv, problem in ((["data", "check", "--data", str(file)], "a file, not a folder"),
+                          (["data", "download", "sick", "--data", str(file / "x")],
+                           f"lies under {file}, which is a file, not a folder"),
+                          (["data", "listops", "--data", str(file)], "a file, not a folder"),
+                          (["train", "lstm-logic", "--data", str(file)], "a file, not a folder")):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"treenets: error: --data {argv[-1]}: {problem} (--data {what}\n", argv
+    monkeypatch.setenv(data.ENV_VAR, str(file))
+    assert main(["data", "check"]) == 2
+    assert capsys.readouterr().err == f"treenets: error: TREENETS_DATA={file}: a file, not a folder (TREENETS_DATA " \
+                                      f"{what}\n"
+    assert file.read_text() == "mine"
 
 
 def test_staged_ptb_files_pass_the_check(data_root):

@@ -8,9 +8,13 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from treenets.cli import main
 from treenets.data.listops import (
+    DIGITS,
+    END,
     MAX_ARGS,
     MAX_DEPTH,
     OPERATORS,
@@ -48,21 +52,58 @@ def test_the_tree_of_the_lists_is_the_official_files_bracketing():
     assert gold_tree(["4"]) == "4" and bracketed_text(["4"]) == "4"
 
 
+BRACKETS = "its brackets ( ) must be the tree of its lists"
+
+
 @pytest.mark.parametrize("sequence,message", [
-    ("[MIN 3 [MAX 1 9 ] 2", "here: 1 list(s) not closed with ']'"),
-    ("[MIN 3 ] ]", "here: ']' at token 4 closes no list"),
-    ("[MIN ]", "here: the list closed at token 2 has no argument"),
-    ("[MIN 3 ] 4", "here: more than one sequence (token 4, '4', follows a whole one)"),
-    ("[MIN 10 ]", "here: unknown token '10' at token 2"),
-    ("[FIRST 1 ]", "here: unknown token '[FIRST' at token 1"),
-    ("( [MIN 3 ) ]", "here: its brackets ( ) are not the tree of its lists"),
-    ("( ( [MIN 3 ) ] ) )", "here: its brackets ( ) are not the tree of its lists"),
-    ("( )", "here: empty sequence"),
+    ("[MIN 3 [MAX 1 9 ] 2", "ends at token 7; expected a digit, an operator or ']' closing the list opened at token 1"),
+    ("[MIN 3 ] ]", "']' at token 4; expected the end of the sequence (it is whole after token 3)"),
+    ("[MIN ]", "']' at token 2; expected an argument of the list opened at token 1: a digit or an operator"),
+    ("[MIN 3 ] 4", "'4' at token 4; expected the end of the sequence (it is whole after token 3)"),
+    ("[MIN 10 ]", "unknown token '10' at token 2; expected an argument of the list opened at token 1"),
+    ("[FIRST 1 ]", "unknown token '[FIRST' at token 1; expected a digit or an operator ([MIN, [MAX, [MED, [SM)"),
+    ("]", "']' at token 1; expected a digit or an operator"),
+    ("( [MIN 3 ) ]", f"'[MIN' at token 2; expected '(': {BRACKETS}"),
+    ("( ( [MIN 3 ) ] ) )", f"')' at token 8; expected the end of the sequence: {BRACKETS}"),
+    ("( ( [MIN 3 ) ]", f"ends at token 6; expected ')': {BRACKETS}"),
+    ("( 7 )", f"'(' at token 1; expected '7': {BRACKETS}"),
+    # positions count the brackets, as the sequence is written: the second 4 is token 11, the 5th word
+    ("( ( ( [MIN 3 ) 4 ) ] ) 4", "'4' at token 11; expected the end of the sequence (it is whole after token 9)"),
+    ("( )", "ends at token 2; expected a digit or an operator"),
 ])
-def test_a_sequence_that_does_not_read_is_refused_by_name(sequence, message):
+def test_a_sequence_outside_the_grammar_is_refused_naming_it_the_position_and_what_was_expected(sequence, message):
     with pytest.raises(TreenetsError) as error:
         read_sequence(sequence.split(), "here")
-    assert str(error.value).startswith(message)
+    assert str(error.value).startswith(f"here: sequence {sequence!r}: {message}")
+    with pytest.raises(TreenetsError, match="^empty sequence; expected a digit or an operator"):
+        read_sequence([])
+
+
+def in_grammar(tokens: list[str]) -> bool:
+    """Whether `tokens` are a sequence of the grammar (the module docstring), by recursive descent: the reference
+    `read_sequence` is checked against, on short inputs."""
+    def sequence(i: int) -> int | None:  # the end of the sequence starting at i, or None
+        if i < len(tokens) and tokens[i] in DIGITS:
+            return i + 1
+        if i >= len(tokens) or tokens[i] not in OPERATORS:
+            return None
+        end = sequence(i + 1)  # at least one argument
+        while end is not None and end < len(tokens) and tokens[end] != END:
+            end = sequence(end)
+        return end + 1 if end is not None and end < len(tokens) else None
+
+    return sequence(0) == len(tokens)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["[MIN", "[SM", "3", "7", "]"]), max_size=12))
+def test_a_sequence_is_read_exactly_when_it_is_in_the_grammar(tokens):
+    try:
+        read_sequence(tokens)
+    except TreenetsError:
+        assert not in_grammar(tokens)
+    else:
+        assert in_grammar(tokens)
 
 
 def test_a_file_is_read_with_its_errors_naming_the_line(tmp_path):

@@ -101,4 +101,8 @@ def test_a_listops_model_predicts_a_value_and_draws_its_tree(listops_run, capsys
     out = capsys.readouterr().out
     assert "[1] [MAX 2 9 ]" in out and "its own tree: (X (X (X [MAX 2) 9) ])" in out and "slots: [MAX=" in out
     assert main(["parse", best, "[MAX 2 9"]) == 2
-    assert "sequence '[MAX 2 9': 1 list(s) not closed with ']'" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("treenets: error: sequence '[MAX 2 9': ends at token 3; expected a digit, an "
+                                       "operator or ']' closing the list opened at token 1\n")
+    assert main(["predict", best, "--sentence", "[max 2] 3"]) == 2  # two sequences (typed: `]` spaced, upper case)
+    assert capsys.readouterr() == ("", "treenets: error: sequence '[MAX 2 ] 3': '3' at token 4; expected the end of "
+                                       "the sequence (it is whole after token 3)\n")

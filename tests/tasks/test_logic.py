@@ -161,13 +161,15 @@ def test_a_logic_model_predicts_a_relation(logic_run, capsys):
     assert main(["predict", str(best), "--pair", "( not a )", "a"]) == 0
     assert json.loads(capsys.readouterr().out)["relation"] in LABELS
     assert main(["predict", str(best), "--pair", "( not a", "a"]) == 2
-    assert "premise: 1 bracket(s) not closed" in capsys.readouterr().err
+    assert "premise: formula '( not a': ends at token 3; expected ')' closing the bracket opened at token 1" in \
+        capsys.readouterr().err
     # As a person types them: no spaces at the brackets, capitals (before: "unknown token '(a'").
     assert model.predict("(A (AND b))", " a") == relation
     assert main(["predict", str(best), "--pair", "(not a", "a"]) == 2
-    assert "premise: 1 bracket(s) not closed" in capsys.readouterr().err
+    assert "premise: formula '( not a': ends at token 3" in capsys.readouterr().err
     assert main(["predict", str(best), "--pair", "(a (and g))", "a"]) == 2
-    assert "premise: unknown token 'g' at token 5; expected a variable (a, b, c, d, e, f)" in capsys.readouterr().err
+    assert ("premise: formula '( a ( and g ) )': unknown token 'g' at token 5; expected a formula: a variable (a, b, "
+            "c, d, e, f) or '('") in capsys.readouterr().err
     # Before: a sentence or a parser beside the pair was ignored without a word.
     assert main(["predict", str(best), "--pair", "( not a )", "a", "--sentence", "a"]) == 2
     assert "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas), not --sentence" in \
@@ -253,7 +255,8 @@ def test_parse_draws_the_tree_ordered_memory_induces_of_a_formula(tmp_path, caps
     assert out.startswith("[1] ( a ( and b ) )\n(X ") and f"    without ( ): {first['scored_tree']}\n" in out
     assert "    its own tree: (X a (X and b))\n" in out
     assert main(["parse", best, "( a ( and b )"]) == 2
-    assert "formula '( a ( and b )': 1 bracket(s) not closed" in capsys.readouterr().err
+    assert "formula '( a ( and b )': ends at token 6; expected ')' closing the bracket opened at token 1" in \
+        capsys.readouterr().err
 
 
 def test_parse_says_a_logic_model_without_ordered_memory_induces_no_trees(logic_run, capsys):
@@ -261,3 +264,30 @@ def test_parse_says_a_logic_model_without_ordered_memory_induces_no_trees(logic_
     assert main(["parse", str(logic_run / "run" / "best.pt"), "( a ( and b ) )"]) == 2
     assert ("this logic model's encoder (onlstm) induces no trees: only Ordered Memory (ordered-memory) does"
             in capsys.readouterr().err)
+
+
+# The inputs the probe of issue 57 found answered (each read as a bracket of two parts), for every shipped logic model.
+NOT_FORMULAS = [
+    (["and", "a"], "premise: formula 'and': 'and' at token 1; expected a formula"),
+    (["( and a )", "a"], "premise: formula '( and a )': 'and' at token 2; expected 'not' or a formula"),
+    (["( a b )", "a"], "premise: formula '( a b )': 'b' at token 3; expected '(' opening the operator's part"),
+    (["( a ( not b ) )", "a"], "premise: formula '( a ( not b ) )': 'not' at token 4; expected 'and' or 'or'"),
+    (["a", "( b ( or c ) ) )"], "hypothesis: formula '( b ( or c ) ) )': ')' at token 8; expected the end of the "
+                               "formula"),
+]
+
+
+@pytest.mark.parametrize("name", ["om-logic", "onlstm-logic", "lstm-logic", "treelstm-logic"])
+def test_every_shipped_logic_model_refuses_what_is_not_a_formula(name, capsys):
+    for pair, message in NOT_FORMULAS:
+        assert main(["predict", name, "--pair", *pair]) == 2, pair
+        error = capsys.readouterr().err
+        assert error.startswith(f"treenets: error: {message}") and len(error.splitlines()) == 1, error
+    assert main(["predict", name, "--pair", "( a ( and ( not b ) ) )", "a"]) == 0  # a formula, as before
+    assert json.loads(capsys.readouterr().out)["relation"] in LABELS
+
+
+def test_parse_refuses_what_is_not_a_formula(capsys):
+    assert main(["parse", "om-logic", "and"]) == 2
+    assert capsys.readouterr() == ("", "treenets: error: formula 'and': 'and' at token 1; expected a formula: a "
+                                       "variable (a, b, c, d, e, f) or '('\n")

@@ -15,7 +15,6 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -39,13 +38,20 @@ def _shared_candidates() -> list[Path]:
     return [Path.cwd() / ".." / "shared" / "data", *([repository / ".." / "shared" / "data"] if repository else [])]
 
 
+ROOT = "a folder: the data root, which holds ptb_lm/, sick/, ..."
+
+
 def chosen_root(root: str | os.PathLike | None = None) -> tuple[Path, str]:
     """The data root and what chose it (`--data`, `$TREENETS_DATA`, `../shared/data` or `DEFAULT`), whether or
-    not the folder exists yet."""
+    not the folder exists yet.
+
+    Raises:
+        TreenetsError: naming the setting when it names a file, or a path under one (`folders.named_folder`).
+    """
     if root is not None:
-        return Path(root).expanduser(), "--data"
+        return folders.named_folder(root, "--data", ROOT), "--data"
     if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR]).expanduser(), f"${ENV_VAR}"
+        return folders.named_folder(os.environ[ENV_VAR], f"${ENV_VAR}", ROOT), f"${ENV_VAR}"
     for candidate in _shared_candidates():
         if candidate.is_dir():
             return candidate.resolve(), "../shared/data"
@@ -65,7 +71,7 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
                 f"no data folder: the default one, {path}, does not exist yet; `treenets data download DATASET...` "
                 f"fills it (`treenets data check` lists the datasets), or set {ENV_VAR} or pass --data DIR (the "
                 "folder that holds ptb_lm/, sick/, ...)")
-        raise TreenetsError(f"data folder {path} (from {origin}) does not exist")
+        folders.named_folder(path, origin, ROOT, must_exist=True)
     return path.resolve()
 
 
@@ -152,34 +158,45 @@ def print_check(names: list[str] | None = None, root: str | os.PathLike | None =
     return wrong == 0
 
 
-def mirror_url(source: str | os.PathLike) -> str:
-    """The base URL of a copy given as a URL (`http://host/models`) or as a local folder (as a `file:` URL)."""
-    if "://" in str(source):
-        return str(source).rstrip("/")
-    folder = Path(source).expanduser()
-    if not folder.is_dir():
-        raise TreenetsError(f"{folder}: no such folder (--from takes a folder or a URL, e.g. http://host/path)")
-    return folder.resolve().as_uri()
+def _copy_at_most(source, target, limit: int) -> int:
+    """Copy at most `limit` bytes from the file object `source` to `target`; how many were copied."""
+    copied = 0
+    while copied < limit:
+        block = source.read(min(1 << 20, limit - copied))
+        if not block:
+            break
+        target.write(block)
+        copied += len(block)
+    return copied
 
 
 def fetch(url: str, target: Path, size: int, sha256: str, hint: str = "") -> None:
     """Download `url` (`http(s):` or `file:`) to `target`, verifying its size and sha256. The file is written
     under a temporary name beside `target` and renamed only after both matched, so an interrupted download never
-    leaves a file that looks complete, and a file of another size or checksum is refused and left nowhere.
-    `hint` (what to do instead) ends the message when the download fails."""
+    leaves a file that looks complete, and a file of another size or checksum is refused and left nowhere. No more
+    than `size` bytes and one are read: a body of another declared length is refused before it is read, and one
+    without a length (or a wrong one) as soon as it runs past `size`. `hint` (what to do instead) ends the message
+    when the download fails."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    refused = "refused, nothing was written"
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
-            shutil.copyfileobj(response, out)
-        got = os.path.getsize(tmp)
+            declared = (response.headers.get("Content-Length") or "").strip()
+            if declared.isdigit() and int(declared) != size:
+                raise TreenetsError(f"{target.name} from {url}: the server sends {int(declared):,} bytes, expected "
+                                    f"{size:,} (the copy differs): {refused} (nor read)")
+            got = _copy_at_most(response, out, size + 1)
+        if got > size:
+            raise TreenetsError(f"{target.name} from {url}: more than the {size:,} bytes expected (the copy differs; "
+                                f"reading stopped there): {refused}")
         if got != size:  # (a connection closed early ends the body without an error)
             raise TreenetsError(f"{target.name} from {url}: {got:,} bytes, expected {size:,} (the download was cut "
-                                "short, or the copy differs): refused, nothing was written")
+                                f"short, or the copy differs): {refused}")
         digest = sha256_of(Path(tmp))
         if digest != sha256:
-            raise TreenetsError(f"{target.name} from {url}: sha256 {digest} is not the expected {sha256}: refused, "
-                                "nothing was written (a damaged or changed copy)")
+            raise TreenetsError(f"{target.name} from {url}: sha256 {digest} is not the expected {sha256}: {refused} "
+                                "(a damaged or changed copy)")
         os.replace(tmp, target)
     except (OSError, http.client.HTTPException) as exc:
         # A connection that failed has its reason beside the URL; an HTTP error (404) says it itself.
@@ -197,7 +214,7 @@ def download(names: list[str] | None, root: str | os.PathLike | None = None, sou
     same path under that copy of a data root (a folder or a URL), verifying each sha256 (`fetch`); the root."""
     base = chosen_root(root)[0]
     base.mkdir(parents=True, exist_ok=True)
-    mirror = mirror_url(source) if source is not None else None
+    mirror = folders.copy_url(source, "--from", "a copy of a data root") if source is not None else None
     for status in check(names, base):
         f = status.file
         if status.status == "ok":

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from treenets.data.batching import Batch, hold_out, require_examples
+from treenets.data.grammar import grammar_error
 from treenets.errors import TreenetsError
 from treenets.files import json_text, read_text
 from treenets.limits import check_lines
@@ -70,44 +71,58 @@ class ListOpsExample:
     depth: int  # how deeply its lists nest (0: a lone digit)
 
 
-def read_sequence(tokens: list[str], where: str) -> tuple[tuple[str, ...], int, int]:
-    """The tokens of a sequence without its brackets `( )`, its value and depth.
+def read_sequence(tokens: list[str], where: str | None = None) -> tuple[tuple[str, ...], int, int]:
+    """The tokens of a sequence without its brackets `( )`, its value and depth, the sequence checked against the
+    grammar of the module docstring (and its brackets, where it has them, against the tree `gold_tree` draws).
 
     Raises:
-        TreenetsError: naming `where` for an unknown token, a list without an argument or not closed, a `]`
-            closing nothing, more than one sequence, or brackets other than the tree `gold_tree` draws.
+        TreenetsError: starting with `where` (e.g. the file and line) when given, naming the sequence, the position
+            (token N, from 1, brackets counted) and what the grammar expected there: for an unknown token, a list
+            without an argument or not closed, a `]` closing nothing, more than one sequence, or brackets other
+            than the tree of its lists.
     """
-    words = tuple(token for token in tokens if token not in ("(", ")"))
-    if not words:
-        raise TreenetsError(f"{where}: empty sequence")
-    open_lists: list[tuple[str, list[int]]] = []  # (operator, its arguments' values so far), innermost last
-    value, depth = None, 0
-    for position, token in enumerate(words, start=1):
-        if token == END and not open_lists:
-            raise TreenetsError(f"{where}: ']' at token {position} closes no list")
+    positions = [position for position, token in enumerate(tokens, start=1) if token not in ("(", ")")]
+    words = tuple(tokens[position - 1] for position in positions)
+    open_lists: list[tuple[str, list[int], int]] = []  # (operator, its arguments' values so far, its position)
+
+    def refuse(position: int, expected: str) -> TreenetsError:
+        return grammar_error(where, "sequence", tokens, position, expected, (*TOKENS, "(", ")"))
+
+    def expected_here() -> str:
+        if not open_lists:
+            return f"a digit or an operator ({', '.join(OPERATORS)})"
+        if not open_lists[-1][1]:
+            return f"an argument of the list opened at token {open_lists[-1][2]}: a digit or an operator"
+        return f"a digit, an operator or ']' closing the list opened at token {open_lists[-1][2]}"
+
+    value, depth, whole_at = None, 0, 0
+    for position, token in zip(positions, words):
         if value is not None and not open_lists:
-            raise TreenetsError(f"{where}: more than one sequence (token {position}, {token!r}, follows a whole one)")
+            raise refuse(position, f"the end of the sequence (it is whole after token {whole_at})")
         if token in OPERATORS:
-            open_lists.append((token, []))
+            open_lists.append((token, [], position))
             depth = max(depth, len(open_lists))
             continue
-        if token == END:
-            operator, values = open_lists.pop()
-            if not values:
-                raise TreenetsError(f"{where}: the list closed at token {position} has no argument")
+        if token == END and open_lists and open_lists[-1][1]:
+            operator, values, _ = open_lists.pop()
             value = _apply(operator, values)
         elif token in DIGITS:
             value = int(token)
         else:
-            raise TreenetsError(f"{where}: unknown token {token!r} at token {position}; expected a digit, an operator "
-                                f"({', '.join(OPERATORS)}), ']' or a bracket")
+            raise refuse(position, expected_here())
         if open_lists:
             open_lists[-1][1].append(value)
-    if open_lists:
-        raise TreenetsError(f"{where}: {len(open_lists)} list(s) not closed with ']'")
-    if len(words) < len(tokens) and bracketed_text(words) != " ".join(tokens):
-        raise TreenetsError(f"{where}: its brackets ( ) are not the tree of its lists (the operator with its first "
-                            "argument, then each further argument, then ']', as ( ( ( [MAX 2 ) 9 ) ] ))")
+        whole_at = position
+    if value is None or open_lists:
+        raise refuse(len(tokens) + 1, expected_here())
+    if len(words) < len(tokens):  # brackets: those of the tree of its lists
+        written = bracketed_text(words).split()
+        at = next((i for i, (given, drawn) in enumerate(zip(tokens, written)) if given != drawn),
+                  min(len(tokens), len(written)))
+        if at < max(len(tokens), len(written)):
+            raise refuse(at + 1, f"{repr(written[at]) if at < len(written) else 'the end of the sequence'}: its "
+                         "brackets ( ) must be the tree of its lists (the operator with its first argument, then "
+                         "each further argument, then ']', as ( ( ( [MAX 2 ) 9 ) ] ))")
     return words, value, depth
 
 

@@ -1,9 +1,12 @@
 """Bowman, Manning & Potts (2015)'s propositional-logic inference data, as the ON-LSTM paper uses it.
 
-Each line of `trainN` / `testN` is `relation<TAB>premise<TAB>hypothesis`. A formula is a variable (`a`..`f`) or
-a bracketed pair of two parts, e.g. `( d ( and e ) )`, `( not d )`: a binary tree whose leaves are the
-variables and the operators `and`, `or`, `not`. The relation is one of MacCartney's seven (`RELATIONS`). File
-N holds the pairs whose larger formula has N operators (file 12: 12 or more).
+Each line of `trainN` / `testN` is `relation<TAB>premise<TAB>hypothesis`. A formula is written in the grammar
+
+    X  :=  a | b | c | d | e | f  |  ( X ( and X ) )  |  ( X ( or X ) )  |  ( not X )
+
+(every formula of the files is; `parse_formula` checks it): a binary tree whose leaves are the variables and the
+operators `and`, `or`, `not`, e.g. `( d ( and e ) )`, `( not d )`. The relation is one of MacCartney's seven
+(`RELATIONS`). File N holds the pairs whose larger formula has N operators (file 12: 12 or more).
 
 The ON-LSTM setting: train on `train0`..`train6`, every 10th of those examples (in file order) held out for
 validation, and test on each of `test0`..`test12`.
@@ -17,6 +20,7 @@ from pathlib import Path
 import torch
 
 from treenets.data.batching import Batch, hold_out, require_examples
+from treenets.data.grammar import grammar_error
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import check_lines
@@ -36,6 +40,7 @@ RELATIONS = {
 LABELS = tuple(RELATIONS)
 VARIABLES = ("a", "b", "c", "d", "e", "f")
 OPERATORS = ("and", "or", "not")
+BINARY = ("and", "or")  # the operators of ( X ( OP Y ) ); `not` takes one formula: ( not X )
 # Every token a formula may hold, and the padding the sequence readers use: the vocabulary of the task.
 PAD = "<pad>"
 TOKENS = ("(", ")") + VARIABLES + OPERATORS + (PAD,)
@@ -52,44 +57,77 @@ class Formula:
         return sum(token in OPERATORS for token in self.tree.words)
 
 
-def parse_formula(text: str, where: str) -> Formula:
-    """A formula from its bracketed form (see the module docstring).
+# What each symbol of the grammar (module docstring) expects, for the messages.
+_EXPECTED = {
+    "formula": f"a formula: a variable ({', '.join(VARIABLES)}) or '('",
+    "inside": "'not' or a formula (a variable or '('), as in ( not X ) or ( X ( and Y ) )",
+    "operand": "'(' opening the operator's part, as in ( X ( and Y ) )",
+    "operator": "'and' or 'or', as in ( X ( and Y ) ) ('not' takes one formula: ( not X ))",
+}
+
+
+def parse_formula(text: str, where: str | None = None) -> Formula:
+    """A formula from its bracketed form, checked against the grammar of Bowman's files (a variable, `( X ( and Y
+    ) )`, `( X ( or Y ) )` or `( not X )`; every formula of the staged files is one). Read without recursion: a
+    formula may nest deeper than Python's stack.
 
     Raises:
-        TreenetsError: naming `where` for an unknown token, unbalanced brackets, a bracket without exactly two
-            parts, or text after the formula ends.
+        TreenetsError: starting with `where` (e.g. the file and line) when given, naming the formula, the position
+            (token N, from 1) and what the grammar expected there, for any text that is not a formula (an unknown
+            token, a bracket of another shape, a formula cut short or followed by more).
     """
     tokens = tuple(text.split())
-    if not tokens:
-        raise TreenetsError(f"{where}: empty formula")
     words: list[str] = []
     phrases: list[list[tuple[str, int]]] = []  # children of each bracket, as ("w", word) or ("p", phrase)
-    open_brackets: list[list[tuple[str, int]]] = []  # children read so far of each open bracket (explicit stack)
-    top: list[tuple[str, int]] = []
+    open_brackets: list[list[tuple[str, int]]] = []  # children read so far of each open bracket
+    # The symbols still to read, the next one last (an LL(1) parser's stack: no recursion); a ")" with the
+    # position of the bracket it closes.
+    pending: list[tuple[str, int]] = [("formula", 0)]
+
+    def refuse(position: int, expected: str) -> TreenetsError:
+        return grammar_error(where, "formula", tokens, position, expected, TOKENS)
+
     for position, token in enumerate(tokens, start=1):
+        if not pending:
+            raise refuse(position, f"the end of the formula (it is whole after token {position - 1})")
+        symbol, opened = pending.pop()
+        if symbol == "inside":  # after a '(' that opens a formula: ( not X ) or ( X ( OP Y ) )
+            if token == "not":
+                pending += [(")", opened), ("formula", 0)]
+            elif token in VARIABLES or token == "(":  # the first formula of ( X ( OP Y ) ) begins here
+                pending += [(")", opened), ("operand", 0)]
+                symbol = "formula"
+            else:
+                raise refuse(position, _EXPECTED["inside"])
+        if symbol == "formula":
+            if token == "(":
+                pending.append(("inside", position))
+            elif token not in VARIABLES:
+                raise refuse(position, _EXPECTED["formula"])
+        elif symbol == "operand":
+            if token != "(":
+                raise refuse(position, _EXPECTED["operand"])
+            pending += [(")", position), ("formula", 0), ("operator", 0)]
+        elif symbol == "operator" and token not in BINARY:
+            raise refuse(position, _EXPECTED["operator"])
+        elif symbol == ")" and token != ")":
+            raise refuse(position, f"')' closing the bracket opened at token {opened}")
+        # the token fits the grammar: its place in the tree
         if token == "(":
             open_brackets.append([])
             continue
         if token == ")":
-            if not open_brackets:
-                raise TreenetsError(f"{where}: ')' at token {position} closes no bracket")
-            kids = open_brackets.pop()
-            if len(kids) != 2:
-                raise TreenetsError(f"{where}: the bracket closed at token {position} has {len(kids)} parts; "
-                                    "expected two, as in ( not a ) or ( a ( and b ) )")
-            phrases.append(kids)
+            phrases.append(open_brackets.pop())  # two parts: the grammar says so
             node = ("p", len(phrases) - 1)
-        elif token in VARIABLES or token in OPERATORS:
+        else:
             words.append(token)
             node = ("w", len(words) - 1)
-        else:
-            raise TreenetsError(f"{where}: unknown token {token!r} at token {position}; expected a variable "
-                                f"({', '.join(VARIABLES)}), an operator ({', '.join(OPERATORS)}) or a bracket")
-        (open_brackets[-1] if open_brackets else top).append(node)
-    if open_brackets:
-        raise TreenetsError(f"{where}: {len(open_brackets)} bracket(s) not closed")
-    if len(top) != 1:
-        raise TreenetsError(f"{where}: {len(top)} formulas side by side; expected one (bracket them)")
+        if open_brackets:  # (else it is the whole formula)
+            open_brackets[-1].append(node)
+    if pending:
+        symbol, opened = pending[-1]
+        raise refuse(len(tokens) + 1, f"')' closing the bracket opened at token {opened}" if symbol == ")" else
+                     _EXPECTED[symbol])
     n_words = len(words)
     parents = [-1] * (n_words + len(phrases))
     for j, kids in enumerate(phrases):

@@ -54,6 +54,7 @@ from treenets.schema import BACKENDS
 
 ENV_VAR = "TREENETS_BACKEND"
 MARCH_VAR = "TREENETS_MARCH"  # the x86 CPU the kernels are built for (default native), e.g. x86-64-v3: AVX2
+EXTENSIONS_VAR = "TORCH_EXTENSIONS_DIR"  # torch's cache of compiled extensions, where the kernels are built
 _SOURCES = Path(__file__).with_name("csrc")
 _loaded: dict = {}
 _failures: dict[str, str] = {}
@@ -146,9 +147,22 @@ def _python_include() -> str:
 
 def build_folder(name: str) -> Path:
     """Where kernels `name` are built and kept: the folder `build_name(name)` in torch's extension cache
-    (`$TORCH_EXTENSIONS_DIR`, else e.g. ~/.cache/torch_extensions/py311_cpu), not created here."""
+    (`$TORCH_EXTENSIONS_DIR`, else e.g. ~/.cache/torch_extensions/py311_cpu), not created here.
+
+    Raises:
+        TreenetsError: naming `$TORCH_EXTENSIONS_DIR` (or torch's default folder) where it is a file or lies under
+            one (`treenets.folders.named_folder`).
+    """
     from torch.utils import cpp_extension
 
+    from treenets.folders import named_folder
+
+    what = "a folder: torch's cache of compiled extensions, where the kernels are built"
+    if os.environ.get(EXTENSIONS_VAR):
+        named_folder(os.environ[EXTENSIONS_VAR], f"${EXTENSIONS_VAR}", what)
+    else:
+        named_folder(cpp_extension.get_default_build_root(), f"torch's default for it; ${EXTENSIONS_VAR} names "
+                     "another", what)
     # (torch's function creates the folder it names: asked for the name "", it names, and makes, the cache itself)
     return Path(cpp_extension._get_build_directory("", verbose=False)) / build_name(name)
 
@@ -220,12 +234,19 @@ def kernels(name: str):
         if start is not None:
             print(f"treenets: the {name} CPU kernels built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001 - any build failure means: use the PyTorch code
-        _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if len(_failures) == 1:  # one warning per process: no compiler, or an old one, fails every build alike
-            warnings.warn(f"treenets: compiled CPU kernels unavailable ({name}: {_failures[name]}); using the "
-                          "PyTorch code, slower", stacklevel=2)
+        _unavailable(name, exc)
     _loaded[name] = module
     return module
+
+
+def _unavailable(name: str, exc: Exception) -> None:
+    """Record why kernels `name` cannot be built or loaded (`exc`): the PyTorch code runs instead. The first of a
+    process warns: no compiler, or an old one, or no folder to build in fails every kernel alike."""
+    _failures[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    _loaded[name] = None
+    if len(_failures) == 1:
+        warnings.warn(f"treenets: compiled CPU kernels unavailable ({name}: {_failures[name]}); using the PyTorch "
+                      "code, slower", stacklevel=3)
 
 
 def _known(names) -> tuple[str, ...]:
@@ -295,8 +316,14 @@ def kernels_for(name: str, *tensors: torch.Tensor):
     low = product_dtype("cpu")
     if low is not None and (low is not torch.bfloat16 or name not in MIXED_PRECISION_KERNELS):
         return None  # an autocast block: these kernels compute in float32/float64 only (treenets.nn.precision)
-    if _backend == "auto" and name not in _loaded and not (_long_job or _records(tensors) or is_built(name)):
-        return None  # inference with kernels not built yet: the PyTorch code now, the kernels once built
+    if _backend == "auto" and name not in _loaded and not (_long_job or _records(tensors)):
+        try:
+            built = is_built(name)
+        except (TreenetsError, OSError) as exc:  # no folder to find them in: `$TORCH_EXTENSIONS_DIR` a file, say
+            _unavailable(name, exc)
+            return None
+        if not built:
+            return None  # inference with kernels not built yet: the PyTorch code now, the kernels once built
     module = kernels(name)
     if module is None and _backend == "cpp":
         raise TreenetsError(f"backend cpp: the compiled {name} kernels cannot be built ({_failures.get(name)}); "

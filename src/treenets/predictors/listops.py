@@ -40,7 +40,7 @@ class ListOpsClassifier(SlotParser, Predictor):
     @torch.no_grad()
     def predict(self, sequence: str) -> ListOpsValue:
         """The value of `sequence`, typed as a person types it (`typed_sequence`)."""
-        tokens, answer, depth = read_sequence(typed_sequence(sequence), "sequence")
+        tokens, answer, depth = read_sequence(typed_sequence(sequence))
         batch = ListOpsBatch.build([ListOpsExample(answer, tokens, depth)], self.vocab)
         logits, _ = self.net(batch.tokens, batch.lengths)
         probs = torch.softmax(logits, dim=-1)[0].cpu()
@@ -52,7 +52,7 @@ class ListOpsClassifier(SlotParser, Predictor):
         return self.predict(sentence)  # sequences are tokens already: `pretokenized` changes nothing
 
     def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], list | str]:
-        tokens, _, _ = read_sequence(typed_sequence(text), where or f"sequence {text!r:.60}")
+        tokens, _, _ = read_sequence(typed_sequence(text), where)
         return list(tokens), gold_tree(tokens)
 
     def _slots(self, tokens: list[list[str]]) -> torch.Tensor:

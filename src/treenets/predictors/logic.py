@@ -47,11 +47,11 @@ class LogicClassifier(SlotParser, Predictor):
     left_out = frozenset(("(", ")"))
 
     def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], list | str]:
-        formula = parse_formula(typed_formula(text), where or f"formula {text!r:.60}")
+        formula = parse_formula(typed_formula(text), where)
         return list(formula.tokens), nested_words(formula.tree)
 
     def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
-        formulas = [parse_formula(" ".join(t), "formula") for t in tokens]
+        formulas = [parse_formula(" ".join(t)) for t in tokens]  # read by `_read_input` already
         _, probs = self.net.encode_with_probs(*formula_inputs(formulas, self.vocab), test=True)
         return slot_distances(probs)
 
