@@ -74,8 +74,9 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
     """Everything a card reports, measured with `predictor` (load it from the files that ship)."""
     from treenets.data.treebanks import resolve_treebank
     from treenets.tasks import make_task, task_class
+    from treenets.trees.dependency_scoring import dependency_rows, gold_dependencies
     from treenets.trees.evaluation import evaluate_baselines, evaluate_model
-    from treenets.trees.ptb import load_gold
+    from treenets.trees.ptb import PTB, load_gold
 
     config = predictor.config
     task_type = task_class(config.task)
@@ -96,11 +97,16 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
                                                     progress=False)
                 parsing[label] = {"layers": {r.layer: r.scores.summary() for r in results},
                                   "baselines": evaluate_baselines(sentences), **counts}
+                if results[0].heads is not None:  # a model that induces dependencies too
+                    gold = gold_dependencies(sentences, PTB)
+                    parsing[label]["dependencies"] = dependency_rows([(name, results[0].heads)], sentences, gold)
     headline = {f"{split} {v['key']}": v[v["key"]] for split, v in splits.items()}
     if parsing:
         layer = str(predictor.default_layer)
         for label in ("wsj24", "wsj24 WSJ10"):
             headline[f"{label} sent-F1 (layer {layer})"] = parsing[label]["layers"][layer]["sentence_f1"]
+        if "dependencies" in parsing["wsj24"]:
+            headline["wsj24 DDA"] = parsing["wsj24"]["dependencies"][0]["dda"]
     parameters = sum(p.numel() for p in predictor.net.parameters())
     where = f"{platform.machine()}, Python {platform.python_version()}, torch {torch.__version__}"
     return {"name": name, "summary": summary, "task": config.task, "model": config.model.name, "parameters": parameters,
@@ -253,6 +259,13 @@ def write_card(metrics: dict, config, recipe: str = "") -> str:
                 lines.append(f"| {row} | {100 * s['sentence_f1']:.1f} | {100 * s['corpus_f1']:.1f} | "
                              f"{100 * s['evalb_f1']:.1f} | {s['depth']:.2f} |")
             lines.append("")
+            if "dependencies" in block:
+                lines += ["Dependencies against the gold trees converted by Collins' head rules, punctuation not "
+                          "scored: directed (DDA, = UAS) and undirected (UDA) attachment accuracy.", "",
+                          "| heads | DDA | UDA |", "| --- | ---: | ---: |"]
+                lines += [f"| {row['system']} | {100 * row['dda']:.1f} | {100 * row['uda']:.1f} |"
+                          for row in block["dependencies"]]
+                lines.append("")
     if metrics["check"]:
         lines += ["### Check", "", "Cheap to recompute from these files (`treenets export --measure` measured them; "
                   "for the models that ship with treenets, the test suite recomputes them):", ""]

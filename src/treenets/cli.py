@@ -363,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  "standard input): one bracketed tree a line, with labels or without ((X (X a) (X "
                                  "b)), ((a b) c)), JSON lines of trees (DIORA's) or of span lists; matched with the "
                                  "treebank's sentences by their words, under the normalisations docs/parsing.md "
-                                 "lists (case, numbers, brackets, <unk>)")
+                                 "lists (case, numbers, brackets, <unk>); or CoNLL files of dependency trees (.conll, "
+                                 ".conllu: a sentence per treebank sentence, in its order)")
     parse_eval.add_argument("--format", choices=["auto", "bracketed", "jsonl", "spans"], default="auto",
                             help="the format of the files of trees: bracketed, jsonl (JSON lines of trees: a nested "
                                  "list of words or a bracketed string, with an example id), spans (JSON lines of "
@@ -372,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     parse_eval.add_argument("--drop-punctuation", action="store_true",
                             help="a file's trees that keep the punctuation the word rule drops: drop it from them "
                                  "(as DIORA's evalb.py does) instead of refusing the file")
+    parse_eval.add_argument("--gold-dependencies", metavar="FILE",
+                            help="a CoNLL file of the treebank's sentences (in its order) to score dependencies "
+                                 "against; default: the treebank's trees converted by Collins' head rules")
     _add_treebank(parse_eval)
     _add_conventions(parse_eval)
     parse_eval.add_argument("--layer", default="all",
@@ -593,7 +597,7 @@ def _cmd_parse_eval(args) -> int:
 
     evaluate_parsing(args.checkpoints, _gold_treebank(args), args.layer, args.split, args.output, args.batch_size,
                      args.random_draws, args.device, args.data, args.convention, args.bootstrap, args.seed,
-                     args.format, args.drop_punctuation, args.overwrite)
+                     args.format, args.drop_punctuation, args.overwrite, args.gold_dependencies)
     return 0
 
 

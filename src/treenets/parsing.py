@@ -23,6 +23,8 @@ from treenets.predictors.slots import SlotParse, SlotParser
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
 from treenets.trees.conventions import CONVENTIONS
+from treenets.trees.dependency_scoring import dependency_rows, dependency_table, is_conll_file, read_system_heads
+from treenets.trees.dependency_scoring import gold_dependencies as gold_dependency_trees
 from treenets.trees.draw import arc_art, ascii_art, bracketed, write_svg
 from treenets.trees.evaluation import (
     baseline_results,
@@ -201,7 +203,8 @@ def _file_notes(predicted: PredictedTrees, sentences: list, max_length: int | No
 def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all", split: str = "official",
                      output: str | None = None, batch_size: int = 64, random_draws: int = 5, device="cpu",
                      root=None, conventions: list[str] = ("official",), draws: int = 10_000, seed: int = 0,
-                     fmt: str = "auto", drop_punctuation: bool = False, overwrite: bool = False) -> None:
+                     fmt: str = "auto", drop_punctuation: bool = False, overwrite: bool = False,
+                     gold_dependencies: str | None = None) -> None:
     """`treenets parse-eval`: score the trees of each system of `refs` against `treebank`, beside the baselines
     (`random_draws` random trees averaged), under `conventions` (`treenets.trees.conventions`; the first is the
     one systems are compared under), and print the table. A system is a file of bracketed trees (another parser's:
@@ -212,7 +215,10 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
     `fmt` (`treenets.trees.formats`; `auto`: detected), its punctuation dropped from its trees with
     `drop_punctuation`; what was matched how is said on stderr. With `output`, the trees (also in compound-pcfg's
     format), per-sentence scores, figures, `summary.json` and an HTML report in that folder, which must be new,
-    empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
+    empty or an earlier report's unless `overwrite` (`files.report_folder`). Dependencies (a model that induces
+    them, a system's CoNLL file) are scored against the gold trees converted by head rules, or `gold_dependencies`
+    (a CoNLL file), beside the chains and random projective trees (`treenets.trees.dependency_scoring`).
+empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
     conventions = list(conventions)
     if refs.count(STDIN) > 1:
         raise TreenetsError("parse-eval: standard input (-) given more than once")
@@ -221,7 +227,18 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
     path, sentences = treebank.read(root)
     nodes = gold_nodes(sentences)
     results, compared, distances, notes, figure_layer, matched = [], [], {}, [], None, {}
+    dependency_systems = []  # (name, heads): models that induce dependencies, CoNLL files
+    gold = None
+
+    def gold_heads():
+        nonlocal gold
+        gold = gold or gold_dependency_trees(sentences, treebank.rule, gold_dependencies)
+        return gold
+
     for ref in refs:
+        if is_conll_file(ref):
+            dependency_systems.append((ref, read_system_heads(ref, sentences, gold_heads())))
+            continue
         if is_tree_file(ref):
             result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit, fmt,
                                               drop_punctuation)
@@ -239,6 +256,8 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
         model_results, model_distances, counts = evaluate_model(lm, ref, sentences, layers, split, batch_size)
         results += model_results
         compared.append(next((r for r in model_results if r.layer == str(lm.default_layer)), model_results[0]))
+        if compared[-1].heads is not None:
+            dependency_systems.append((ref, compared[-1].heads))
         distances[ref] = model_distances
         notes.append(f"{ref}: {counts['unknown']} of {counts['words']} words not in the vocabulary (read as <unk>)")
     rows = [{"model": r.source, "layer": r.layer, "kind": "model" if r.layer else "file",
@@ -254,6 +273,12 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
     models = [r for r in results if r.layer]
     for line in notes + multi_run_lines(models):
         print(line)
+    dependencies = None
+    if dependency_systems or gold_dependencies:
+        gold = gold_heads()
+        dependencies = {"gold": gold.origin, "words": gold.rule.name,
+                        "rows": dependency_rows(dependency_systems, sentences, gold, random_draws)}
+        print(dependency_table(dependencies["rows"], gold))
     comparison = None
     if compared:  # beside right-branching, the reference of the field
         comparison = compare_systems(compared + baseline_results(sentences)[:1], sentences, nodes, conventions[0],
@@ -265,7 +290,7 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
         figures, written = write_outputs(Path(output), sentences, results, distances, figure_layer)
         document = {"treebank": treebank.where(path), "words": treebank.rule.name, "split": split,
                     "conventions": [CONVENTIONS[name].record() for name in conventions], "rows": rows,
-                    "multi_run": multi_run_summary(models), "comparison": comparison}
+                    "multi_run": multi_run_summary(models), "comparison": comparison, "dependencies": dependencies}
         written.append(write_text_atomic(Path(output) / "summary.json", json_text(document, indent=1)))
         section = parsing_section(f"{path}; {treebank.describe_words()}", split, treebank.length_limit, sentences,
                                   results, distances, rows, figure_layer, document["conventions"], comparison,

@@ -40,6 +40,7 @@ class SystemResult:
     layer: str
     scores: ParseScores
     trees: list
+    heads: list | None = None  # a model that induces dependencies: each sentence's heads over its words (CoNLL's)
 
     @property
     def name(self) -> str:
@@ -89,6 +90,9 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     unknown = sum(len(p.unknown) for p in parses if p is not None)
     results = [score_trees(checkpoint, str(layer), [parse.at(layer).nested if parse is not None else []
                                                      for parse in parses], sentences) for layer in layers]
+    if any(p is not None and p.heads is not None for p in parses):
+        for result in results:
+            result.heads = [p.heads if p is not None else None for p in parses]
     distances = [p.distances.numpy() if p is not None else None for p in parses]
     return results, distances, {"words": words, "unknown": unknown}
 

@@ -1,0 +1,164 @@
+"""Dependency trees scored against a treebank (`treenets parse-eval`): the gold dependencies (the treebank's trees
+converted by Collins' head rules, `treenets.trees.head_rules`, or a CoNLL file the user gives), the heads of each
+system (a model that induces them, StructFormer; or another parser's CoNLL file), and their directed and undirected
+attachment accuracy beside the baselines (left and right chains, random projective trees), punctuation excluded as
+StructFormer's evaluation excludes it (`treenets.trees.dependencies.AttachmentScores`).
+
+A system's heads are over the words the treebank's word rule keeps (`GoldSentence.words`), one list per gold
+sentence (None where it has none). A CoNLL file of a system holds one sentence per gold sentence with words, in the
+treebank's order, each with the treebank's kept words only, or with all of its tokens (punctuation too: then a head
+on a token the rule drops is followed up to a kept word, as for the gold trees).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from treenets.errors import TreenetsError
+from treenets.files import read_text
+from treenets.trees.dependencies import (
+    AttachmentScores,
+    DependencySentence,
+    left_chain,
+    parse_conll,
+    random_projective_tree,
+    read_conll,
+    right_chain,
+    word_rule_for,
+)
+from treenets.trees.head_rules import dependencies_by_head_rules
+from treenets.trees.ptb import GoldSentence, WordRule
+
+CONLL_SUFFIXES = (".conll", ".conllu", ".conllx")
+BASELINES = {"left chain": left_chain, "right chain": right_chain}
+
+
+@dataclass
+class GoldDependencies:
+    """The gold dependency tree of every gold sentence (None for one without words), the rule telling which of
+    their tokens are scored, and where they came from (for the table and `summary.json`)."""
+
+    trees: list[DependencySentence | None]
+    rule: WordRule
+    origin: str
+
+
+def gold_dependencies(sentences: list[GoldSentence], rule: WordRule, conll: str | None = None) -> GoldDependencies:
+    """The gold dependencies of `sentences`: their trees converted by Collins' head rules, or with `conll` that
+    file's sentences, one for each sentence with words in the treebank's order (its words scored by its tags:
+    `word_rule_for`).
+
+    Raises:
+        TreenetsError: naming the file when it has another number of sentences, or a sentence another number of
+            words to score than the treebank's.
+    """
+    present = [i for i, s in enumerate(sentences) if s.words]
+    trees: list[DependencySentence | None] = [None] * len(sentences)
+    if conll is None:
+        for i in present:
+            trees[i] = dependencies_by_head_rules(sentences[i].tree, sentences[i].source)
+        return GoldDependencies(trees, rule, "the gold trees converted by Collins (1999)'s head rules")
+    given = read_conll(conll)
+    if len(given) != len(present):
+        raise TreenetsError(f"{conll}: {len(given):,} sentences, but the treebank has {len(present):,} with words to "
+                            "score (--gold-dependencies: a CoNLL file of the treebank's sentences, in its order)")
+    rule = word_rule_for(given)
+    for i, tree in zip(present, given):
+        scored = len(tree.kept(rule))
+        if scored != len(sentences[i].words):
+            raise TreenetsError(f"{tree.where}: {scored} words to score (rule '{rule.name}': {rule.summary}), but "
+                                f"{sentences[i].source} has {len(sentences[i].words)}: "
+                                f"{' '.join(sentences[i].words)[:80]!r}")
+        trees[i] = tree
+    return GoldDependencies(trees, rule, f"{conll} (rule '{rule.name}': {rule.summary})")
+
+
+def is_conll_file(ref: str) -> bool:
+    """Whether a system given to `parse-eval` is a CoNLL file of dependency trees: a file named `.conll`,
+    `.conllu` or `.conllx`, or whose first line that is not a comment has ten tab-separated columns."""
+    path = Path(ref)
+    if not path.is_file():
+        return False
+    if path.suffix.lower() in CONLL_SUFFIXES:
+        return True
+    with open(path, "rb") as fh:
+        head = fh.read(4096).decode("utf-8", errors="replace").splitlines()
+    first = next((line for line in head if line.strip() and not line.startswith("#")), "")
+    return first.count("\t") == 9
+
+
+def read_system_heads(path: str, sentences: list[GoldSentence], gold: GoldDependencies) -> list[list[int] | None]:
+    """The heads of a system's CoNLL file over each gold sentence's words (see the module's doc).
+
+    Raises:
+        TreenetsError: naming the file and sentence when the counts of sentences or words do not match.
+    """
+    system = parse_conll(read_text(path, "a CoNLL file of dependency trees"), path)
+    present = [i for i, s in enumerate(sentences) if s.words]
+    if len(system) != len(present):
+        raise TreenetsError(f"{path}: {len(system):,} sentences, but the treebank has {len(present):,} with words; "
+                            "a system's CoNLL file holds one sentence per treebank sentence, in its order")
+    heads: list[list[int] | None] = [None] * len(sentences)
+    for i, tree in zip(present, system):
+        words, tokens = sentences[i].words, gold.trees[i]
+        if len(tree.words) == len(words):
+            heads[i] = list(tree.heads)
+        elif len(tree.words) == len(tokens.words):  # every token: the gold's tags tell the scored ones
+            heads[i] = DependencySentence(tree.words, tokens.tags, tree.heads, tree.source).kept_heads(gold.rule)
+        else:
+            raise TreenetsError(f"{tree.where}: {len(tree.words)} tokens, but {sentences[i].source} has "
+                                f"{len(words)} words to score ({len(tokens.words)} tokens with punctuation): "
+                                f"{' '.join(words)[:80]!r}")
+    return heads
+
+
+def score_heads(heads: list[list[int] | None], gold: GoldDependencies) -> AttachmentScores:
+    """The attachment scores of a system's heads (None: no tree for that sentence, not scored)."""
+    scores = AttachmentScores()
+    for predicted, tree in zip(heads, gold.trees, strict=True):
+        if predicted is not None and tree is not None:
+            scores.add(predicted, tree, gold.rule)
+    return scores
+
+
+def baseline_heads(sentences: list[GoldSentence], draws: int = 5, seed: int = 0) -> dict[str, list]:
+    """The baselines' heads of every sentence: the left and right chains, and `draws` seeded random projective
+    trees (`random k`)."""
+    baselines = {name: [build(len(s.words)) if s.words else None for s in sentences] for name, build in
+                 BASELINES.items()}
+    rng = random.Random(seed)
+    for k in range(draws):
+        baselines[f"random {k + 1}"] = [random_projective_tree(len(s.words), rng) if s.words else None
+                                        for s in sentences]
+    return baselines
+
+
+def dependency_rows(systems: list[tuple[str, list]], sentences: list[GoldSentence], gold: GoldDependencies,
+                    draws: int = 5, seed: int = 0) -> list[dict]:
+    """Each system's (name, heads) summary (`AttachmentScores.summary`, with `system` and `kind`), then the
+    baselines' (the random trees' the mean over `draws`)."""
+    rows = [{"system": name, "kind": "system", **score_heads(heads, gold).summary()} for name, heads in systems]
+    randoms = []
+    for name, heads in baseline_heads(sentences, draws, seed).items():
+        summary = score_heads(heads, gold).summary()
+        if name.startswith("random"):
+            randoms.append(summary)
+        else:
+            rows.append({"system": name, "kind": "baseline", **summary})
+    if randoms:
+        mean = {key: sum(r[key] for r in randoms) / len(randoms) for key in ("dda", "uda")}
+        rows.append({"system": f"random projective ({draws} draws)", "kind": "baseline", **randoms[0], **mean})
+    return rows
+
+
+def dependency_table(rows: list[dict], gold: GoldDependencies) -> str:
+    """The rows as a text table: DDA (= UAS) and UDA in percent."""
+    width = max(12, *(len(row["system"]) for row in rows))
+    every = rows[-1]  # a baseline: every sentence
+    lines = [f"dependencies against {gold.origin}; punctuation not scored "
+             f"({every['words']:,} words of {every['sentences']:,} sentences):",
+             f"{'':{width}} {'DDA':>6} {'UDA':>6}"]
+    lines += [f"{row['system']:{width}} {100 * row['dda']:6.1f} {100 * row['uda']:6.1f}" for row in rows]
+    return "\n".join(lines)
