@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from helpers import needs_cpu_bfloat16
 from reference import reference_parents
 
 from treenets.cli import main
@@ -130,3 +131,20 @@ def test_a_structformer_fixture_with_a_wrong_output_fails(golden_root, tmp_path,
     np.savez(fixture / "outputs.npz", **outputs)
     assert main(["check-golden", str(fixture)]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+@needs_cpu_bfloat16
+def test_a_bf16_step_computes_the_structure_in_float32():
+    from treenets.nn.precision import autocast
+
+    torch.manual_seed(3)
+    net = StructFormerConfig(hidden_size=16, num_layers=2, num_heads=2, parser_layers=2, conv_size=3).build(30)
+    tokens = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
+    with autocast("bf16", "cpu"):
+        out = net(tokens)
+        loss = net.output_layer(out.hidden).float().logsumexp(-1).sum()
+    loss.backward()
+    assert out.parent.dtype == torch.float32 and out.distance.dtype == torch.float32
+    assert all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
+    full = net(tokens)
+    torch.testing.assert_close(out.parent, full.parent, atol=0.05, rtol=0)

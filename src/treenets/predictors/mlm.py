@@ -46,15 +46,16 @@ class MaskedLanguageModel(LanguageModel):
     @torch.no_grad()
     def _structures(self, sentences: list, tokens: list[list[str]], batch_size: int) -> list[tuple]:
         """Each sentence's `(distance [1, n], height [n], parent [n, n])`, each sentence parsed alone, in batches of
-        similar length."""
+        similar length. They come from the parser alone: the transformer layers, which they gate, are not run."""
         self._require_distances()
         order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
         result = [None] * len(tokens)
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             _, batch = self._encode_batch([sentences[i] for i in chunk], [tokens[i] for i in chunk])
-            out = self.net(batch, alone=True)
-            distance, height, parent = out.distance.cpu(), out.height.cpu(), out.parent.cpu()
+            distance, height = self.net.parse(batch, alone=True)
+            parent = self.net.structure(batch, distance, height)[0]
+            distance, height, parent = distance.cpu(), height.cpu(), parent.cpu()
             for row, index in enumerate(chunk):
                 n = len(tokens[index])
                 result[index] = distance[row : row + 1, :n], height[row, :n], parent[row, :n, :n]
