@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import needs_cpu_bfloat16
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers import needs_cpu_bfloat16
 from reference import reference_parents
 
 from treenets.cli import main
