@@ -4,6 +4,7 @@ makes them, the masking, a tiny model that trains, resumes exactly, loads, parse
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,5 +111,33 @@ def test_the_evaluation_masks_the_same_tokens_every_time(tmp_path, corpus):
     config = load_config(_config(tmp_path, corpus))
     task = make_task(config, splits=("train", "valid"))
     net = task.build_model()
+    # every line a sentence as it is, without the `<eos>` the Mikolov reader appends for stream language models
+    assert "<eos>" not in task.vocab and [len(s) for s in task.sentences["valid"]] == \
+        [len(line.split()) for line in (corpus / "ptb.valid.txt").read_text().splitlines() if line.strip()]
     first, second = task.evaluate(net).values(), task.evaluate(net).values()
     assert first == second and first["tokens"] > 0 and np.isfinite(first["ppl"])
+
+
+def test_a_typed_pad_is_an_unknown_word_and_a_sentence_too_long_is_refused(tmp_path, corpus):
+    config = _config(tmp_path, corpus)
+    assert main(["train", config, "--out", str(tmp_path / "run"), "--max-steps", "1", "--no-progress"]) == 0
+    model = treenets.load(str(tmp_path / "run" / "best.pt"))
+    typed = model.parse("the <pad> cat", pretokenized=True)
+    unknown = model.parse("the zebra cat", pretokenized=True)  # `zebra` is not in the tiny vocabulary
+    assert typed.unknown == ["<pad>"] and unknown.unknown == ["zebra"]
+    assert typed.heads == unknown.heads  # read as <unk>, not as the padding that would end the sentence there
+    with pytest.raises(treenets.TreenetsError, match="501 tokens, but the model's position embedding reads at most"):
+        model.score(" ".join(["cat"] * 501))
+    long = tmp_path / "long"
+    long.mkdir()
+    for split in ("train", "valid", "test"):
+        (long / f"ptb.{split}.txt").write_text(" cat dog \n " + " ".join(["cat"] * 501) + " \n")
+    bad = yaml.safe_load(Path(config).read_text())
+    bad["data"]["path"] = str(long)
+    (tmp_path / "long.yaml").write_text(yaml.safe_dump(bad))
+    with pytest.raises(treenets.TreenetsError, match=r"ptb.train.txt:2: a sentence of 501 words; the position "
+                                                      r"embedding reads at most 500"):
+        from treenets.config import load_config
+        from treenets.tasks import make_task
+
+        make_task(load_config(str(tmp_path / "long.yaml")))

@@ -12,8 +12,11 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn import precision
-from treenets.predictors.lm import LanguageModel, Parse, SentenceScore, _batch_size, _sentences
+from treenets.nn.structformer import MAX_POSITIONS
+from treenets.predictors.lm import LanguageModel, Parse, SentenceScore, _batch_size, _quoted, _sentences
 from treenets.trees.dependencies import heads_from_parents
+
+PAD = "<pad>"
 
 
 class MaskedLanguageModel(LanguageModel):
@@ -26,12 +29,29 @@ class MaskedLanguageModel(LanguageModel):
     """
 
     def _encode_batch(self, sentences: list, tokens: list[list[str]]):
-        """Ids and unknown words of each sentence's tokens, and a right-padded `[B, L]` batch (`<pad>`: id 0)."""
-        rows = [self.vocab.encode(words) for words in tokens]
+        """Ids and unknown words of each sentence's tokens, and a right-padded `[B, L]` batch (`<pad>`: id 0). A
+        `<pad>` in a sentence is read as `<unk>` (as padding it would end the sentence there).
+
+        Raises:
+            TreenetsError: for a sentence longer than the position embedding reads.
+        """
+        longest = max(range(len(tokens)), key=lambda i: len(tokens[i]))
+        if hasattr(self.net, "pos_emb") and len(tokens[longest]) > MAX_POSITIONS:
+            raise TreenetsError(f"sentence {_quoted(sentences[longest])}: {len(tokens[longest])} tokens, but the "
+                                f"model's position embedding reads at most {MAX_POSITIONS}")
+        rows = []
+        for words in tokens:
+            ids, _ = self.vocab.encode(words)
+            ids = [self.vocab.index[self.vocab.unk] if word == PAD else i for word, i in zip(words, ids)]
+            rows.append((ids, self._unknown(words)))
         batch = torch.zeros(len(rows), max(len(ids) for ids, _ in rows), dtype=torch.long)
         for row, (ids, _) in enumerate(rows):
             batch[row, : len(ids)] = torch.tensor(ids)
         return rows, batch.to(self.device)
+
+    def _unknown(self, words: list[str]) -> list[str]:
+        """The words read as `<unk>`: those outside the vocabulary, and `<pad>`."""
+        return [word for word in words if word not in self.vocab or word == PAD]
 
     @property
     def num_distance_rows(self) -> int:
@@ -81,7 +101,7 @@ class MaskedLanguageModel(LanguageModel):
         sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         tokens = [words for words, _ in readings]
-        return [Parse(words, distance, 1, "after", [w for w in words if w not in self.vocab], dropped,
+        return [Parse(words, distance, 1, "after", self._unknown(words), dropped,
                       heads=heads_from_parents(parent, height))
                 for (words, dropped), (distance, height, parent) in zip(readings, self._structures(
                     sentences, tokens, batch_size))]

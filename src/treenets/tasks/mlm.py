@@ -25,7 +25,7 @@ from treenets.config import TrainConfig
 from treenets.data.batching import Batch, TokenBudgetBatches
 from treenets.data.lm import read_lm_file
 from treenets.errors import TreenetsError
-from treenets.nn.structformer import StructFormerConfig
+from treenets.nn.structformer import MAX_POSITIONS, StructFormerConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.mlm import MaskedLanguageModel
@@ -115,7 +115,8 @@ class MaskedLMTask(Task):
         super().__init__(config, **kwargs)
         cfg = config.data
         folder = self.data_folder(f"a folder with {cfg.train}, {cfg.valid}, {cfg.test}")
-        words = {split: read_lm_file(folder / getattr(cfg, split)) for split in self.splits}
+        # each line without the `<eos>` the reader appends: StructFormer reads a sentence alone, without boundaries
+        words = {split: [line[:-1] for line in read_lm_file(folder / getattr(cfg, split))] for split in self.splits}
         if self.vocab is None:
             if "train" not in words:
                 raise TreenetsError("a new masked language model needs the train split for its vocabulary")
@@ -123,6 +124,13 @@ class MaskedLMTask(Task):
         if self.vocab.words[:3] != [PAD, UNK, MASK]:
             raise TreenetsError(f"a masked language model's vocabulary starts with {PAD}, {UNK}, {MASK}; this one "
                                 f"starts with {self.vocab.words[:3]}")
+        if config.model.position_embedding:
+            for split in self.splits:
+                longest = max(range(len(words[split])), key=lambda i: len(words[split][i]))
+                if len(words[split][longest]) > MAX_POSITIONS:
+                    raise TreenetsError(f"{folder / getattr(cfg, split)}:{longest + 1}: a sentence of "
+                                        f"{len(words[split][longest])} words; the position embedding reads at most "
+                                        f"{MAX_POSITIONS} (model.position_embedding: false reads any length)")
         self.sentences = {split: [np.array(self.vocab.encode(s)[0], dtype=np.int64) for s in words[split] if s]
                           for split in self.splits}
         self._unknown = {split: sum(w not in self.vocab for s in words[split] for w in s) for split in self.splits}
