@@ -284,6 +284,7 @@ def cases() -> list[Case]:
         *second_round_cases(),
         *corpus_cases(),
         *third_round_cases(),
+        *structformer_cases(),
     ]
 
 
@@ -538,6 +539,79 @@ def third_round_cases() -> list[Case]:
     ]
 
 
+SF_CONFIG = {"task": "mlm", "data": {"path": "{T}/corpus", "tokens_per_batch": 64},
+             "model": {"name": "structformer", "hidden_size": 8, "num_layers": 1, "num_heads": 2, "parser_layers": 1,
+                       "conv_size": 3},
+             "train": {"seed": 7, "epochs": 1, "max_steps": 2, "threads": 1}}
+CONLL_ROW = "{i}\t{w}\t_\tNN\tNN\t_\t{h}\tdep\t_\t_\n"
+
+
+def _conll(*sentences) -> str:
+    """CoNLL-X text: each sentence a list of (word, head)."""
+    return "\n".join("".join(CONLL_ROW.format(i=i, w=w, h=h) for i, (w, h) in enumerate(sentence, start=1))
+                     for sentence in sentences)
+
+
+def structformer_cases() -> list[Case]:
+    """StructFormer's inputs (the mlm task, its model, its parses) and dependency files in `parse-eval`: the
+    surfaces the StructFormer issue adds (issue 56), probed as the third reliability round asks."""
+    sf = "{T}/sf/best.pt"
+    tree = ["--treebank", "{T}/tiny.mrg"]  # one sentence: the cat sat of a dog
+    gold = [("the", 2), ("cat", 3), ("sat", 0), ("of", 3), ("a", 6), ("dog", 4)]
+    mlm = dump({**SF_CONFIG, "data": {**SF_CONFIG["data"], "path": "{T}/long"}})
+    long_corpus = {f"long/ptb.{split}.txt": " cat dog \n " + " ".join(["cat"] * 501) + " \n"
+                   for split in ("train", "valid", "test")}
+    return [
+        Case("structformer", "parse an empty sentence", ["parse", sf, ""]),
+        Case("structformer", "parse --split before", ["parse", sf, "the cat", "--split", "before"], blame="split"),
+        Case("structformer", "parse --layer 2 (it has one row of distances)", ["parse", sf, "the cat", "--layer", "2"],
+             blame="--layer"),
+        Case("structformer", "parse a typed <pad> (read as <unk>)", ["parse", sf, "the <pad> cat", "--pretokenized",
+                                                                     "--json"],
+             check=lambda _root, out: None if json.loads(out)["unknown"] == ["<pad>"] else "<pad> not unknown"),
+        Case("structformer", "parse 600 words (more than its position embedding reads)",
+             ["parse", sf, " ".join(["cat"] * 600), "--json"], blame="position embedding"),
+        Case("structformer", "eval --file with a line of 600 words", ["eval", sf, "--file", "{T}/long.txt"],
+             {"long.txt": " ".join(["cat"] * 600) + "\n"}, blame="position embedding"),
+        Case("structformer", "predict --sentence of punctuation only", ["predict", sf, "--sentence", "?!"]),
+        Case("structformer", "parse-eval --split before", ["parse-eval", sf, *tree, "--split", "before"],
+             blame="split"),
+        Case("structformer", "train: a line longer than the position embedding", ["train", "{T}/c.yaml",
+                                                                                   *out_of("{T}")],
+             {**long_corpus, "c.yaml": mlm}, blame="ptb.train.txt:2"),
+        Case("structformer", "train: relations [parent, parent]", ["train", "{T}/c.yaml", *out_of("{T}")],
+             {"c.yaml": dump({**SF_CONFIG, "model": {**SF_CONFIG["model"], "relations": ["parent", "parent"]}})},
+             blame="relations"),
+        Case("structformer", "train: relations [head] (the official name)", ["train", "{T}/c.yaml", *out_of("{T}")],
+             {"c.yaml": dump({**SF_CONFIG, "model": {**SF_CONFIG["model"], "relations": ["head"]}})},
+             blame="relations"),
+        Case("structformer", "check-golden: a structformer-mlm fixture without args", ["check-golden", "{T}/fx"],
+             {"fx/config.json": '{"kind": "structformer-mlm"}', "fx/params.npz": b"", "fx/inputs.npz": b"",
+              "fx/outputs.npz": b""}),
+        Case("dependencies", "a CoNLL system of two sentences for one", ["parse-eval", "{T}/s.conll", *tree],
+             {"s.conll": _conll(gold, gold)}, blame="s.conll"),
+        Case("dependencies", "a CoNLL system with a head out of range", ["parse-eval", "{T}/s.conll", *tree],
+             {"s.conll": _conll([*gold[:5], ("dog", 9)])}, blame="s.conll:6"),
+        Case("dependencies", "a CoNLL system with a head that is no number", ["parse-eval", "{T}/s.conll", *tree],
+             {"s.conll": _conll([*gold[:5], ("dog", "x")])}, blame="s.conll:6"),
+        Case("dependencies", "a CoNLL system with a cycle", ["parse-eval", "{T}/s.conll", *tree],
+             {"s.conll": _conll([("the", 2), ("cat", 1), *gold[2:]])}, blame="s.conll"),
+        Case("dependencies", "a CoNLL system of other words' count", ["parse-eval", "{T}/s.conll", *tree],
+             {"s.conll": _conll(gold[:3])}, blame="s.conll"),
+        Case("dependencies", "a CoNLL system that scores itself", ["parse-eval", "{T}/s.conll", *tree],
+             {"s.conll": _conll(gold)}, check=_says("100.0  100.0", "not 100")),
+        Case("dependencies", "--gold-dependencies of two sentences for one", ["parse-eval", sf, *tree,
+                                                                              "--gold-dependencies", "{T}/g.conll"],
+             {"g.conll": _conll(gold, gold)}, blame="g.conll"),
+        Case("dependencies", "--gold-dependencies a bracketed file", ["parse-eval", sf, *tree, "--gold-dependencies",
+                                                                       "{T}/tiny.mrg"], blame="tiny.mrg"),
+        Case("dependencies", "--gold-dependencies a missing file", ["parse-eval", sf, *tree, "--gold-dependencies",
+                                                                     "{T}/none.conll"], blame="none.conll"),
+        Case("dependencies", "an empty .conll system", ["parse-eval", "{T}/s.conll", *tree], {"s.conll": ""},
+             blame="s.conll"),
+    ]
+
+
 def out_of(folder: str) -> list[str]:
     return ["--out", f"{folder}/out", "--no-progress"]
 
@@ -722,6 +796,11 @@ def prepare(root: Path, exe: str, env: dict) -> None:
                           capture_output=True, text=True, env=env)
     if done.returncode != 0 or not (root / "run" / "best.pt").is_file():
         sys.exit(f"training the tiny model failed:\n{done.stdout}\n{done.stderr}")
+    (root / "sf.yaml").write_text(dump(SF_CONFIG).replace("{T}", str(root)))
+    done = subprocess.run([exe, "train", str(root / "sf.yaml"), "--out", str(root / "sf"), "--no-progress"],
+                          capture_output=True, text=True, env=env)
+    if done.returncode != 0 or not (root / "sf" / "best.pt").is_file():
+        sys.exit(f"training the tiny StructFormer failed:\n{done.stdout}\n{done.stderr}")
     write_checkpoint_fakes(root)
 
 

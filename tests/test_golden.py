@@ -223,3 +223,13 @@ def test_a_wrong_tree_or_a_layer_norm_copy_that_differs_fails(tmp_path, capsys):
     assert main(["check-golden", str(folder)]) == 2
     assert "encoder.OM_forward.cell.activation.weight differs from encoder.OM_forward.input_projection.1.weight" in \
         capsys.readouterr().err
+
+
+def test_an_empty_archive_in_a_fixture_is_a_clear_error(tmp_path, capsys):
+    fixture = tmp_path / "fixture"
+    fixture.mkdir()
+    (fixture / "config.json").write_text('{"kind": "structformer-mlm", "args": {}}')
+    for name in ("params", "inputs", "outputs"):
+        (fixture / f"{name}.npz").write_bytes(b"")
+    assert main(["check-golden", str(fixture)]) == 2
+    assert "params.npz: not a readable .npz archive" in capsys.readouterr().err

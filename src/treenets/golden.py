@@ -46,8 +46,8 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as archive:
             return {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as exc:
-        raise TreenetsError(f"{path}: not a readable .npz archive ({exc})") from None
+    except (OSError, ValueError, EOFError) as exc:  # an empty file: EOFError
+        raise TreenetsError(f"{path}: not a readable .npz archive ({exc or type(exc).__name__})") from None
 
 
 def _arg(config: dict, key: str, path: Path):
