@@ -24,7 +24,9 @@ LAYERS = [
     {"nn"},
     {"config", "tasks", "predictors", "zoo"},
     {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing"},
-    {"serve", "cli", "__main__", "treenets"},
+    {"serve", "treenets"},
+    {"commands"},
+    {"cli", "__main__"},
 ]
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 
