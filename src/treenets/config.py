@@ -2,10 +2,9 @@
 
 A config has the sections `task`, `data`, `model`, (`loss`,) `optim` and `train`. Each task declares its
 schema beside its code (`treenets.tasks.<task>`, registered by name: the registry hands itself down to this
-module, `use_task_registry`); model sections are declared beside the models (`treenets.nn`), optimiser sections
-in `treenets.optim`, the `train` section here. Unknown keys,
-wrong types and impossible combinations are refused with a message naming the file (or the `--set` option)
-and the key.
+module, `use_task_registry`); model sections are declared beside the models (`treenets.nn`), optimiser
+sections in `treenets.optim`, the `train` section here. Unknown keys, wrong types and impossible combinations
+are refused with a message naming the file (or the `--set` option) and the key.
 
 The recipes shipped with treenets (the checkout's `configs/`, which the package holds as `treenets/configs`)
 are found by name wherever treenets is installed: `treenets train onlstm-ptb-small`; `treenets configs` lists
