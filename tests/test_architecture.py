@@ -14,17 +14,21 @@ import treenets
 PACKAGE = Path(treenets.__file__).parent
 
 # Each top-level module or subpackage of treenets, by layer: a unit may import from its own layer and below.
-# Tasks, their configs and their predictors name each other by design (a task declares its config schema and
-# its predictor; the config union and `treenets.load` read the task registry), so they share a layer.
+# A task names its config schema's sections and its predictor, so the tasks sit above both; the config union and
+# the predictors read the tasks from the registry, which hands itself down to them (`config.use_task_registry`).
 LAYERS = [
     {"errors", "version", "limits", "console", "files", "folders", "devices", "schema", "vocab", "checkpoint", "runlog",
      "optim"},
     {"trees", "text"},
     {"data"},
     {"nn"},
-    {"config", "tasks", "predictors", "zoo"},
+    {"config", "zoo"},
+    {"predictors"},
+    {"tasks"},
     {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing"},
-    {"serve", "cli", "__main__", "treenets"},
+    {"serve", "treenets"},
+    {"commands"},
+    {"cli", "__main__"},
 ]
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 

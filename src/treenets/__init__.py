@@ -1,5 +1,6 @@
 """treenets: tree-structured and tree-inducing recurrent networks in modern PyTorch."""
 
+from treenets import tasks as _tasks  # noqa: F401 - the task registry hands itself down to the layers below it
 from treenets.errors import TreenetsError
 from treenets.version import __version__
 

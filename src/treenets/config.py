@@ -1,10 +1,10 @@
 """Training configurations: YAML files validated against typed schemas, with `--set key=value` overrides.
 
 A config has the sections `task`, `data`, `model`, (`loss`,) `optim` and `train`. Each task declares its
-schema beside its code (`treenets.tasks.<task>`, registered by name); model sections are declared beside
-the models (`treenets.nn`), optimiser sections in `treenets.optim`, the `train` section here. Unknown keys,
-wrong types and impossible combinations are refused with a message naming the file (or the `--set` option)
-and the key.
+schema beside its code (`treenets.tasks.<task>`, registered by name: the registry hands itself down to this
+module, `use_task_registry`); model sections are declared beside the models (`treenets.nn`), optimiser
+sections in `treenets.optim`, the `train` section here. Unknown keys, wrong types and impossible combinations
+are refused with a message naming the file (or the `--set` option) and the key.
 
 The recipes shipped with treenets (the checkout's `configs/`, which the package holds as `treenets/configs`)
 are found by name wherever treenets is installed: `treenets train onlstm-ptb-small`; `treenets configs` lists
@@ -14,7 +14,7 @@ them and writes a copy to edit.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from functools import cache
 from itertools import takewhile
 from pathlib import Path
@@ -27,7 +27,6 @@ from pydantic import Field, TypeAdapter, ValidationError
 from treenets.errors import TreenetsError
 from treenets.files import output_file, read_text
 from treenets.schema import BACKENDS, PRECISIONS, PositiveFloat, PositiveInt, Section
-from treenets.tasks import all_tasks
 
 
 class TrainConfig(Section):
@@ -47,9 +46,26 @@ class TrainConfig(Section):
     precision: Literal[PRECISIONS] = "fp32"
 
 
+# The task registry (`treenets.tasks.all_tasks`): it sits above this module (each task imports its config's sections
+# from here), so it is not imported here but hands itself down when it is imported, which the package does first.
+_task_registry: Callable[[], dict[str, type]]
+
+
+def use_task_registry(registry: Callable[[], dict[str, type]]) -> None:
+    """Read the tasks from `registry` (task name -> task class): `treenets.tasks` calls this with `all_tasks`."""
+    global _task_registry
+    _task_registry = registry
+
+
+def registered_tasks() -> dict[str, type]:
+    """Task name -> task class, for every registered task (each declares its config schema, `Config`, its network
+    builder, `build_net`, and its predictor, `Predictor`)."""
+    return _task_registry()
+
+
 def task_configs() -> list[type]:
     """The config schema of every registered task."""
-    return [task.Config for task in all_tasks().values()]
+    return [task.Config for task in registered_tasks().values()]
 
 
 def _adapter() -> TypeAdapter:

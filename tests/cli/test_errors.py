@@ -10,8 +10,8 @@ import pytest
 import torch
 from helpers import train_tiny_lm
 
-from treenets import cli
 from treenets.cli import main
+from treenets.commands import all_commands
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def _failing_command(exc):
 
 
 def test_a_bug_is_one_internal_error_line_unless_debugging(monkeypatch, capsys):
-    monkeypatch.setitem(cli.COMMANDS, "models", _failing_command(ZeroDivisionError("division by zero\nmore")))
+    monkeypatch.setattr(all_commands()["models"], "run", _failing_command(ZeroDivisionError("division by zero\nmore")))
     monkeypatch.delenv("TREENETS_DEBUG", raising=False)
     assert main(["models"]) == 1
     assert capsys.readouterr().err == ("treenets: internal error: ZeroDivisionError: division by zero (run with "
@@ -54,7 +54,8 @@ def test_a_bug_is_one_internal_error_line_unless_debugging(monkeypatch, capsys):
 
 
 def test_a_failed_file_operation_names_the_file(monkeypatch, capsys):
-    monkeypatch.setitem(cli.COMMANDS, "models", _failing_command(PermissionError(13, "Permission denied", "/x/y.pt")))
+    monkeypatch.setattr(all_commands()["models"], "run",
+                        _failing_command(PermissionError(13, "Permission denied", "/x/y.pt")))
     monkeypatch.delenv("TREENETS_DEBUG", raising=False)
     assert main(["models"]) == 2
     _one_error_line(capsys.readouterr().err, "/x/y.pt: Permission denied")

@@ -47,6 +47,24 @@ def test_the_config_union_is_built_from_the_registry():
         assert isinstance(config, task.Config)
 
 
+@pytest.mark.parametrize(("program", "printed"), [
+    ("from treenets.config import build_config; print(type(build_config({'task': 'logic'})).__name__)",
+     "LogicConfig"),
+    ("from treenets.predictors.base import prediction_inputs; print(*(i.name for i in prediction_inputs()))",
+     "sentence pair parents parser tree"),
+    ("from treenets.predictors import LanguageModel; print(LanguageModel.load('onlstm-ptb-small').bos)", "<eos>"),
+])
+def test_the_layers_below_the_tasks_know_them_whichever_module_a_program_imports(program, printed):
+    """The config schema and the predictors import nothing from the tasks, which sit above them: the registry
+    hands itself down to them, imported by the package itself, so that a program that imports only them knows
+    every task (a program of its own: nothing this suite imported first stands in)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, printed), done.stderr[-2000:]
+
+
 def test_a_task_refuses_splits_it_does_not_have(tmp_path):
     config = build_config({"task": "sentence-lm", "data": {"train": [], "valid": []}})
     with pytest.raises(TreenetsError, match="task sentence-lm has the splits train, valid, not 'test'"):

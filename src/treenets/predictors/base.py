@@ -10,7 +10,7 @@ from typing import ClassVar
 import torch
 
 from treenets import checkpoint
-from treenets.config import saved_config, to_dict
+from treenets.config import registered_tasks, saved_config, to_dict
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
 from treenets.nn.utils import build_within_memory
@@ -39,11 +39,9 @@ def prediction_inputs() -> list[PredictionInput]:
     Raises:
         ValueError: for two predictors that read an input of one name with other numbers of values.
     """
-    from treenets.tasks import all_tasks
-
     specs: dict[str, PredictionInput] = {}
     helps: dict[str, list[str]] = {}
-    for predictor in dict.fromkeys(task.Predictor for task in all_tasks().values()):
+    for predictor in dict.fromkeys(task.Predictor for task in registered_tasks().values()):
         for spec in predictor.inputs:
             known = specs.setdefault(spec.name, spec)
             if (known.values, known.metavar) != (spec.values, spec.metavar):
@@ -96,10 +94,8 @@ class Predictor:
     @classmethod
     def from_checkpoint(cls, saved: dict, path: str | Path, device="cpu") -> Predictor:
         """`load` for a model already read with `treenets.zoo.read` (or `treenets.checkpoint.load`) from `path`."""
-        from treenets.tasks import task_class
-
         config = saved_config(saved, path)
-        task = task_class(config.task)
+        task = registered_tasks()[config.task]  # (a task the registry holds: the config was validated)
         if not issubclass(task.Predictor, cls):
             raise TreenetsError(f"{path}: a {config.task} model, not for {cls.__name__} (it loads as "
                                 f"{task.Predictor.__name__})")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import nltk
 import torch
 
+from treenets.config import registered_tasks
 from treenets.errors import TreenetsError
 from treenets.nn import precision
 from treenets.predictors.base import PredictionInput, Predictor
@@ -97,10 +98,8 @@ class LanguageModel(Predictor):
     reads = "a language model reads --sentence only"
 
     def __init__(self, net, vocab, config, device="cpu"):
-        from treenets.tasks import task_class
-
         super().__init__(net, vocab, config, device)
-        task = task_class(config.task)
+        task = registered_tasks()[config.task]
         self.bos, self.eos = task.boundaries
         self.token_unit = task.token_unit  # "word", or e.g. "character": what the tokens and tree leaves are
         self._split_words = task.split_words
@@ -215,9 +214,7 @@ class LanguageModel(Predictor):
         """The task's metric over sentences (strings or token lists), each read on its own as `score` reads it,
         in batches of `batch_size` sentences of similar length: perplexity (bits per character for a
         character-level model) of their tokens and closing boundary tokens."""
-        from treenets.tasks import task_class
-
-        metric = task_class(self.config.task).Metric()
+        metric = registered_tasks()[self.config.task].Metric()
         sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         lengths = [len(self.read(sentence, pretokenized)) for sentence in sentences]
         order = sorted(range(len(sentences)), key=lengths.__getitem__)

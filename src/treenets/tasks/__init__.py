@@ -5,6 +5,10 @@ itself in its file: its name, config schema, data reading and batching, network 
 the predictor that wraps a trained network. The config schema union, the training loop, `treenets.load`,
 the CLI and `check-golden` all read this registry; adding a task is adding a module to this package (it is
 found and imported by `all_tasks`) and a YAML config.
+
+The layers below the tasks (the config schema, the predictors) import nothing from here: the registry hands
+itself down to them when it is imported (`treenets.config.use_task_registry`), and the package imports it
+first of all (`treenets/__init__.py`), so that they know the tasks whichever module a program imports.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import importlib
 import pkgutil
 from functools import cache
 
+from treenets.config import use_task_registry
 from treenets.errors import TreenetsError
 
 _TASKS: dict[str, type] = {}
@@ -37,6 +42,9 @@ def all_tasks() -> dict[str, type]:
     """Task name -> task class, for every task module of this package, by name."""
     _import_task_modules()
     return dict(sorted(_TASKS.items()))
+
+
+use_task_registry(all_tasks)
 
 
 def make_task(config, vocab=None, root=None, device=None, rank=0, world=1, splits=None):

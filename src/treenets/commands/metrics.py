@@ -1,0 +1,21 @@
+"""`treenets metrics`: a run's validation curve (`treenets.runlog.print_metrics`)."""
+
+from __future__ import annotations
+
+from treenets.commands import Command, register
+from treenets.runlog import print_metrics
+
+
+@register
+class Metrics(Command):
+    name, order = "metrics", 100
+    help = "print a run's validation curve, optionally plot it"
+    description = "Read RUN/metrics.jsonl and print every evaluation."
+
+    def add_options(self, parser):
+        parser.add_argument("run", help="run folder (or its metrics.jsonl)")
+        parser.add_argument("--plot", metavar="PNG", help="also draw training and validation perplexity to PNG")
+
+    def run(self, args):
+        print_metrics(args.run, args.plot)
+        return 0
