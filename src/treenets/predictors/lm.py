@@ -95,6 +95,7 @@ class LanguageModel(Predictor):
 
     inputs = (PredictionInput("sentence", "a language model: a sentence to score"),)
     reads = "a language model reads --sentence only"
+    splits = ("official", "before")  # the values `parse` takes for `split`
 
     def __init__(self, net, vocab, config, device="cpu"):
         from treenets.tasks import task_class
@@ -331,8 +332,8 @@ class LanguageModel(Predictor):
         """
         if isinstance(sentences, str):
             return self.parse([sentences], layer, split, batch_size, pretokenized)[0]
-        if split not in ("official", "before"):
-            raise TreenetsError(f"split {split!r}: expected 'official' or 'before'")
+        if split not in self.splits:
+            raise TreenetsError(f"split {split!r}: expected {' or '.join(map(repr, self.splits))}")
         chosen = self.layers("default" if layer is None else layer)[0]  # (checks that it gives distances)
         sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
