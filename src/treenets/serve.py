@@ -154,11 +154,12 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
     """One model's reading of a sentence (normalised as its training text, or with `pretokenized` split on
     white space): tokens, what of the sentence was dropped (`dropped`: each piece's text, start and why; a
     sentiment model's too), surprisal in bits of each token and of the closing boundary token, perplexity, and
-    when the model gives distances, every layer's distances and every layer's tree for each split it builds
-    (`splits`: both for an ON-LSTM, a StructFormer's own only; trees over token positions, as the page draws
-    them), with the dependency heads of a model that induces them (`heads`, CoNLL's: 1-based, 0 for the root;
-    None for the others). With `precision` bf16 the model's products run in bfloat16 (a block
-    opened here: autocast holds for the thread that opens it, and requests are answered in worker threads)."""
+    when the model gives distances, every layer's distances (None for one no tree reads: `Parse.read_distances`)
+    and every layer's tree for each split it builds (`splits`: both for an ON-LSTM, a StructFormer's own only;
+    trees over token positions, as the page draws them), with the dependency heads of a model that induces them
+    (`heads`, CoNLL's: 1-based, 0 for the root; None for the others). With `precision` bf16 the model's products
+    run in bfloat16 (a block opened here: autocast holds for the thread that opens it, and requests are answered
+    in worker threads)."""
     lm = model.lm
     with autocast(precision, lm.device):
         if isinstance(lm, SentimentClassifier):
@@ -196,7 +197,8 @@ def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized:
         # rebuilt from the same distances.
         by_split = {split: parse if split == "official" else replace(parse, split=split) for split in lm.splits}
         result.update(layers=[str(layer) for layer in layers], default_layer=str(lm.default_layer),
-                      distances=parse.distances.tolist(), splits=list(lm.splits), heads=parse.heads,
+                      distances=[[None if math.isnan(v) else v for v in row] for row in parse.read_distances.tolist()],
+                      splits=list(lm.splits), heads=parse.heads,
                       trees={split: {str(layer): json.loads(tree_json(split_parse.at(layer).nested))
                                      for layer in layers} for split, split_parse in by_split.items()})
     return result

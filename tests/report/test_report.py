@@ -203,7 +203,11 @@ def test_sentences_jsonl_holds_each_systems_heads_and_the_gold_heads(tiny_run, s
         assert structformer.keys() == {"tree", "prec", "reca", "f1", "heads", "dda", "uda"}
         for layer in ("layer1-2", "layer2", "layermean"):  # a system without dependencies: as before
             assert systems[f"run-best-{layer}"].keys() == {"tree", "prec", "reca", "f1"}
+        # The StructFormer's distance of the gap after the last word is read by no tree (it is 1e9): none.
+        (distances,) = record["distances"][str(structformer_run / "best.pt")]
+        assert distances[-1] is None and all(abs(d) < 1e6 for d in distances[:-1])
         checked += 1
     assert checked == 11
+    assert report_data(out / "index.html")["parsing"]["sentences"][0]["d"][0][0][-1] is None  # nor a bar of it
     # Without dependencies scored, no record has heads.
     assert "heads" not in (tiny_run / "parse-eval" / "sentences.jsonl").read_text()

@@ -327,6 +327,8 @@ def test_a_structformer_gives_its_heads_and_its_own_trees_beside_an_onlstm(struc
     parse = treenets.load(structformer).parse(SENTENCE)
     assert mlm["tokens"] == parse.words == WORDS
     assert mlm["heads"] == parse.heads and len(mlm["heads"]) == len(WORDS)
+    # The distance of the gap after the last word is read by no tree (a StructFormer's is 1e9): none.
+    assert mlm["distances"] == [[*parse.distances[0, :-1].tolist(), None]]
     assert mlm["splits"] == ["official"] and list(mlm["trees"]) == ["official"]
     assert mlm["layers"] == ["1"] and mlm["trees"]["official"]["1"] == json.loads(tree_json(parse.nested))
     assert onlstm["heads"] is None and onlstm["splits"] == ["official", "before"]
@@ -359,6 +361,7 @@ def test_page_draws_a_structformers_arcs_beside_an_onlstm_in_a_browser(open_page
         assert arcs.locator("path.arc").count() == sum(head != 0 for head in heads)  # an arc per non-root word
         assert arcs.locator("polygon.arrow").count() == len(WORDS)  # an arrowhead at every word, the root's too
         assert arcs.locator("text.root").count() == heads.count(0)
+        assert mlm.locator("svg").first.locator("rect.bar").count() == len(WORDS) - 1 + len(WORDS)  # and surprisal
         assert onlstm.locator("svg.arcs").count() == 0
         page.screenshot("serve-structformer")
         # Split before: the ON-LSTM's trees change; the StructFormer keeps its own, and says so.

@@ -62,6 +62,16 @@ class Parse:
     def __post_init__(self):
         self.nested = tree_from_distances(self.words, select_row(self.distances, self.layer).tolist(), self.split)
 
+    @property
+    def read_distances(self) -> torch.Tensor:
+        """`distances` with NaN where no tree reads them: with split "after" the last word's, which no gap of the
+        sentence follows (a StructFormer's is its "infinitely far" 1e9), so that figures leave it out."""
+        if self.split != "after" or not self.words:
+            return self.distances
+        read = self.distances.clone()
+        read[:, -1] = math.nan
+        return read
+
     def at(self, layer: Layer) -> Parse:
         """The same sentence's tree from another row of distances (no new forward pass)."""
         return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped, self.heads)

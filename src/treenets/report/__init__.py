@@ -21,6 +21,7 @@ import numpy as np
 from treenets.files import json_text, write_text_atomic
 from treenets.report.markup import Column, Row, Series, chart, element, esc, fixed, percent, score_table
 from treenets.trees import right_branching, sentence_prf, spans
+from treenets.trees.dependency_scoring import GoldDependencies
 from treenets.trees.metrics import LABELS
 from treenets.trees.walk import fold
 from treenets.version import __version__
@@ -101,7 +102,7 @@ def group_runs(results: list) -> list[list]:
 def parsing_section(treebank: str, split: str, max_length: int | None, sentences: list, results: list,
                     distances: dict, rows: list[dict], default_layer: str | None, conventions: list[dict],
                     comparison: dict | None = None, figures: list[str] = (), dependencies: dict | None = None,
-                    gold=None, dependency_files: list = ()) -> dict:
+                    gold: GoldDependencies | None = None, dependency_files: list = ()) -> dict:
     """The data of a `parse-eval` report (inlined as JSON; `parsing_html` writes the page's tables from it).
 
     Args:
@@ -329,7 +330,9 @@ def _distance_charts(P: dict, k: int, run: dict) -> str:
     rows = len(P["sentences"][0]["d"][k]) if P["sentences"] else 0
     figures = []
     for r in range(rows):
-        values = np.array([v for s in P["sentences"] for v in s["d"][k][r]])
+        values = np.array([v for s in P["sentences"] for v in s["d"][k][r] if v == v])  # NaN: read by no tree
+        if not values.size:
+            continue
         low, high = float(values.min()), float(values.max())
         width = (high - low) / 20 or 1.0
         counts = np.bincount(np.minimum(((values - low) / width).astype(int), 19), minlength=20)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import random
 import re
 from collections import Counter
@@ -79,8 +80,8 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
                    batch_size: int = 64, progress: bool = True) -> tuple[list[SystemResult], list, dict]:
     """Induce (`lm.parse`) and score trees for every requested layer of one model.
 
-    Returns the results per layer, the distances per sentence (`[rows, words]`, None for an empty
-    sentence), and counts of the words the vocabulary did not know.
+    Returns the results per layer, the distances per sentence (`[rows, words]`, NaN where no tree reads one:
+    `Parse.read_distances`; None for an empty sentence), and counts of the words the vocabulary did not know.
     """
     lm.require_words(f"parse-eval: {checkpoint}")
     present = [i for i, s in enumerate(sentences) if s.words]
@@ -100,7 +101,7 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     if any(p is not None and p.heads is not None for p in parses):
         for result in results:
             result.heads = [p.heads if p is not None else None for p in parses]
-    distances = [p.distances.numpy() if p is not None else None for p in parses]
+    distances = [p.read_distances.numpy() if p is not None else None for p in parses]
     return results, distances, {"words": words, "unknown": unknown}
 
 
@@ -280,6 +281,8 @@ def _json(value) -> str:
                 tokens += [_Text((", " if i else "") + (f"{json.dumps(str(key))}: " if is_dict else "")), child]
             tokens.append(_Text("}" if is_dict else "]"))
             stack.extend(reversed(tokens))
+        elif isinstance(item, float) and not math.isfinite(item):  # no number (a distance no tree reads): null
+            parts.append("null")
         else:
             parts.append(json.dumps(item))
     return "".join(parts)
