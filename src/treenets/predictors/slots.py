@@ -101,7 +101,7 @@ class SlotParser:
             slots = self._slots([read[i][0] for i in chunk]).cpu()
             for j, i in enumerate(chunk):
                 tokens, own = read[i]
-                parses[i] = SlotParse(tokens, slots[: len(tokens), j].unsqueeze(0), 1, "official", [], [], own,
-                                      self.left_out)
+                parses[i] = SlotParse(tokens, slots[: len(tokens), j].unsqueeze(0), 1, "official", [], [], own=own,
+                                      left_out=self.left_out)
         return parses
 
