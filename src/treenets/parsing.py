@@ -30,6 +30,7 @@ from treenets.trees.evaluation import (
     baseline_results,
     compare_systems,
     comparison_lines,
+    dependencies_only,
     evaluate_baselines,
     evaluate_file,
     evaluate_model,
@@ -217,8 +218,7 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
     format), per-sentence scores, figures, `summary.json` and an HTML report in that folder, which must be new,
     empty or an earlier report's unless `overwrite` (`files.report_folder`). Dependencies (a model that induces
     them, a system's CoNLL file) are scored against the gold trees converted by head rules, or `gold_dependencies`
-    (a CoNLL file), beside the chains and random projective trees (`treenets.trees.dependency_scoring`).
-empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
+    (a CoNLL file), beside the chains and random projective trees (`treenets.trees.dependency_scoring`)."""
     conventions = list(conventions)
     if refs.count(STDIN) > 1:
         raise TreenetsError("parse-eval: standard input (-) given more than once")
@@ -228,6 +228,7 @@ empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
     nodes = gold_nodes(sentences)
     results, compared, distances, notes, figure_layer, matched = [], [], {}, [], None, {}
     dependency_systems = []  # (name, heads): models that induce dependencies, CoNLL files
+    dependency_files = []  # the CoNLL files, as systems without trees
     gold = None
 
     def gold_heads():
@@ -237,7 +238,8 @@ empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
 
     for ref in refs:
         if is_conll_file(ref):
-            dependency_systems.append((ref, read_system_heads(ref, sentences, gold_heads())))
+            dependency_files.append(dependencies_only(ref, read_system_heads(ref, sentences, gold_heads())))
+            dependency_systems.append((ref, dependency_files[-1].heads))
             continue
         if is_tree_file(ref):
             result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit, fmt,
@@ -287,14 +289,16 @@ empty or an earlier report's unless `overwrite` (`files.report_folder`)."""
             for line in comparison_lines(comparison):
                 print(line)
     if output:
-        figures, written = write_outputs(Path(output), sentences, results, distances, figure_layer)
+        figures, written = write_outputs(Path(output), sentences, results, distances, figure_layer,
+                                         gold=gold, dependency_files=dependency_files)
         document = {"treebank": treebank.where(path), "words": treebank.rule.name, "split": split,
                     "conventions": [CONVENTIONS[name].record() for name in conventions], "rows": rows,
                     "multi_run": multi_run_summary(models), "comparison": comparison, "dependencies": dependencies}
         written.append(write_text_atomic(Path(output) / "summary.json", json_text(document, indent=1)))
         section = parsing_section(f"{path}; {treebank.describe_words()}", split, treebank.length_limit, sentences,
                                   results, distances, rows, figure_layer, document["conventions"], comparison,
-                                  [str(f.relative_to(output)) for f in figures])
+                                  [str(f.relative_to(output)) for f in figures], dependencies, gold,
+                                  dependency_files)
         report = write_report(output, f"treenets parse-eval: {treebank.name}", parsing=section)
         record_outputs(Path(output), [*written, report])
         print(f"report: {report}")

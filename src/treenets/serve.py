@@ -1,6 +1,7 @@
 """`treenets serve`: a local web page where you type a sentence and see what models make of it, side by side:
-for a language model the tree of every layer (split official or before), the syntactic distances under the
-words and each word's surprisal; for a sentiment model (SST) the class of the sentence and, for a Tree-LSTM,
+for a language model the tree of every layer (split official or before, where the model builds both), the
+syntactic distances under the words, each word's surprisal, and for a model that induces dependencies
+(StructFormer) their arcs; for a sentiment model (SST) the class of the sentence and, for a Tree-LSTM,
 of every phrase of the tree it read (induced by its parser). A Starlette app run by uvicorn; the page
 (`report/serve.html`, drawing with the report's `trees.js`) asks `POST /api/parse`.
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import h11
@@ -29,7 +30,7 @@ from treenets.console import note
 from treenets.data.sst import CLASS_NAMES, NUM_CLASSES
 from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
-from treenets.predictors.lm import LanguageModel, Parse
+from treenets.predictors.lm import LanguageModel
 from treenets.predictors.sentiment import SentimentClassifier
 from treenets.report import render_page, tree_json
 from treenets.text import checked_text
@@ -39,7 +40,6 @@ MAX_CHARACTERS = 2000
 MAX_WORDS = 200
 MAX_BODY = 64_000  # bytes of a request: a sentence at the limit, JSON-escaped, fits with room to spare
 REQUEST_SECONDS = 20.0  # for a client to send a whole request (`RequestDeadline`)
-SPLITS = ("official", "before")
 
 
 @dataclass
@@ -154,9 +154,12 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
     """One model's reading of a sentence (normalised as its training text, or with `pretokenized` split on
     white space): tokens, what of the sentence was dropped (`dropped`: each piece's text, start and why; a
     sentiment model's too), surprisal in bits of each token and of the closing boundary token, perplexity, and
-    when the model gives distances, every layer's distances and every layer's tree for each split (trees over
-    token positions, as the page draws them). With `precision` bf16 the model's products run in bfloat16 (a block
-    opened here: autocast holds for the thread that opens it, and requests are answered in worker threads)."""
+    when the model gives distances, every layer's distances (None for one no tree reads: `Parse.read_distances`)
+    and every layer's tree for each split it builds (`splits`: both for an ON-LSTM, a StructFormer's own only;
+    trees over token positions, as the page draws them), with the dependency heads of a model that induces them
+    (`heads`, CoNLL's: 1-based, 0 for the root; None for the others). With `precision` bf16 the model's products
+    run in bfloat16 (a block opened here: autocast holds for the thread that opens it, and requests are answered
+    in worker threads)."""
     lm = model.lm
     with autocast(precision, lm.device):
         if isinstance(lm, SentimentClassifier):
@@ -172,7 +175,7 @@ def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: st
     answer = {"model": model.id, "kind": "sentiment", "tokens": result.tokens, "unknown": result.unknown,
               "dropped": [asdict(piece) for piece in result.dropped], "label": result.label,
               "probabilities": result.probabilities, "parser": result.parser,
-              "tree": None, "labels": None, "word_labels": None}
+              "tree": None, "labels": None, "word_labels": None, "heads": None}
     if result.spans is not None:
         answer.update(tree=json.loads(tree_json(to_nested(from_spans([(s, e) for s, e, _ in result.spans],
                                                                         result.tokens)))),
@@ -186,16 +189,18 @@ def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized:
     result = {"model": model.id, "tokens": score.tokens, "unknown": score.unknown,
               "dropped": [asdict(piece) for piece in score.dropped], "end_token": lm.eos,
               "surprisal": [-value / math.log(2) for value in score.logprobs], "perplexity": score.perplexity,
-              "layers": [], "default_layer": None, "distances": None, "trees": None}
+              "layers": [], "default_layer": None, "distances": None, "splits": [], "trees": None, "heads": None}
     if lm.num_distance_rows:
         parse = lm.parse(sentence, pretokenized=pretokenized)
         layers = lm.layers("all")
-        trees = {split: {str(layer): Parse(parse.words, parse.distances, layer, split, parse.unknown).nested
-                         for layer in layers} for split in SPLITS}
+        # The official split is the parse's own rule (a StructFormer's splits after its gaps); the others are
+        # rebuilt from the same distances.
+        by_split = {split: parse if split == "official" else replace(parse, split=split) for split in lm.splits}
         result.update(layers=[str(layer) for layer in layers], default_layer=str(lm.default_layer),
-                      distances=parse.distances.tolist(),
-                      trees={split: {layer: json.loads(tree_json(tree)) for layer, tree in by_layer.items()}
-                             for split, by_layer in trees.items()})
+                      distances=[[None if math.isnan(v) else v for v in row] for row in parse.read_distances.tolist()],
+                      splits=list(lm.splits), heads=parse.heads,
+                      trees={split: {str(layer): json.loads(tree_json(split_parse.at(layer).nested))
+                                     for layer in layers} for split, split_parse in by_split.items()})
     return result
 
 
@@ -220,7 +225,7 @@ def describe(model: ServedModel, first_report: int) -> dict:
                for k, path in enumerate(model.reports)]
     distances = f", {rows} row{'s' if rows > 1 else ''} of distances" if rows else ", no distances"
     return {"id": model.id, "kind": "lm", "description": kind + distances,
-            "unit": lm.token_unit, "reports": reports}
+            "unit": lm.token_unit, "splits": list(lm.splits) if rows else [], "reports": reports}
 
 
 def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:

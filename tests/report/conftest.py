@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import tiny_config, write_corpus
+from helpers import tiny_config, tiny_structformer_config, write_corpus
 
 from treenets.cli import main
 from treenets.nn.backend import use_backend
@@ -45,6 +45,28 @@ def tiny_run(tmp_path_factory) -> Path:
         assert main(["train", str(root / "tiny.yaml"), "--out", str(run), "--max-steps", "2", "--no-progress"]) == 0
         assert main(["parse-eval", str(run / "best.pt"), str(run / "last.pt"), "--treebank", str(root / "tiny.mrg"),
                      "--output", str(run / "parse-eval")]) == 0
+    return run
+
+
+@pytest.fixture(scope="session")
+def structformer_run(tmp_path_factory, tiny_run) -> Path:
+    """The run folder of a tiny StructFormer trained for two steps (`best.pt`: it induces dependencies), with the
+    report of `parse-eval` of it beside the ON-LSTM of `tiny_run` (no dependencies) and a CoNLL file of the gold
+    dependencies (dependencies only, every arc right) in `parse-eval/`."""
+    from treenets.trees.dependencies import conll_text
+    from treenets.trees.dependency_scoring import gold_dependencies
+    from treenets.trees.ptb import PTB, load_gold
+
+    root = tmp_path_factory.mktemp("structformer")
+    (root / "mlm.yaml").write_text(yaml.safe_dump(tiny_structformer_config(write_corpus(root / "corpus"))))
+    treebank = tiny_run.parent / "tiny.mrg"
+    sentences = load_gold(treebank)
+    (root / "gold.conll").write_text(conll_text([t for t in gold_dependencies(sentences, PTB).trees if t]))
+    run = root / "run"
+    with use_backend("torch"):
+        assert main(["train", str(root / "mlm.yaml"), "--out", str(run), "--max-steps", "2", "--no-progress"]) == 0
+        assert main(["parse-eval", str(run / "best.pt"), str(tiny_run / "best.pt"), str(root / "gold.conll"),
+                     "--treebank", str(treebank), "--output", str(run / "parse-eval")]) == 0
     return run
 
 

@@ -147,3 +147,67 @@ def test_syneval_output_writes_a_report_beside_its_json(tiny_run, data_root, tmp
     html = (tmp_path / "syneval.html").read_text()
     accuracy = document["checkpoints"][0]["cases"][0]["comparisons"][0]["accuracy"]
     assert '<td data-col="all0"' in html and f">{accuracy:.3f}<" in html and "<svg" in html
+
+
+def dependency_cells(html: str) -> dict:
+    """The dependency table's cells as the page's HTML holds them: (system, column) -> (text, marked best)."""
+    table = html[html.index('<h3 id="dependencies">'):]
+    table = table[:table.index("</table>")]
+    cells = {}
+    for system, row in re.findall(r'<tr[^>]*data-system="([^"]*)">(.*?)</tr>', table, re.S):
+        for column, best, text in re.findall(r'<td data-col="([^"]+)"( class="best")?[^>]*>([^<]*)</td>', row):
+            cells[(unescape(system), column)] = (text, bool(best))
+    return cells
+
+
+def test_the_report_shows_the_dependency_table_when_dependencies_were_scored(tiny_run, structformer_run):
+    assert 'id="dependencies"' not in (tiny_run / "parse-eval" / "index.html").read_text()  # an ON-LSTM: none
+    out = structformer_run / "parse-eval"
+    html = (out / "index.html").read_text()
+    rows = json.loads((out / "summary.json").read_text())["dependencies"]["rows"]
+    # The StructFormer, the CoNLL file of the gold (every arc right), the chains and the random trees.
+    assert [r["system"] for r in rows][:2] == [str(structformer_run / "best.pt"), str(out.parent.parent / "gold.conll")]
+    assert len(rows) == 5 and rows[1]["dda"] == rows[1]["uda"] == 1.0
+    cells = dependency_cells(html)
+    for row in rows:
+        for column in ("dda", "uda"):
+            text, best = cells[(row["system"], column)]
+            assert text == f"{100 * row[column]:.1f}" and best == (row[column] == 1.0), (row["system"], column)
+        assert cells[(row["system"], "words")] == (f"{row['words']:,}", False)
+    assert "(dependencies only)" in html  # the CoNLL file among the systems listed
+
+
+def test_sentences_jsonl_holds_each_systems_heads_and_the_gold_heads(tiny_run, structformer_run):
+    import treenets
+    from treenets.trees.dependency_scoring import gold_dependencies
+    from treenets.trees.ptb import PTB, load_gold
+
+    out = structformer_run / "parse-eval"
+    records = [json.loads(line) for line in (out / "sentences.jsonl").read_text().splitlines()]
+    sentences = load_gold(tiny_run.parent / "tiny.mrg")
+    gold = gold_dependencies(sentences, PTB)
+    model = treenets.load(str(structformer_run / "best.pt"))
+    checked = 0
+    for record, sentence, tree in zip(records, sentences, gold.trees, strict=True):
+        if not record["words"]:
+            assert record["gold_heads"] is None
+            continue
+        expected = tree.kept_heads(PTB)
+        assert record["words"] == sentence.words and record["gold_heads"] == expected
+        systems = record["models"]
+        structformer = systems["run-best-layer1"]  # the first system; the ON-LSTM's layer 1 is run-best-layer1-2
+        assert structformer["heads"] == model.parse([record["words"]])[0].heads
+        right = sum(h == g for h, g in zip(structformer["heads"], expected))
+        assert structformer["dda"] == pytest.approx(right / len(expected))
+        assert systems["file-gold"] == {"heads": expected, "dda": 1.0, "uda": 1.0}  # the CoNLL file: heads only
+        assert structformer.keys() == {"tree", "prec", "reca", "f1", "heads", "dda", "uda"}
+        for layer in ("layer1-2", "layer2", "layermean"):  # a system without dependencies: as before
+            assert systems[f"run-best-{layer}"].keys() == {"tree", "prec", "reca", "f1"}
+        # The StructFormer's distance of the gap after the last word is read by no tree (it is 1e9): none.
+        (distances,) = record["distances"][str(structformer_run / "best.pt")]
+        assert distances[-1] is None and all(abs(d) < 1e6 for d in distances[:-1])
+        checked += 1
+    assert checked == 11
+    assert report_data(out / "index.html")["parsing"]["sentences"][0]["d"][0][0][-1] is None  # nor a bar of it
+    # Without dependencies scored, no record has heads.
+    assert "heads" not in (tiny_run / "parse-eval" / "sentences.jsonl").read_text()

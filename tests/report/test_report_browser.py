@@ -96,3 +96,54 @@ def test_eval_report_in_a_browser(tiny_run, open_page, tmp_path):
     assert page.tab.locator("#eval td.best").count() >= 2  # loss and ppl (equal checkpoints: both marked)
     page.screenshot("eval-report")
     assert page.errors == []
+
+
+def test_a_sentences_dependencies_against_the_gold_in_a_browser(structformer_run, open_page):
+    """The StructFormer's arcs above the words (green where the gold has them, orange elsewhere), the gold's under
+    them (red where missed); the CoNLL file of the gold: only arcs, every one green; the ON-LSTM: no arcs."""
+    out = structformer_run / "parse-eval"
+    page = open_page(out / "screenshots")
+    tab = page.tab
+    tab.goto((out / "index.html").as_uri())
+    assert tab.locator("#dependencies + .table-wrap td.best").count() == 2  # the CoNLL file's DDA and UDA: 100
+    records = [json.loads(line) for line in (out / "sentences.jsonl").read_text().splitlines()]
+    record = next(r for r in records if r["words"] == ["the", "dog", "run", "of", "the", "city"])
+    gold, heads = record["gold_heads"], record["models"]["run-best-layer1"]["heads"]
+    right = [h == g for h, g in zip(heads, gold)]
+    options = tab.locator("#tree-choice option").all_inner_texts()
+    assert options == ["[1] layer 1", "[2] layer 1", "[2] layer 2", "[2] layer mean", "[3] gold.conll"]
+
+    def open_sentence(choice: str):
+        tab.select_option("#tree-choice", label=choice)
+        tab.fill("#search", "the dog run")
+        rows = tab.locator("#sentence-list details")
+        assert rows.count() == 1
+        rows.first.locator("summary").click()
+        rows.first.locator("svg").first.wait_for()
+        return rows.first
+
+    row = open_sentence("[1] layer 1")
+    assert row.locator("summary .dda").inner_text() == f"DDA {100 * record['models']['run-best-layer1']['dda']:.1f}"
+    arcs = row.locator("svg.arcs")
+    assert arcs.locator("text.word").all_text_contents() == record["words"]
+    assert arcs.locator("path.arc.predicted").count() == sum(h != 0 for h in heads)  # an arc per non-root word
+    assert arcs.locator("path.arc.gold").count() == sum(h != 0 for h in gold)
+    assert arcs.locator("path.arc.predicted.match").count() == sum(r for r, h in zip(right, heads) if h)
+    assert arcs.locator("path.arc.predicted.extra").count() == sum(not r for r, h in zip(right, heads) if h)
+    assert arcs.locator("path.arc.gold.missed").count() == sum(not r for r, g in zip(right, gold) if g)
+    assert arcs.locator("text.root.predicted").count() == heads.count(0)
+    assert arcs.locator("text.root.gold").count() == 1
+    page.screenshot("report-dependencies")
+
+    row = open_sentence("[3] gold.conll")  # dependencies only: the gold tree and the arcs, all right
+    assert row.locator("summary .f1").count() == 0 and row.locator("summary .dda").inner_text() == "DDA 100.0"
+    assert row.locator("svg").count() == 2 and row.locator("svg.arcs path.arc.predicted.match").count() == 5
+    assert row.locator("svg.arcs path.arc.predicted.extra").count() == 0
+    row = open_sentence("[2] layer 2")
+    assert row.locator("svg").count() == 2 and row.locator("svg.arcs").count() == 0  # trees only
+    tab.fill("#search", "")
+    tab.select_option("#tree-choice", label="[1] layer 1")
+    tab.select_option("#sort", "dda-desc")
+    values = [float(t.split()[1]) for t in tab.locator("#sentence-list summary .dda").all_inner_texts()]
+    assert values == sorted(values, reverse=True) and len(values) == 11
+    assert page.errors == []

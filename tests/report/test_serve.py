@@ -4,6 +4,7 @@ headless Chromium against the app served in-process on a free port."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -18,9 +19,11 @@ import uvicorn  # noqa: E402
 from helpers import needs_cpu_bfloat16  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
+import treenets  # noqa: E402
 from treenets import serve as serve_module  # noqa: E402
 from treenets.cli import main  # noqa: E402
 from treenets.errors import TreenetsError  # noqa: E402
+from treenets.report import tree_json  # noqa: E402
 from treenets.serve import MAX_CHARACTERS, MAX_WORDS, RequestDeadline, bind, create_app, load_models  # noqa: E402
 
 SENTENCE = "The cat sees a big zebra of the city"
@@ -305,4 +308,72 @@ def test_page_draws_the_class_of_every_phrase_in_a_browser(open_page, tiny_run, 
         assert svg.locator("text.label").count() == 5  # the class of each of the 5 phrases
         assert svg.locator("rect.bar").count() == 6  # and of each word
         page.screenshot("serve-sentiment")
+        assert page.errors == []
+
+
+@pytest.fixture(scope="module")
+def structformer(structformer_run) -> str:
+    return str(structformer_run / "best.pt")
+
+
+def test_a_structformer_gives_its_heads_and_its_own_trees_beside_an_onlstm(structformer, models):
+    """The StructFormer's heads and tree are those its predictor gives (its own builder, the one split); an
+    ON-LSTM beside it has no heads and both splits."""
+    with TestClient(create_app(load_models([structformer, models[0]]))) as client:
+        answer = client.post("/api/parse", json={"sentence": SENTENCE, "models": [structformer, models[0]]})
+        assert answer.status_code == 200
+        mlm, onlstm = answer.json()["results"]
+        info = client.get("/api/models").json()["models"]
+    parse = treenets.load(structformer).parse(SENTENCE)
+    assert mlm["tokens"] == parse.words == WORDS
+    assert mlm["heads"] == parse.heads and len(mlm["heads"]) == len(WORDS)
+    # The distance of the gap after the last word is read by no tree (a StructFormer's is 1e9): none.
+    assert mlm["distances"] == [[*parse.distances[0, :-1].tolist(), None]]
+    assert mlm["splits"] == ["official"] and list(mlm["trees"]) == ["official"]
+    assert mlm["layers"] == ["1"] and mlm["trees"]["official"]["1"] == json.loads(tree_json(parse.nested))
+    assert onlstm["heads"] is None and onlstm["splits"] == ["official", "before"]
+    assert set(onlstm["trees"]) == {"official", "before"}
+    assert [m["splits"] for m in info] == [["official"], ["official", "before"]]
+
+
+def test_a_structformer_served_alone(structformer):
+    with TestClient(create_app(load_models([structformer]))) as client:
+        answer = client.post("/api/parse", json={"sentence": "the dog"})
+        assert answer.status_code == 200
+        (result,) = answer.json()["results"]
+    assert result["tokens"] == ["the", "dog"] and len(result["heads"]) == 2 and 0 in result["heads"]
+
+
+@pytest.mark.usefixtures("browser")
+def test_page_draws_a_structformers_arcs_beside_an_onlstm_in_a_browser(open_page, structformer, models, tiny_run):
+    heads = treenets.load(structformer).parse(SENTENCE).heads
+    with serving(create_app(load_models([structformer, models[0]]))) as address:
+        page = open_page(tiny_run / "screenshots")
+        tab = page.tab
+        tab.goto(address)
+        assert tab.locator("#split").is_visible()  # the ON-LSTM builds both
+        tab.fill("#sentence", SENTENCE)
+        tab.press("#sentence", "Enter")
+        tab.wait_for_selector(".panel svg")
+        mlm, onlstm = tab.locator(".panel").nth(0), tab.locator(".panel").nth(1)
+        arcs = mlm.locator("svg.arcs")
+        assert arcs.count() == 1 and arcs.locator("text.word").all_text_contents() == WORDS
+        assert arcs.locator("path.arc").count() == sum(head != 0 for head in heads)  # an arc per non-root word
+        assert arcs.locator("polygon.arrow").count() == len(WORDS)  # an arrowhead at every word, the root's too
+        assert arcs.locator("text.root").count() == heads.count(0)
+        assert mlm.locator("svg").first.locator("rect.bar").count() == len(WORDS) - 1 + len(WORDS)  # and surprisal
+        assert onlstm.locator("svg.arcs").count() == 0
+        page.screenshot("serve-structformer")
+        # Split before: the ON-LSTM's trees change; the StructFormer keeps its own, and says so.
+        tab.select_option("#split", "before")
+        assert "split before" in onlstm.locator("svg .caption").first.text_content()
+        assert "split official (its only one)" in mlm.locator("svg .caption").first.text_content()
+        assert mlm.locator("svg.arcs path.arc").count() == sum(head != 0 for head in heads)
+        assert page.errors == []
+    with serving(create_app(load_models([structformer]))) as address:  # alone: no split to choose
+        tab.goto(address)
+        assert not tab.locator("#split").is_visible()
+        tab.fill("#sentence", "the dog")
+        tab.press("#sentence", "Enter")
+        tab.wait_for_selector(".panel svg.arcs")
         assert page.errors == []

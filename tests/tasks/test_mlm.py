@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from helpers import tiny_structformer_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,12 +59,8 @@ def test_masking_leaves_pads_and_unknown_words_and_takes_its_share():
 
 
 def _config(tmp_path, corpus, **train) -> str:
-    config = {"task": "mlm", "data": {"path": str(corpus), "tokens_per_batch": 64, "eval_tokens_per_batch": 64},
-              "model": {"name": "structformer", "hidden_size": 16, "num_layers": 2, "num_heads": 2,
-                        "parser_layers": 2, "conv_size": 3},
-              "train": {"seed": 3, "epochs": 2, "log_interval": 1, "threads": 1, **train}}
     path = tmp_path / "mlm.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(tiny_structformer_config(corpus, **train)))
     return str(path)
 
 

@@ -63,6 +63,16 @@ class Parse:
     def __post_init__(self):
         self.nested = tree_from_distances(self.words, select_row(self.distances, self.layer).tolist(), self.split)
 
+    @property
+    def read_distances(self) -> torch.Tensor:
+        """`distances` with NaN where no tree reads them: with split "after" the last word's, which no gap of the
+        sentence follows (a StructFormer's is its "infinitely far" 1e9), so that figures leave it out."""
+        if self.split != "after" or not self.words:
+            return self.distances
+        read = self.distances.clone()
+        read[:, -1] = math.nan
+        return read
+
     def at(self, layer: Layer) -> Parse:
         """The same sentence's tree from another row of distances (no new forward pass)."""
         return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped, self.heads)
@@ -96,6 +106,7 @@ class LanguageModel(Predictor):
 
     inputs = (PredictionInput("sentence", "a language model: a sentence to score"),)
     reads = "a language model reads --sentence only"
+    splits = ("official", "before")  # the values `parse` takes for `split`
 
     def __init__(self, net, vocab, config, device="cpu"):
         super().__init__(net, vocab, config, device)
@@ -328,8 +339,8 @@ class LanguageModel(Predictor):
         """
         if isinstance(sentences, str):
             return self.parse([sentences], layer, split, batch_size, pretokenized)[0]
-        if split not in ("official", "before"):
-            raise TreenetsError(f"split {split!r}: expected 'official' or 'before'")
+        if split not in self.splits:
+            raise TreenetsError(f"split {split!r}: expected {' or '.join(map(repr, self.splits))}")
         chosen = self.layers("default" if layer is None else layer)[0]  # (checks that it gives distances)
         sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]

@@ -28,6 +28,8 @@ class MaskedLanguageModel(LanguageModel):
     log-probability when it alone is masked (the pseudo-log-likelihood of Salazar et al., 2020; no boundary token).
     """
 
+    splits = ("official",)  # its own builder only
+
     def _encode_batch(self, sentences: list, tokens: list[list[str]]):
         """Ids and unknown words of each sentence's tokens, and a right-padded `[B, L]` batch (`<pad>`: id 0). A
         `<pad>` in a sentence is read as `<unk>` (as padding it would end the sentence there).
@@ -94,7 +96,7 @@ class MaskedLanguageModel(LanguageModel):
         CoNLL heads), else a list of them."""
         if isinstance(sentences, str):
             return self.parse([sentences], layer, split, batch_size, pretokenized)[0]
-        if split != "official":
+        if split not in self.splits:
             raise TreenetsError(f"split {split!r}: a StructFormer's trees are built by its own rule (split after the "
                                 "gaps of the largest distance); expected 'official'")
         self.layers("default" if layer is None else layer)  # (checks the layer, and that it induces trees)

@@ -21,6 +21,7 @@ import numpy as np
 from treenets.files import json_text, write_text_atomic
 from treenets.report.markup import Column, Row, Series, chart, element, esc, fixed, percent, score_table
 from treenets.trees import right_branching, sentence_prf, spans
+from treenets.trees.dependency_scoring import GoldDependencies
 from treenets.trees.metrics import LABELS
 from treenets.trees.walk import fold
 from treenets.version import __version__
@@ -100,7 +101,8 @@ def group_runs(results: list) -> list[list]:
 
 def parsing_section(treebank: str, split: str, max_length: int | None, sentences: list, results: list,
                     distances: dict, rows: list[dict], default_layer: str | None, conventions: list[dict],
-                    comparison: dict | None = None, figures: list[str] = ()) -> dict:
+                    comparison: dict | None = None, figures: list[str] = (), dependencies: dict | None = None,
+                    gold: GoldDependencies | None = None, dependency_files: list = ()) -> dict:
     """The data of a `parse-eval` report (inlined as JSON; `parsing_html` writes the page's tables from it).
 
     Args:
@@ -113,10 +115,17 @@ def parsing_section(treebank: str, split: str, max_length: int | None, sentences
         conventions: `name`, `title` and `level` of each convention the table shows, in order.
         comparison: the systems side by side (`treenets.trees.evaluation.compare_systems`), or None.
         figures: the PNG figures written beside the report, relative to it.
+        dependencies: the dependency scores of `summary.json` (`gold`, `words`, `rows`), or None when none were
+            scored; gold: then the `GoldDependencies`; dependency_files: the systems of dependencies only (CoNLL
+            files, `treenets.trees.evaluation.dependencies_only`), runs after the others'. With them, each
+            sentence has its gold heads (`gh`) and every run's heads (`h`, None for a run without) and their
+            directed attachment accuracy (`dd`).
     """
     from treenets.trees.evaluation import multi_run_summary
 
-    runs = group_runs(results)
+    tree_runs = group_runs(results)
+    runs = tree_runs + [[system] for system in dependency_files]
+    with_heads = gold is not None and any(run[0].heads is not None for run in runs)
     records = []
     for i, s in enumerate(sentences):
         if not s.words:
@@ -132,17 +141,23 @@ def parsing_section(treebank: str, split: str, max_length: int | None, sentences
                   if run[0].source in distances else [] for run in runs],
             "rb": round(sentence_prf(spans(right_branching(s.words)), spans(s.gold))[2], 4),
         })
+        if with_heads:
+            heads = [run[0].heads[i] if run[0].heads is not None else None for run in runs]
+            directed = [gold.sentence_scores(h, i)["dda"] for h in heads]
+            records[-1].update(gh=gold.kept_heads(i), h=heads,
+                               dd=[round(v, 4) if v is not None else None for v in directed])
     present = {key[len("recall_"):] for row in rows for key in row if key.startswith("recall_")}
     models = [r for r in results if r.layer]
     return {
         "treebank": treebank, "split": split, "max_length": max_length, "empty": len(sentences) - len(records),
         "conventions": conventions,
         "runs": [{"checkpoint": run[0].source, "layers": [r.layer for r in run],
-                  "distances": run[0].source in distances} for run in runs],
+                  "distances": run[0].source in distances, "trees": k < len(tree_runs),
+                  "heads": with_heads and run[0].heads is not None} for k, run in enumerate(runs)],
         "default_layer": default_layer,
         "labels": [label for label in LABELS if label in present],  # the frequent ones: rare labels are noise
         "rows": rows, "multi_run": multi_run_summary(models), "comparison": comparison, "figures": list(figures),
-        "sentences": records,
+        "dependencies": dependencies, "sentences": records,
     }
 
 
@@ -161,7 +176,8 @@ def parsing_html(P: dict) -> str:
     parts.append(element("p", esc(f"treebank {P['treebank']}{limit}: {scored} sentences with words, {P['empty']} "
                                   f"empty after filtering; split: {P['split']}"), class_="meta"))
     parts.append(element("ul", "".join(element("li", esc(
-        f"[{k + 1}] {run['checkpoint']}" + (f" (layers {', '.join(run['layers'])})" if run["layers"][0] else "")))
+        f"[{k + 1}] {run['checkpoint']}" + (f" (layers {', '.join(run['layers'])})" if run["layers"][0] else "")
+        + ("" if run["trees"] else " (dependencies only)")))
         for k, run in enumerate(P["runs"])), class_="meta"))
 
     columns = [Column(key, head, fixed(2), None) if key == "depth" else Column(key, head)
@@ -188,6 +204,8 @@ def parsing_html(P: dict) -> str:
                 "How each file's lines were matched with the treebank's sentences: a sentence by the loosest "
                 "normalisation its words needed, and the words matched only by a normalisation or a placeholder "
                 "(docs/parsing.md lists them)."), class_="note"))
+    if P["dependencies"]:
+        parts.append(_dependencies_html(P["dependencies"]))
     if P["multi_run"]:
         parts.append(_runs_html(P))
     if P["comparison"]:
@@ -203,6 +221,20 @@ def parsing_html(P: dict) -> str:
         "JavaScript for this file to browse them (sentences.jsonl holds them as text).</p></noscript>",
         id="sentence-browser"))
     return element("section", "".join(parts), id="parsing")
+
+
+def _dependencies_html(D: dict) -> str:
+    """The dependency table: each system's and baseline's DDA and UDA (`summary.json`'s `dependencies`)."""
+    columns = [Column("dda", "DDA", title="directed attachment accuracy (= UAS)"),
+               Column("uda", "UDA", title="undirected attachment accuracy"),
+               Column("sentences", "sentences", _metric, None), Column("words", "words scored", _metric, None)]
+    rows = [Row(r["system"], r, css="baseline" if r["kind"] == "baseline" else "", attrs={"system": r["system"]})
+            for r in D["rows"]]
+    return element("h3", "Dependencies", id="dependencies") + score_table(columns, rows, name_head="system") + \
+        element("p", esc(f"Against {D['gold']}; words scored by rule '{D['words']}' (punctuation not scored). DDA: "
+                         "directed attachment accuracy (= UAS), UDA: undirected (the arc in either direction), in "
+                         "percent; the best cell of each is marked. Random projective: the mean over its draws."),
+                class_="note")
 
 
 def _runs_html(P: dict) -> str:
@@ -298,7 +330,9 @@ def _distance_charts(P: dict, k: int, run: dict) -> str:
     rows = len(P["sentences"][0]["d"][k]) if P["sentences"] else 0
     figures = []
     for r in range(rows):
-        values = np.array([v for s in P["sentences"] for v in s["d"][k][r]])
+        values = np.array([v for s in P["sentences"] for v in s["d"][k][r] if v == v])  # NaN: read by no tree
+        if not values.size:
+            continue
         low, high = float(values.min()), float(values.max())
         width = (high - low) / 20 or 1.0
         counts = np.bincount(np.minimum(((values - low) / width).astype(int), 19), minlength=20)

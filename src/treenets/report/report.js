@@ -22,14 +22,15 @@
     }
     choice.value = `0:${runs[0].shown}`;
     const sort = htmlEl("select", { id: "sort", "aria-label": "order" });
-    for (const [value, text] of [["order", "treebank order"], ["f1-asc", "F1, lowest first"], ["f1-desc", "F1, highest first"],
-                                 ["len-asc", "length, shortest first"], ["len-desc", "length, longest first"]]) {
-      sort.append(htmlEl("option", { value, text }));
-    }
+    const orders = [["order", "treebank order"], ["f1-asc", "F1, lowest first"], ["f1-desc", "F1, highest first"],
+                    ["len-asc", "length, shortest first"], ["len-desc", "length, longest first"]];
+    if (runs.some((run) => run.heads)) orders.splice(3, 0, ["dda-asc", "DDA, lowest first"], ["dda-desc", "DDA, highest first"]);
+    for (const [value, text] of orders) sort.append(htmlEl("option", { value, text }));
     const count = htmlEl("span", { id: "sentence-count" });
     add(htmlEl("div", { class: "controls" }, search, htmlEl("label", {}, "trees of ", choice), htmlEl("label", {}, "sort by ", sort), count));
     add(htmlEl("p", { class: "note", text: "Open a sentence to draw its predicted tree (a model's: the distances of every " +
-      "layer under the words, the layer that built it highlighted) and its gold tree." }));
+      "layer under the words, the layer that built it highlighted) and its gold tree" +
+      (runs.some((run) => run.heads) ? "; for a system that gives dependencies, its arcs against the gold arcs." : ".") }));
     const list = htmlEl("div", { class: "sentences", id: "sentence-list" });
     const more = htmlEl("button", { class: "more", type: "button" });
     add(list, more);
@@ -41,8 +42,9 @@
       const terms = search.value.toLowerCase().split(/\s+/).filter(Boolean);
       const [k, j] = selected();
       shown = P.sentences.filter((s) => terms.every((t) => s.lower.some((w) => w.includes(t))));
-      const f1 = (s) => s.f[k][j] ?? -1;
+      const f1 = (s) => s.f[k][j] ?? -1, dda = (s) => (s.dd ? s.dd[k] ?? -1 : -1);
       const order = { "f1-asc": (a, b) => f1(a) - f1(b), "f1-desc": (a, b) => f1(b) - f1(a),
+                      "dda-asc": (a, b) => dda(a) - dda(b), "dda-desc": (a, b) => dda(b) - dda(a),
                       "len-asc": (a, b) => a.w.length - b.w.length, "len-desc": (a, b) => b.w.length - a.w.length };
       if (order[sort.value]) shown.sort((a, b) => order[sort.value](a, b) || a.i - b.i);
       limit = PAGE;
@@ -66,7 +68,9 @@
   function sentenceRow(s, run, j) {
     const f1 = s.f[run.k][j];
     const details = htmlEl("details", { "data-index": s.i },
-      htmlEl("summary", {}, htmlEl("span", { class: "num", text: `#${s.i}` }), htmlEl("span", { class: "f1", text: `F1 ${pct(f1)}` }),
+      htmlEl("summary", {}, htmlEl("span", { class: "num", text: `#${s.i}` }),
+             run.trees ? htmlEl("span", { class: "f1", text: `F1 ${pct(f1)}` }) : null,
+             run.heads ? htmlEl("span", { class: "dda", text: `DDA ${pct(s.dd[run.k])}` }) : null,
              htmlEl("span", { class: "len", text: `${s.w.length} words` }), htmlEl("span", { class: "text", text: s.w.join(" ") })));
     // Trees are drawn the first time the row is opened (a treebank's worth of SVG would be slow).
     details.addEventListener("toggle", () => {
@@ -77,7 +81,9 @@
 
   function sentenceBody(s, run, j) {
     const layer = run.layers[j];
-    const scores = DATA.parsing.runs.map((r, k) => `[${k + 1}] ` + r.layers.map((l, m) => `${layerText(l)} ${pct(s.f[k][m])}`).join(" · "));
+    const scores = DATA.parsing.runs.map((r, k) => `[${k + 1}] ` + [
+      ...(r.trees ? r.layers.map((l, m) => `${layerText(l)} ${pct(s.f[k][m])}`) : []),
+      ...(r.heads ? [`DDA ${pct(s.dd[k])}`] : [])].join(" · "));
     const distances = s.d[run.k];
     const rows = distances.map((values, r) => ({ name: `layer ${r + 1}`, values, highlight: layer === String(r + 1) }));
     if (layer === "mean") {
@@ -87,14 +93,21 @@
     const predicted = missing(text) ? null : JSON.parse(text);
     const predictedSpans = predicted === null ? new Set() : Trees.spans(predicted), goldSpans = Trees.spans(gold);
     const scroll = (svg) => htmlEl("div", { class: "figure-scroll" }, svg);
+    const heads = run.heads ? s.h[run.k] : null;
     return htmlEl("div", { class: "sentence-body" },
       htmlEl("p", { class: "meta", text: `${s.src} — sentence F1: ${scores.join(" | ")} | right-branching ${pct(s.rb)}` }),
-      predicted === null ? htmlEl("p", { class: "note", text: `${runName(run, layer)} has no tree for this sentence.` })
+      !run.trees ? null : predicted === null ? htmlEl("p", { class: "note", text: `${runName(run, layer)} has no tree for this sentence.` })
         : scroll(Trees.figure({ words: s.w, tree: predicted, compare: goldSpans, unmatched: "extra", rows,
                                 caption: `predicted: ${runName(run, layer)}, sentence F1 ${pct(s.f[run.k][j])}` })),
-      scroll(Trees.figure({ words: s.w, tree: gold, compare: predictedSpans, unmatched: "missed",
+      scroll(Trees.figure({ words: s.w, tree: gold, compare: run.trees ? predictedSpans : null, unmatched: "missed",
                             labels: Trees.labelMap(s.l), caption: "gold" })),
-      Trees.legend());
+      run.trees ? Trees.legend() : null,
+      ...(heads ? [
+        scroll(Trees.arcs({ words: s.w, heads, gold: s.gh,
+                            caption: `dependencies: ${runName(run, layer)} above the words (DDA ${pct(s.dd[run.k])}), gold under them` })),
+        Trees.legend(true),
+        htmlEl("p", { class: "note", text: `Gold: ${DATA.parsing.dependencies.gold}; punctuation is not among the words, so not scored.` }),
+      ] : []));
   }
 
   const P = DATA.parsing;

@@ -17,6 +17,8 @@
   }
   modelB.prepend(htmlEl("option", { value: "", text: "none" }));
   modelB.value = DATA.models.length > 1 ? DATA.models[1].id : "";
+  // The split is a choice only where some model builds its trees more than one way (a StructFormer: its own).
+  split.closest("label").hidden = !DATA.models.some((m) => m.splits && m.splits.length > 1);
 
   function showError(message) {
     error.textContent = message;
@@ -78,8 +80,9 @@
     if (r.kind === "sentiment") return sentimentPanel(r, info);
     const words = r.tokens;
     const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
+    // A model read between boundary tokens also gives the surprisal of the closing one (a StructFormer has none).
     const surprisal = { name: "surprisal (bits)", values: r.surprisal.slice(0, words.length), format: (v) => v.toFixed(2),
-                        extra: `then ${r.end_token}: ${r.surprisal[words.length].toFixed(2)}` };
+                        extra: r.end_token ? `then ${r.end_token}: ${r.surprisal[words.length].toFixed(2)}` : "" };
     const scroll = (svg) => htmlEl("div", { class: "figure-scroll" }, svg);
     const box = htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
       htmlEl("p", { class: "meta", text: `${info.description}; ${words.length} ${info.unit}s; perplexity ${r.perplexity.toFixed(1)}` +
@@ -92,10 +95,17 @@
       box.append(scroll(Trees.figure({ words, unknown, rows: [surprisal], caption: "this model gives no syntactic distances" })));
       return box;
     }
-    const trees = r.trees[split.value];
+    // A model that builds its trees one way only (a StructFormer) shows those whatever split is chosen.
+    const shown = r.splits.includes(split.value) ? split.value : r.splits[0];
+    const splitText = shown === split.value ? `split ${shown}` : `split ${shown} (its only one)`;
+    const trees = r.trees[shown];
     const rows = r.distances.map((values, k) => ({ name: `layer ${k + 1}`, values, highlight: r.default_layer === String(k + 1) }));
     box.append(scroll(Trees.figure({ words, unknown, tree: trees[r.default_layer], rows: [...rows, surprisal],
-                                     caption: `layer ${r.default_layer} (the default), split ${split.value}; distances of every layer` })));
+                                     caption: `layer ${r.default_layer} (the default), ${splitText}; distances of every layer` })));
+    if (r.heads) {
+      box.append(scroll(Trees.arcs({ words, unknown, heads: r.heads,
+                                     caption: "dependencies: each arc from the head to its dependent" })));
+    }
     box.append(htmlEl("h3", { text: "Every layer" }));
     box.append(htmlEl("div", { class: "layers" }, ...r.layers.map((layer) => scroll(Trees.figure({
       words, unknown, tree: trees[layer], caption: `layer ${layer}${layer === r.default_layer ? " (default)" : ""}` })))));

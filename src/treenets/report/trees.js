@@ -1,4 +1,4 @@
-/* Trees and per-word bars drawn as SVG, shared by the report (report.js) and `treenets serve` (serve.js).
+/* Trees, dependency arcs and per-word bars drawn as SVG, shared by the report (report.js) and `treenets serve` (serve.js).
 
    A tree is nested arrays whose leaves are word positions (0-based integers): repeated words stay apart and
    spans are compared by position. A span is the string "start-end" (end exclusive) of a node covering two or
@@ -139,6 +139,71 @@ const Trees = (() => {
     return svg;
   }
 
+  const ARC_MAX = 110, ROOT_ROOM = 16, ARROW = 6;
+
+  /* The height of the arc between two x positions: flatter than a half circle, and capped so that long
+     sentences stay low. */
+  const arcHeight = (x1, x2) => Math.min(ARC_MAX, 8 + 0.4 * Math.abs(x2 - x1));
+
+  /* A dependency tree drawn as arcs over the words (one SVG, class "arcs"): each arc (a path) from a word's
+     head to the word, with an arrowhead at the word; a word whose head is 0 marked by a line down from "ROOT".
+
+     words: the tokens; heads: each word's head (CoNLL's: 1-based, 0 for the root); gold: the gold heads, or
+     null: with them, the predicted arcs above the words are coloured "match" (the gold head) or "extra" (any
+     other), and the gold arcs are drawn under the words, "match" where predicted and "missed" where not;
+     unknown: set of positions to mark; caption: a title. */
+  function arcs({ words, heads, gold = null, unknown = null, caption = "" }) {
+    const positions = wordPositions(words), xs = positions.xs;
+    const width = Math.max(positions.width, caption.length * 6 + 8);  // room for the caption too
+    const span = (h) => h.reduce((most, head, i) => (head ? Math.max(most, arcHeight(xs[head - 1], xs[i])) : most), 0);
+    const top = (caption ? 22 : 6) + ROOT_ROOM;
+    const above = top + Math.max(span(heads), 20);  // where arcs meet the words from above
+    const below = above + WORDS_H + 2;  // and from below
+    const height = gold ? below + Math.max(span(gold), 20) + ROOT_ROOM + 4 : above + WORDS_H + 4;
+    const svg = svgEl("svg", { class: "arcs", width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+                               style: `max-width: 100%; height: auto; min-width: ${Math.round(MIN_SCALE * width)}px`,
+                               "aria-label": caption || words.join(" ") });
+    if (caption) svg.append(svgEl("text", { x: 4, y: 14, class: "caption" }, caption));
+    const name = (head) => (head ? words[head - 1] : "ROOT");
+
+    /* The arcs of `h` on one side of the words (`up`: above, else below), each coloured by `kind(i)`. */
+    function side(h, up, base, set, kind, tip) {
+      const sign = up ? -1 : 1;
+      h.forEach((head, i) => {
+        const x = xs[i], cls = kind(i);
+        const title = svgEl("title", {}, tip(i));
+        if (head === 0) {  // the root: a line from the "ROOT" mark to the word
+          const end = up ? top - 4 : base + Math.max(span(h), 20);
+          svg.append(svgEl("line", { x1: x, y1: end, x2: x, y2: base, class: `root-line ${set} ${cls}` }));
+          svg.append(svgEl("text", { x, y: up ? end - 3 : end + 11, "text-anchor": "middle", class: `root ${set}` }, "ROOT"));
+        } else {
+          const from = xs[head - 1] + (x > xs[head - 1] ? 3 : -3);  // beside the head's arrows, which end at x
+          const rx = Math.abs(x - from) / 2, ry = arcHeight(from, x);
+          // Drawn from the head to the word: clockwise (sweep 1) bends up when going right, down going left.
+          const sweep = (x > from) === up ? 1 : 0;
+          const arc = svgEl("path", { d: `M ${from} ${base} A ${rx} ${ry} 0 0 ${sweep} ${x} ${base}`, class: `arc ${set} ${cls}` });
+          arc.append(title);
+          svg.append(arc);
+        }
+        const tipY = base, backY = base + sign * ARROW;
+        svg.append(svgEl("polygon", { points: `${x - 3.5},${backY} ${x + 3.5},${backY} ${x},${tipY}`, class: `arrow ${set} ${cls}` }));
+      });
+    }
+
+    const predictedTip = (i) => `${name(heads[i])} → ${words[i]}` +
+      (gold && gold[i] !== heads[i] ? ` (gold: ${name(gold[i])} → ${words[i]})` : "");
+    side(heads, true, above, "predicted", (i) => (gold ? (gold[i] === heads[i] ? "match" : "extra") : ""), predictedTip);
+    words.forEach((word, i) => {
+      svg.append(svgEl("text", { x: xs[i], y: above + 15, "text-anchor": "middle",
+                                 class: unknown && unknown.has(i) ? "word unknown" : "word" }, word));
+    });
+    if (gold) {
+      side(gold, false, below, "gold", (i) => (gold[i] === heads[i] ? "match" : "missed"),
+           (i) => `gold: ${name(gold[i])} → ${words[i]}`);
+    }
+    return svg;
+  }
+
   /* {span: label} from [[start, end, label], ...]; a unary chain's labels joined, outermost first. */
   function labelMap(labeled) {
     const map = {};
@@ -149,12 +214,15 @@ const Trees = (() => {
     return map;
   }
 
-  /* The legend of the colours of `figure`. */
-  function legend() {
+  /* The legend of the colours of `figure`, or with `dependencies` of `arcs`. */
+  function legend(dependencies = false) {
     const item = (cls, text) => htmlEl("span", {}, htmlEl("span", { class: "swatch", style: `background: var(--${cls})` }), text);
-    return htmlEl("div", { class: "legend" }, item("match", "span in both trees"), item("extra", "predicted only"),
-                  item("missed", "gold span missed"));
+    return dependencies
+      ? htmlEl("div", { class: "legend" }, item("match", "arc (or root) as in gold"), item("extra", "predicted arc not in gold"),
+               item("missed", "gold arc missed (under the words)"))
+      : htmlEl("div", { class: "legend" }, item("match", "span in both trees"), item("extra", "predicted only"),
+               item("missed", "gold span missed"));
   }
 
-  return { spans, figure, labelMap, legend };
+  return { spans, figure, arcs, labelMap, legend };
 })();

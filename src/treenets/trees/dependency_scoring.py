@@ -44,6 +44,20 @@ class GoldDependencies:
     rule: WordRule
     origin: str
 
+    def kept_heads(self, i: int) -> list[int] | None:
+        """The gold heads of sentence `i` over its words (the tokens `rule` keeps; 1-based, 0 for the root), None
+        for a sentence without words."""
+        tree = self.trees[i]
+        return tree.kept_heads(self.rule) if tree is not None else None
+
+    def sentence_scores(self, heads: list[int] | None, i: int) -> dict:
+        """`dda` and `uda` of a system's `heads` of sentence `i` alone; None for both where the system or the
+        sentence has none."""
+        if heads is None or self.trees[i] is None:
+            return {"dda": None, "uda": None}
+        scores = AttachmentScores().add(heads, self.trees[i], self.rule)
+        return {"dda": scores.dda, "uda": scores.uda}
+
 
 def gold_dependencies(sentences: list[GoldSentence], rule: WordRule, conll: str | None = None) -> GoldDependencies:
     """The gold dependencies of `sentences`: their trees converted by Collins' head rules, or with `conll` that

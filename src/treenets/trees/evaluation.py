@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import random
 import re
 from collections import Counter
@@ -22,6 +23,7 @@ from treenets.files import write_text_atomic
 from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
 from treenets.trees.compare import LENGTH_BUCKETS, agreement, bucket_counts, bucket_name, by_length, pairwise_bootstrap
 from treenets.trees.conventions import CONVENTIONS, ConventionScores
+from treenets.trees.dependency_scoring import GoldDependencies
 from treenets.trees.draw import bracketed, parse_figure, preterminal_bracketed
 from treenets.trees.metrics import LABELS, multi_run, node_spans, official_spans, self_f1
 from treenets.trees.predicted import PredictedTrees, read_predicted
@@ -53,6 +55,12 @@ class SystemResult:
         return [node_spans(t) if t is not None and t != [] else None for t in self.trees]
 
 
+def dependencies_only(source: str, heads: list) -> SystemResult:
+    """A system that gives dependencies and no trees (a CoNLL file), beside the others in the outputs: `heads`
+    one list per gold sentence (None where it has none), `trees` all None."""
+    return SystemResult(source, "", ParseScores(), [None] * len(heads), heads)
+
+
 def gold_nodes(sentences: list[GoldSentence]) -> list:
     """Every gold tree's `node_spans` (with all its phrases: `GoldSentence.nodes`), None for an empty sentence:
     what the conventions score against."""
@@ -72,8 +80,8 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
                    batch_size: int = 64, progress: bool = True) -> tuple[list[SystemResult], list, dict]:
     """Induce (`lm.parse`) and score trees for every requested layer of one model.
 
-    Returns the results per layer, the distances per sentence (`[rows, words]`, None for an empty
-    sentence), and counts of the words the vocabulary did not know.
+    Returns the results per layer, the distances per sentence (`[rows, words]`, NaN where no tree reads one:
+    `Parse.read_distances`; None for an empty sentence), and counts of the words the vocabulary did not know.
     """
     lm.require_words(f"parse-eval: {checkpoint}")
     present = [i for i, s in enumerate(sentences) if s.words]
@@ -93,7 +101,7 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     if any(p is not None and p.heads is not None for p in parses):
         for result in results:
             result.heads = [p.heads if p is not None else None for p in parses]
-    distances = [p.distances.numpy() if p is not None else None for p in parses]
+    distances = [p.read_distances.numpy() if p is not None else None for p in parses]
     return results, distances, {"words": words, "unknown": unknown}
 
 
@@ -273,6 +281,8 @@ def _json(value) -> str:
                 tokens += [_Text((", " if i else "") + (f"{json.dumps(str(key))}: " if is_dict else "")), child]
             tokens.append(_Text("}" if is_dict else "]"))
             stack.extend(reversed(tokens))
+        elif isinstance(item, float) and not math.isfinite(item):  # no number (a distance no tree reads): null
+            parts.append("null")
         else:
             parts.append(json.dumps(item))
     return "".join(parts)
@@ -316,7 +326,8 @@ def output_tags(results: list[SystemResult]) -> list[str]:
 
 
 def write_outputs(out: Path, sentences: list[GoldSentence], results: list[SystemResult], distances: dict,
-                  figure_layer: str | None = None, figures: int = 5) -> tuple[list[Path], list[Path]]:
+                  figure_layer: str | None = None, figures: int = 5, gold: GoldDependencies | None = None,
+                  dependency_files: list[SystemResult] = ()) -> tuple[list[Path], list[Path]]:
     """`trees-<tag>.txt` (each system's trees over the treebank's words, bracketed as `(X (X the cat) sat)`, a line
     per gold sentence, blank where it has none), `compound-pcfg/<tag>.txt` and `compound-pcfg/gold.txt` (the same
     trees and the gold trees over the kept words, a line per sentence with words, in the format of compound-pcfg
@@ -324,9 +335,14 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[System
     distances and every system's tree and scores), and figures for the first `figures` sentences of 3 to 20 words
     (PNG: predicted beside gold, distances under the words; the first model's `figure_layer`, else its first
     system); each system under its name of `output_tags`.
+
+    With the `gold` dependencies (when they were scored), a record also has `gold_heads` (the gold heads over its
+    words, `GoldDependencies.kept_heads`; None for a sentence without words), and each system that gives
+    dependencies (a model that induces them; `dependency_files`, systems of dependencies only, which have no tree
+    and nothing else) its `heads` and their `dda` and `uda` in the sentence (None where it has none).
     Returns the figures' paths, and the paths of every file written."""
     out.mkdir(parents=True, exist_ok=True)
-    tags = dict(zip(map(id, results), output_tags(results)))
+    tags = dict(zip(map(id, [*results, *dependency_files]), output_tags([*results, *dependency_files])))
     pcfg = out / "compound-pcfg"
     pcfg.mkdir(exist_ok=True)
     present = [i for i, s in enumerate(sentences) if s.words]
@@ -348,6 +364,12 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[System
             scored = s.words and tree is not None
             prf = sentence_prf(spans(tree), spans(s.gold)) if scored else (None, None, None)
             record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
+        if gold is not None:
+            record["gold_heads"] = gold.kept_heads(i)
+            for r in [*results, *dependency_files]:
+                if r.heads is not None:
+                    entry = record["models"].setdefault(tags[id(r)], {})
+                    entry.update(heads=r.heads[i], **gold.sentence_scores(r.heads[i], i))
         record["distances"] = {ckpt: (d[i].tolist() if d[i] is not None else None) for ckpt, d in distances.items()}
         records.append(_json(record) + "\n")
     written.append(write_text_atomic(out / "sentences.jsonl", "".join(records)))
