@@ -147,18 +147,19 @@ def main() -> None:
         ours.eval()
         predictor.parse(gold, pretokenized=True)
 
-    for _ in range(args.rounds):
-        results["train official"].append(tokens_per_round / timed(lambda: train_theirs(optimizers[0]), device))
-        results["train treenets"].append(tokens_per_round / timed(lambda: train_ours(optimizers[1]), device))
-        results["parse official"].append(parse_tokens / timed(parse_theirs, device))
-        results["parse treenets"].append(parse_tokens / timed(parse_ours, device))
-    # the same distances (treenets' trees and heads from them are checked against the official ones by check-golden)
+    # the same distances before training (each side then trains its own copy, with its own dropout); treenets' trees
+    # and heads from them are checked against the official ones by check-golden
     with torch.no_grad():
         ours.eval(), theirs.eval()
         x = torch.tensor([vocab.encode(gold[0])[0]], device=device)
         _, p = theirs(x, torch.arange(x.size(1), device=device)[None, :])
         difference = (p["distance"] - ours(x, alone=True).distance).abs().max().item()
     assert difference < 1e-3, f"the two models' distances differ by {difference}"
+    for _ in range(args.rounds):
+        results["train official"].append(tokens_per_round / timed(lambda: train_theirs(optimizers[0]), device))
+        results["train treenets"].append(tokens_per_round / timed(lambda: train_ours(optimizers[1]), device))
+        results["parse official"].append(parse_tokens / timed(parse_theirs, device))
+        results["parse treenets"].append(parse_tokens / timed(parse_ours, device))
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     print(f"StructFormer ({args.size}: {size}), {name}, torch {torch.__version__}; training: {args.steps} batches of "
           f"about 4,096 tokens ({tokens_per_round:,} tokens) a round; parsing: WSJ 24, {len(gold):,} sentences "

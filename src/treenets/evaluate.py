@@ -14,7 +14,7 @@ from treenets.config import to_dict
 from treenets.console import note
 from treenets.devices import resolve_device
 from treenets.errors import TreenetsError
-from treenets.files import json_text, output_folder, plot_file, read_sentences
+from treenets.files import json_text, plot_file, read_sentences, record_outputs, report_folder, write_text_atomic
 from treenets.predictors import LanguageModel, Predictor
 from treenets.report import eval_document, write_report
 from treenets.runlog import format_breakdown, plot_breakdown
@@ -67,13 +67,13 @@ def summarize(results: list[dict]) -> dict | None:
 
 def evaluate_models(refs: list[str], split: str | None = None, file: str | None = None, pretokenized: bool = False,
                     batch_size: int | None = None, plot: str | None = None, output: str | None = None,
-                    device="auto", root=None, corpus=None) -> None:
+                    device="auto", root=None, corpus=None, overwrite: bool = False) -> None:
     """`treenets eval`: evaluate each model of `refs` (`evaluate_model`) on `split` (default: valid) of its data
     (of the folder `corpus` instead), or each language model on the sentences of the text `file`, and print one
     JSON line each; for metrics by group a table of every model's groups (drawn to the PNG file `plot`); with
     several models of one architecture (seeds) a last line with the mean and standard deviation of every figure;
-    with `output`, every value
-    in `output/eval.json` and an HTML report beside it."""
+    with `output`, every value in `output/eval.json` and an HTML report beside it (a folder that is new, empty or
+    an earlier report's unless `overwrite`: `files.report_folder`)."""
     if file and split:
         raise TreenetsError("eval: give --split or --file, not both")
     if pretokenized and not file:
@@ -84,7 +84,7 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
     if plot:
         plot_file(plot, "--plot")
     if output:
-        output_folder(output, "--output")
+        report_folder(output, "--output", overwrite)
     split = split or "valid"
     sentences = read_sentences(file, "--file") if file else None
     source = ({"file": str(file), "sentences": len(sentences)} if file else
@@ -114,5 +114,7 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
     if output:
         label = str(file) if file else split
         document = eval_document(label, refs, results, result, breakdowns, summary)
-        (Path(output) / "eval.json").write_text(json_text(document, indent=1))
-        print(f"report: {write_report(output, f'treenets eval ({label})', evaluation=document)}")
+        written = write_text_atomic(Path(output) / "eval.json", json_text(document, indent=1))
+        report = write_report(output, f"treenets eval ({label})", evaluation=document)
+        record_outputs(Path(output), [written, report])
+        print(f"report: {report}")

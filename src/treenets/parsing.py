@@ -15,7 +15,7 @@ import torch
 from treenets.console import note
 from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
-from treenets.files import json_text, output_folder, read_sentences, record_outputs, report_folder, write_text_atomic
+from treenets.files import json_text, read_sentences, record_outputs, report_folder, write_text_atomic
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.predictors.base import Predictor
 from treenets.predictors.lm import LanguageModel, Layer, Parse
@@ -83,13 +83,14 @@ def shown(text: str) -> str:
 
 def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, layer: str = "default",
                 split: str = "official", distances: bool = False, svg: str | None = None, as_json: bool = False,
-                pretokenized: bool = False, device="cpu") -> int:
+                pretokenized: bool = False, device="cpu", overwrite: bool = False) -> int:
     """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
     printed bracketed and drawn as text (for an Ordered Memory encoder, `tree_inducer`: the tree built from its
     slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree where it
     has one: `SlotParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
-    distances too; with `svg` one drawing per tree in that folder. A sentence given
+    distances too; with `svg` one drawing per tree in that folder (new, empty or an earlier run's unless
+    `overwrite`: `files.report_folder`). A sentence given
     that the model cannot read is an error; a line of `file` is skipped, named on stderr with the reason, and
     counted in a last line there. Returns how many lines were skipped."""
     given = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
@@ -97,7 +98,7 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
     if not given and not lines:
         raise TreenetsError("parse: give sentences as arguments or --file")
     if svg:
-        output_folder(svg, "--svg")
+        report_folder(svg, "--svg", overwrite)
     lm = tree_inducer(ref, device)
     layers = lm.layers(layer, option="--layer")
     for where, text in given:  # a sentence with nothing to read: an error naming it, before any output
@@ -115,6 +116,7 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
         raise TreenetsError(f"{file}: no line of it could be read (above)")
     first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
     parses = lm.parse([text for _, text in sentences], first, split, pretokenized=pretokenized)
+    drawings = []  # the SVG files written
     for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
         words = parse.words
         if as_json:
@@ -145,8 +147,9 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                     if parse.own is not None:  # a sentence as typed has none
                         print(f"    its own tree: {bracketed(parse.own)}")
             if svg and levels <= MAX_TREE_DEPTH:
-                write_svg(tree, Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
+                drawings.append(Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
                                              f"{number:04d}-layer-{row}.svg"))
+                write_svg(tree, drawings[-1])
         if parse.heads is not None and not as_json:
             print("dependencies (each arc from the head down to its dependent, v):")
             print(arc_art(words, parse.heads))
@@ -158,6 +161,7 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                                                  for w, d in zip(words, values.tolist())))
             print()
     if svg:
+        record_outputs(Path(svg), drawings)
         print(f"SVG drawings: {svg}", file=sys.stderr if as_json else sys.stdout)
     skipped = len(lines) - len(readable)
     if file:  # the summary, after the trees

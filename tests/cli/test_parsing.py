@@ -59,6 +59,21 @@ def test_parse_command_prints_trees_distances_and_svg(run, tmp_path, capsys):
     assert "layer 2: " in out  # every layer's distances
     assert len(list(svg.glob("*.svg"))) == 3
     assert (svg / "0001.svg").read_text().startswith("<svg")
+    # The folder of an earlier run's drawings is written again: those it no longer writes removed
+    assert main(["parse", str(run / "run" / "best.pt"), "a dog of bird", "--svg", str(svg)]) == 0
+    assert sorted(p.name for p in svg.glob("*.svg")) == ["0001.svg"]
+
+
+def test_parse_svg_writes_over_no_drawing_it_did_not_write(run, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "0001.svg").write_text("my own drawing")
+    assert main(["parse", str(run / "run" / "best.pt"), "a dog", "--svg", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert f"--svg {mine}: holds files that no earlier report of treenets wrote (0001.svg)" in err
+    assert (mine / "0001.svg").read_text() == "my own drawing"
+    assert main(["parse", str(run / "run" / "best.pt"), "a dog", "--svg", str(mine), "--overwrite"]) == 0
+    assert (mine / "0001.svg").read_text().startswith("<svg")
 
 
 def _json_lines(out: str) -> list[dict]:

@@ -137,6 +137,20 @@ def test_eval_output_writes_json_and_report(tiny_run, tmp_path, capsys):
         assert '<td data-col="ppl"' in html and f"{checkpoint['ppl']:.4f}" in html
 
 
+def test_eval_output_writes_over_no_file_it_did_not_write(tiny_run, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "index.html").write_text("my own page")
+    args = ["eval", str(tiny_run / "best.pt"), "--split", "test", "--output", str(mine)]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and (mine / "index.html").read_text() == "my own page"
+    assert f"--output {mine}: holds files that no earlier report of treenets wrote (index.html)" in captured.err
+    assert main([*args, "--overwrite"]) == 0 and (mine / "eval.json").exists()
+    assert "treenets eval" in (mine / "index.html").read_text()
+    assert main(args) == 0  # its own report now: written again without --overwrite
+
+
 def test_syneval_output_writes_a_report_beside_its_json(tiny_run, data_root, tmp_path, capsys):
     output = tmp_path / "syneval.json"
     assert main(["syneval", str(tiny_run / "best.pt"), "--cases", "simple", "npi_simple", "--limit", "3",

@@ -7,6 +7,7 @@ from treenets.commands.options import (
     MODEL_HELP,
     add_data_root,
     add_device,
+    add_overwrite,
     add_precision,
     add_pretokenized,
     add_threads,
@@ -40,7 +41,9 @@ class Eval(Command):
                             help="for metrics by group (logic: accuracy by number of operators), draw every "
                                  "checkpoint's values to PNG")
         parser.add_argument("--output", metavar="DIR",
-                            help="also write every value to DIR/eval.json and an HTML report, DIR/index.html")
+                            help="also write every value to DIR/eval.json and an HTML report, DIR/index.html: a new "
+                                 "or empty folder, or one holding an earlier report (replaced)")
+        add_overwrite(parser, "--output")
         add_precision(parser)
         add_device(parser)
         add_threads(parser)
@@ -50,5 +53,5 @@ class Eval(Command):
         from treenets.evaluate import evaluate_models
 
         evaluate_models(args.checkpoints, args.split, args.file, args.pretokenized, args.batch_size, args.plot,
-                        args.output, args.device, args.data, args.corpus)
+                        args.output, args.device, args.data, args.corpus, args.overwrite)
         return 0

@@ -51,6 +51,14 @@ def convention_list(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def add_overwrite(parser, option: str) -> None:
+    """`--overwrite`: let `option`, a folder of outputs, be one holding files no earlier run wrote
+    (`treenets.files.report_folder`)."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"with {option}: write into a folder holding other files too (those of the names "
+                             "written are replaced, the others kept)")
+
+
 def add_data_root(parser) -> None:
     """`--data DIR`: the data root."""
     parser.add_argument("--data", metavar="DIR", default=None,

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from treenets.commands import Command, register
-from treenets.commands.options import MODEL_HELP, add_device, add_precision, add_pretokenized, add_threads
+from treenets.commands.options import (
+    MODEL_HELP,
+    add_device,
+    add_overwrite,
+    add_precision,
+    add_pretokenized,
+    add_threads,
+)
 
 
 @register
@@ -36,7 +43,10 @@ class Parse(Command):
         parser.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
         parser.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
-        parser.add_argument("--svg", metavar="DIR", help="also write one SVG drawing per sentence to DIR")
+        parser.add_argument("--svg", metavar="DIR",
+                            help="also write one SVG drawing per sentence to DIR: a new or empty folder, or one "
+                                 "holding an earlier run's drawings (replaced)")
+        add_overwrite(parser, "--svg")
         parser.add_argument("--json", action="store_true",
                             help="print one JSON object per sentence and line: text (the input), tokens (what the "
                                  "model read), unknown (tokens outside its vocabulary), dropped (what of the text it "
@@ -59,5 +69,5 @@ class Parse(Command):
         from treenets.parsing import print_trees
 
         skipped = print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances,
-                              args.svg, args.json, args.pretokenized, args.device)
+                              args.svg, args.json, args.pretokenized, args.device, args.overwrite)
         return 1 if skipped and args.strict else 0

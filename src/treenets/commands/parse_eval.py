@@ -9,6 +9,7 @@ from treenets.commands.options import (
     add_conventions,
     add_data_root,
     add_device,
+    add_overwrite,
     add_precision,
     add_threads,
     add_treebank,
@@ -61,9 +62,7 @@ class ParseEval(Command):
                                  "per-sentence scores (JSONL), a few figures, summary.json and an HTML report "
                                  "(DIR/index.html: tables, plots, every sentence's trees) to DIR: a new or empty "
                                  "folder, or one holding an earlier report (replaced)")
-        parser.add_argument("--overwrite", action="store_true",
-                            help="with --output: write into a folder holding other files too (those of the names "
-                                 "written are replaced, the others kept)")
+        add_overwrite(parser, "--output")
         parser.add_argument("--bootstrap", type=positive_int, default=10_000, metavar="N",
                             help="samples of the paired bootstrap between systems (default: 10,000)")
         parser.add_argument("--seed", type=int, default=0, help="the seed of the bootstrap's samples (default: 0)")
