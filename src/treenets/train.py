@@ -444,7 +444,7 @@ class Trainer:
                 bar = tqdm(total=self.task.batches_per_epoch(), initial=state.epoch_step,
                            disable=None if self.progress else True,  # None: only on a terminal
                            desc=f"epoch {state.epoch}", unit="batch", dynamic_ncols=True, leave=False)
-                window = {"loss": 0.0, "units": 0, "start": time.monotonic()}
+                window = {"loss": 0.0, "units": 0, "read": 0, "start": time.monotonic()}
                 while True:
                     # The first checkpoint comes within a minute, so a crash early in a run loses little.
                     interval = cfg.checkpoint_minutes * 60 if saved else min(60.0, cfg.checkpoint_minutes * 60)
@@ -467,6 +467,7 @@ class Trainer:
                     state.epoch_step += 1
                     window["loss"] += summed
                     window["units"] += batch.size
+                    window["read"] += batch.read
                     bar.update(1)
                     if state.step % cfg.log_interval == 0 or state.epoch_step == 1:
                         self._log_window(window, bar)
@@ -503,7 +504,7 @@ class Trainer:
     def _log_window(self, window: dict, bar) -> None:
         elapsed = max(time.monotonic() - window["start"], 1e-9)
         loss = window["loss"] / max(window["units"], 1)
-        speed = window["units"] * self.world / elapsed
+        speed = window["read"] * self.world / elapsed
         running = self.task.Metric.running(loss)
         record = {"event": "train", "step": self.state.step, "epoch": self.state.epoch, "loss": loss, **running}
         record.update({"lr": self.optimizer.param_groups[0]["lr"], f"{self.task.units}_per_s": speed,

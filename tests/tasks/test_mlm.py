@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import treenets
 from treenets.cli import main
 from treenets.data.batching import TokenBudgetBatches
-from treenets.tasks.mlm import mask_tokens
+from treenets.tasks.mlm import MaskedBatch, mask_tokens
 
 
 @settings(max_examples=50, deadline=None)
@@ -56,6 +56,9 @@ def test_masking_leaves_pads_and_unknown_words_and_takes_its_share():
     assert not chosen[:, 30:].any() and not chosen[tokens == 1].any()
     share = chosen.sum().item() / ((tokens != 0) & (tokens != 1)).sum().item()
     assert 0.28 < share < 0.32
+    # The loss is summed over the masked tokens (`size`); the network reads every real token (`read`, for speeds)
+    batch = MaskedBatch(inputs, targets)
+    assert batch.size == chosen.sum().item() and batch.read == 200 * 30
 
 
 def _config(tmp_path, corpus, **train) -> str:

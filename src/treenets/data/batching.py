@@ -12,14 +12,19 @@ from treenets.errors import TreenetsError
 
 class Batch:
     """What the training loop reads from any task's batch: `size` (the units the loss is summed over, for
-    reporting) and `lr_scale` (the learning-rate factor of this batch; only variable-length BPTT windows set
-    it, see `treenets.data.lm.Window`)."""
+    reporting), `read` (the units the network reads, for speeds) and `lr_scale` (the learning-rate factor of this
+    batch; only variable-length BPTT windows set it, see `treenets.data.lm.Window`)."""
 
     lr_scale: float = 1.0
 
     @property
     def size(self) -> int:
         raise NotImplementedError
+
+    @property
+    def read(self) -> int:
+        """`size`, unless the loss scores a share of what the network reads (a masked language model)."""
+        return self.size
 
 
 def hold_out(pool: Sequence, every: int) -> tuple[list, list]:

@@ -24,7 +24,7 @@ class Task:
         Config: its config schema (a `treenets.schema.Section` with `task: Literal[name]`).
         Metric: the `treenets.tasks.metrics.Metric` its `evaluate` returns.
         Predictor: the user-facing class that wraps a trained network (`treenets.predictors`).
-        units: what a batch's `size` counts, for speeds in the log ("tokens", "pairs", ...).
+        units: what a batch's `size` and `read` count, for speeds in the log ("tokens", "pairs", ...).
         all_splits: the splits it can read.
         token_unit: what one input token of its network is ("word" unless declared otherwise, e.g.
             "character"), with `split_words` saying how a sentence's words become those tokens (predictors
