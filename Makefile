@@ -43,9 +43,11 @@ demo: $(STAMP)
 	$(BIN)/treenets train --resume runs/demo/last.pt --no-progress --max-minutes $(DEMO_RESUMED_MINUTES)
 	$(BIN)/treenets metrics runs/demo --plot runs/demo/curve.png
 
+# The suite in as many processes as the machine has cores (up to 4), each test file whole in one of them (its
+# module fixtures, a run trained once, are made once).
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 # The tests of the networks and kernels on 64-bit ARM, emulated (Debian x86-64; see tests/arm/run.sh).
 test-arm: $(STAMP)
