@@ -7,13 +7,14 @@ from __future__ import annotations
 import io
 import json
 import random
+from collections import Counter
 
 import pytest
 
 from treenets.errors import TreenetsError
 from treenets.trees.draw import bracketed, preterminal_bracketed
 from treenets.trees.formats import tree_of, words_of
-from treenets.trees.predicted import read_predicted
+from treenets.trees.predicted import Matching, read_predicted
 from treenets.trees.ptb import WORD_RULES, load_gold
 
 TREEBANK = """\
@@ -209,7 +210,9 @@ def test_a_file_in_the_treebanks_order_is_read_in_it_where_words_differ(tmp_path
     predicted = read_predicted(write(tmp_path, lines), short)
     assert predicted.trees[1] == ["she", "went"] and predicted.missing == []
     assert predicted.matching.sentences == {"case": 4, "order": 1} and predicted.matching.words["order"] == 1
-    assert "1 by the file's order (words that differ)" in predicted.matching.summary()
+    assert predicted.matching.summary().startswith("4 sentences after lower-casing, 1 by the file's order")
+    assert Matching("bracketed", Counter(case=1, numbers=2)).summary() == \
+        "1 sentence after lower-casing, 2 after normalising numbers"
     # Out of order, or a line missing: refused, naming the line
     for changed in (lines[:-1], [lines[1], lines[0], *lines[2:]]):
         with pytest.raises(TreenetsError, match=r"no sentence of the treebank without a tree yet has its words: "

@@ -31,9 +31,10 @@ UPOS_TAGS = frozenset({"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN
 
 
 def heads_from_parents(parent, height: Sequence[float]) -> list[int]:
-    """The dependency tree StructFormer's evaluation reads off its parent distributions (`test_phrase_grammar.py`):
+    """The dependency heads StructFormer's evaluation reads off its parent distributions (`test_phrase_grammar.py`):
     each word's head is its most likely parent (`argmax(parent[l]) + 1`), and a word of the greatest height is a
-    root (0).
+    root (0). Taken word by word, they need not form a tree (two words may head each other), as in the paper's
+    figures.
 
     Args:
         parent: [L, L] each word's parent distribution (diagonal 0).

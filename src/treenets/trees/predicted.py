@@ -76,8 +76,10 @@ class Matching:
 
     def summary(self) -> str:
         """`1,862 sentences matched exactly, 550 after normalising numbers, 3 by <unk>; words: 612 numbers, ...`"""
-        text = ", ".join(f"{self.sentences[c]:,} {'sentences ' if k == 0 else ''}{PHRASES[c]}"
-                         for k, c in enumerate(c for c in CLASSES if self.sentences[c]))
+        counted = [c for c in CLASSES if self.sentences[c]]
+        noun = "sentence" if counted and self.sentences[counted[0]] == 1 else "sentences"
+        text = ", ".join(f"{self.sentences[c]:,} {noun + ' ' if k == 0 else ''}{PHRASES[c]}"
+                         for k, c in enumerate(counted))
         if self.words:
             text += "; words matched only by a normalisation or placeholder: " + ", ".join(
                 f"{self.words[c]:,} {WORD_PHRASES[c]}" for c in WORD_PHRASES if self.words[c])
