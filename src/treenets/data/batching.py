@@ -43,7 +43,23 @@ def require_examples(result: dict[str, list], splits: Sequence[str], why_empty) 
     return {split: result[split] for split in splits}
 
 
-class ShuffledBatches:
+class EpochOrder:
+    """What a checkpoint holds of a batch order (`order`, the epoch's; `position` in it; the `generator` that
+    shuffles it), so that a resumed run sees the same batches."""
+
+    order: torch.Tensor
+    position: int
+    generator: torch.Generator
+
+    def state_dict(self) -> dict:
+        return {"order": self.order, "position": self.position, "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.order, self.position = state["order"], int(state["position"])
+        self.generator.set_state(state["generator"])
+
+
+class ShuffledBatches(EpochOrder):
     """Indices of `count` examples in batches of `batch_size`, reshuffled at the start of every epoch from
     the object's own generator; process `rank` of `world` takes every `world`-th row of each batch.
 
@@ -92,15 +108,8 @@ class ShuffledBatches:
         # A last batch smaller than the number of processes still gives every process a row.
         return rows[self.rank :: self.world] or rows[:1]
 
-    def state_dict(self) -> dict:
-        return {"order": self.order, "position": self.position, "generator": self.generator.get_state()}
 
-    def load_state_dict(self, state: dict) -> None:
-        self.order, self.position = state["order"], int(state["position"])
-        self.generator.set_state(state["generator"])
-
-
-class TokenBudgetBatches:
+class TokenBudgetBatches(EpochOrder):
     """Examples in batches of about `tokens` tokens, as StructFormer's official `batchify` makes them: the examples
     sorted by length (stably), each batch taking examples until it holds at least `tokens` tokens, so that a batch
     pads little; every epoch reads the batches in a new random order from the object's own generator (`shuffle`),
@@ -139,10 +148,3 @@ class TokenBudgetBatches:
         rows = self.batches[int(self.order[self.position])]
         self.position += 1
         return rows[self.rank :: self.world] or rows[:1]
-
-    def state_dict(self) -> dict:
-        return {"order": self.order, "position": self.position, "generator": self.generator.get_state()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.order, self.position = state["order"], int(state["position"])
-        self.generator.set_state(state["generator"])
