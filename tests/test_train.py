@@ -107,6 +107,20 @@ def test_run_writes_metrics_best_and_config(tmp_path, corpus):
     assert (tmp_path / "run" / "config.yaml").read_text().startswith("task: lm")
 
 
+def test_each_log_line_gives_the_speed_of_its_own_window(tmp_path, corpus, monkeypatch):
+    trainer = _trainer(corpus, tmp_path / "run", epochs=1)
+    clock = iter(range(100))  # each call of the clock one second later
+    monkeypatch.setattr("treenets.train.time.monotonic", lambda: float(next(clock)))
+    bar = type("Bar", (), {"disable": True, "set_postfix": lambda self, shown: None})()
+    window = {"loss": 0.0, "units": 0, "read": 0, "start": time.monotonic()}
+    for _ in range(3):  # a window of 50 tokens read in a second, logged, then the next
+        window.update(loss=window["loss"] + 5.0, units=window["units"] + 10, read=window["read"] + 50)
+        trainer._log_window(window, bar)
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    speeds = [json.loads(line)["tokens_per_s"] for line in lines]
+    assert speeds == [50.0, 50.0, 50.0]  # (before, the tokens read were never reset: 50, 100, 150)
+
+
 def _cli(*args, **kwargs):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return subprocess.Popen([sys.executable, "-m", "treenets", *args], env=env, stdout=subprocess.PIPE,

@@ -116,5 +116,8 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
         document = eval_document(label, refs, results, result, breakdowns, summary)
         written = write_text_atomic(Path(output) / "eval.json", json_text(document, indent=1))
         report = write_report(output, f"treenets eval ({label})", evaluation=document)
-        record_outputs(Path(output), [written, report])
+        folder = Path(output).resolve()
+        # a plot drawn into the folder is this run's output too
+        inside = [Path(plot).resolve()] if plot and folder in Path(plot).resolve().parents else []
+        record_outputs(folder, [written.resolve(), report.resolve(), *inside])
         print(f"report: {report}")

@@ -117,51 +117,54 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
     first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
     parses = lm.parse([text for _, text in sentences], first, split, pretokenized=pretokenized)
     drawings = []  # the SVG files written
-    for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
-        words = parse.words
-        if as_json:
-            if not torch.isfinite(parse.distances).all():  # JSON has no NaN
-                raise TreenetsError(f"{where or f'sentence {number}'}: the model's distances are not finite numbers "
-                                    "(a damaged model?)")
-            print(json.dumps(parse_record(text, parse, layers, distances), allow_nan=False), flush=True)
-        else:
-            print(f"[{number}] {' '.join(words)}")
-            if parse.unknown:
-                print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
-            if parse.dropped:
-                print(f"    dropped: {' '.join(shown(piece.text) for piece in parse.dropped)}")
-        for row in layers:
-            tree = parse.at(row).nested
-            levels = depth(tree)
-            if not as_json:
-                if len(layers) > 1:
-                    print(f"layer {row}:")
-                print(bracketed(tree))
-                if levels > MAX_TREE_DEPTH:  # the bracketed tree above is the whole answer; a drawing would not fit
-                    print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
-                    continue
-                print(ascii_art(tree, words))
-                if isinstance(parse, SlotParse):
-                    if parse.left_out:
-                        print(f"    without {' '.join(sorted(parse.left_out))}: {bracketed(parse.scored)}")
-                    if parse.own is not None:  # a sentence as typed has none
-                        print(f"    its own tree: {bracketed(parse.own)}")
-            if svg and levels <= MAX_TREE_DEPTH:
-                drawings.append(Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
-                                             f"{number:04d}-layer-{row}.svg"))
-                write_svg(tree, drawings[-1])
-        if parse.heads is not None and not as_json:
-            print("dependencies (each arc from the head down to its dependent, v):")
-            print(arc_art(words, parse.heads))
-            print(f"    heads (CoNLL, 1-based, 0 the root): {' '.join(map(str, parse.heads))}")
-        if distances and not as_json:
-            for i, values in enumerate(parse.distances):
-                name = "slots" if isinstance(parse, SlotParse) else f"layer {i + 1}"
-                print(f"    {name}: " + " ".join(f"{w}={d:.2f}" if isinstance(d, float) else f"{w}={d}"
-                                                 for w, d in zip(words, values.tolist())))
-            print()
+    try:  # the drawings written are recorded even when the output stops part-way (a closed pipe)
+        for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
+            words = parse.words
+            if as_json:
+                if not torch.isfinite(parse.distances).all():  # JSON has no NaN
+                    raise TreenetsError(f"{where or f'sentence {number}'}: the model's distances are not finite "
+                                        "numbers (a damaged model?)")
+                print(json.dumps(parse_record(text, parse, layers, distances), allow_nan=False), flush=True)
+            else:
+                print(f"[{number}] {' '.join(words)}")
+                if parse.unknown:
+                    print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
+                if parse.dropped:
+                    print(f"    dropped: {' '.join(shown(piece.text) for piece in parse.dropped)}")
+            for row in layers:
+                tree = parse.at(row).nested
+                levels = depth(tree)
+                if not as_json:
+                    if len(layers) > 1:
+                        print(f"layer {row}:")
+                    print(bracketed(tree))
+                    if levels > MAX_TREE_DEPTH:  # the bracketed tree above is the whole answer; a drawing would not fit
+                        print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
+                        continue
+                    print(ascii_art(tree, words))
+                    if isinstance(parse, SlotParse):
+                        if parse.left_out:
+                            print(f"    without {' '.join(sorted(parse.left_out))}: {bracketed(parse.scored)}")
+                        if parse.own is not None:  # a sentence as typed has none
+                            print(f"    its own tree: {bracketed(parse.own)}")
+                if svg and levels <= MAX_TREE_DEPTH:
+                    drawings.append(Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
+                                                 f"{number:04d}-layer-{row}.svg"))
+                    write_svg(tree, drawings[-1])
+            if parse.heads is not None and not as_json:
+                print("dependencies (each arc from the head down to its dependent, v):")
+                print(arc_art(words, parse.heads))
+                print(f"    heads (CoNLL, 1-based, 0 the root): {' '.join(map(str, parse.heads))}")
+            if distances and not as_json:
+                for i, values in enumerate(parse.distances):
+                    name = "slots" if isinstance(parse, SlotParse) else f"layer {i + 1}"
+                    print(f"    {name}: " + " ".join(f"{w}={d:.2f}" if isinstance(d, float) else f"{w}={d}"
+                                                     for w, d in zip(words, values.tolist())))
+                print()
+    finally:
+        if svg:
+            record_outputs(Path(svg), drawings)
     if svg:
-        record_outputs(Path(svg), drawings)
         print(f"SVG drawings: {svg}", file=sys.stderr if as_json else sys.stdout)
     skipped = len(lines) - len(readable)
     if file:  # the summary, after the trees

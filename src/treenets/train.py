@@ -516,7 +516,7 @@ class Trainer:
         if bar.disable and self.is_main:  # no progress bar (not a terminal, or --no-progress): a log line
             values = " ".join(f"{k} {v}" for k, v in shown.items())
             self.log(f"epoch {self.state.epoch} step {self.state.step}: {values} lr {record['lr']:g}")
-        window.update(loss=0.0, units=0, start=time.monotonic())
+        window.update(loss=0.0, units=0, read=0, start=time.monotonic())
 
 
 def _missing_words(config, vocab: Vocab, root) -> str:

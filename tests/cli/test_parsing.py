@@ -76,6 +76,27 @@ def test_parse_svg_writes_over_no_drawing_it_did_not_write(run, tmp_path, capsys
     assert (mine / "0001.svg").read_text().startswith("<svg")
 
 
+def test_drawings_of_a_parse_stopped_part_way_are_its_own(run, tmp_path, monkeypatch):
+    import treenets.parsing
+
+    written = []
+
+    def draw_then_stop(tree, path):  # the output closed after the first drawing (say, `| head`)
+        if written:
+            raise BrokenPipeError
+        written.append(path)
+        path.write_text("<svg/>")
+
+    monkeypatch.setattr(treenets.parsing, "write_svg", draw_then_stop)
+    svg = tmp_path / "svg"
+    with pytest.raises(BrokenPipeError):
+        treenets.parsing.print_trees(str(run / "run" / "best.pt"), ["a dog", "a fish"], svg=str(svg))
+    monkeypatch.undo()
+    # the drawing it wrote is recorded as its own: the next run writes into the folder without --overwrite
+    assert main(["parse", str(run / "run" / "best.pt"), "a dog", "--svg", str(svg)]) == 0
+    assert (svg / "0001.svg").read_text().startswith("<svg") and len(written) == 1
+
+
 def _json_lines(out: str) -> list[dict]:
     """Each line of `out` read as strict JSON (NaN and Infinity refused)."""
 

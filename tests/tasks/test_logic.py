@@ -150,6 +150,10 @@ def test_the_cli_trains_a_logic_model_and_reports_accuracy_by_operators(logic_ru
     assert [row.split()[0] for row in table[1:14]] == [str(n) for n in range(12)] + ["12+"]
     assert float(table[13].split()[1]) == pytest.approx(record["accuracy_ops_12+"], abs=1e-4)
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
+    # A plot drawn into the --output folder is that report's own: the same command writes there again
+    report = logic_run / "report"
+    again = ["eval", str(best), "--split", "test", "--output", str(report), "--plot", str(report / "acc.png")]
+    assert main(again) == 0 and main(again) == 0 and (report / "acc.png").exists()
 
 
 def test_a_logic_model_predicts_a_relation(logic_run, capsys):
