@@ -64,9 +64,10 @@ class ZooModel:
 
     @property
     def figures(self) -> list[str]:
-        """Its headline figures for people, `name value`: F1 in percent as `parse-eval` prints it, the rest as
-        `format_figure` does."""
-        return [f"{k} {100 * v:.1f}" if "F1" in k else f"{k} {format_figure(v)}" for k, v in self.headline.items()]
+        """Its headline figures for people, `name value`: F1 and attachment accuracy (DDA) in percent as `parse-eval`
+        prints them, the rest as `format_figure` does."""
+        return [f"{k} {100 * v:.1f}" if "F1" in k or "DDA" in k else f"{k} {format_figure(v)}"
+                for k, v in self.headline.items()]
 
 
 @cache
