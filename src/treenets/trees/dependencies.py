@@ -11,7 +11,6 @@ import math
 import os
 import random
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from treenets.errors import TreenetsError
-from treenets.files import read_text
+from treenets.files import read_text, write_text_atomic
 from treenets.limits import check_lines
 from treenets.trees.build import random_tree
 from treenets.trees.ptb import PTB, WORD_RULES, TreeSource, WordRule
@@ -351,7 +350,7 @@ def conll_text(sentences: Iterable[DependencySentence]) -> str:
 
 
 def write_conll(path: str | os.PathLike, sentences: Iterable[DependencySentence], overwrite: bool = False) -> None:
-    """Write sentences as a CoNLL-X file (`conll_text`), whole or not at all (a temporary file renamed).
+    """Write sentences as a CoNLL-X file (`conll_text`), whole or not at all (`files.write_text_atomic`).
 
     Raises:
         TreenetsError: when `path` exists and not `overwrite`, its folder cannot be written, or a word cannot be
@@ -361,14 +360,7 @@ def write_conll(path: str | os.PathLike, sentences: Iterable[DependencySentence]
     if path.exists() and not overwrite:
         raise TreenetsError(f"{path}: exists already (not replaced; expected a new file name)")
     text = conll_text(sentences)
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        write_text_atomic(path, text)
     except OSError as exc:
         raise TreenetsError(f"{path}: cannot write it ({exc.strerror})") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
