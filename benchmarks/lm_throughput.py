@@ -45,9 +45,9 @@ from treenets.nn.precision import autocast
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import ReferenceLM, ReferencePRPN  # noqa: E402 - the references the tests use
 
-from treenets.nn.lstm import LSTMLanguageModel  # noqa: E402
-from treenets.nn.onlstm import ONLSTMLanguageModel  # noqa: E402
-from treenets.nn.prpn import PRPNLanguageModel  # noqa: E402
+from treenets.nn.lstm.model import LSTMLanguageModel  # noqa: E402
+from treenets.nn.onlstm.model import ONLSTMLanguageModel  # noqa: E402
+from treenets.nn.prpn.model import PRPNLanguageModel  # noqa: E402
 
 CONFIGS = {
     # name: (emb, hidden, layers, chunk, train batch, eval batch, bptt, dropout, dropouth, dropouti, dropoute, wdrop)

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import ReferenceMemoryClassifier  # noqa: E402 - the reference the tests use
 
 from treenets.config import load_config  # noqa: E402
-from treenets.convert import ordered_memory_classifier_from_official  # noqa: E402
 from treenets.data.logic import LogicBatch  # noqa: E402
+from treenets.nn.ordered_memory.convert import classifier_from_official  # noqa: E402
 from treenets.tasks import make_task  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "om-logic.yaml"
@@ -133,7 +133,7 @@ def main():
                      "dropouto": model.dropout_output, "dropoutm": model.dropout_memory}
     torch.manual_seed(0)
     reference = ReferenceMemoryClassifier(**official_args)
-    sides = {"treenets": (Ours(ordered_memory_classifier_from_official(reference.state_dict(), **official_args)),
+    sides = {"treenets": (Ours(classifier_from_official(reference.state_dict(), **official_args)),
                           lambda batch: batch),
              "reference": (Reference(reference), lambda batch: batch.tokens)}
     if args.profile:

@@ -38,7 +38,7 @@ from treenets.data import data_root
 from treenets.data.batching import TokenBudgetBatches
 from treenets.data.lm import read_lm_file
 from treenets.data.treebanks import resolve_treebank
-from treenets.nn.structformer import StructFormerConfig
+from treenets.nn.structformer.model import StructFormerConfig
 from treenets.optim import AdamConfig, make_optimizer
 from treenets.predictors.mlm import MaskedLanguageModel
 from treenets.tasks.mlm import MASK, PAD, UNK, MaskedLMConfig, mask_tokens, pad_sentences

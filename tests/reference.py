@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from treenets.nn.prpn import masked_softmax
+from treenets.nn.prpn.model import masked_softmax
 from treenets.trees.parents import ParentTree
 
 

@@ -7,6 +7,7 @@ test fails on the commit that adds a circle or an upward import, not when it fir
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import treenets
@@ -97,3 +98,102 @@ def test_no_import_circle():
         if module not in state:
             circle = visit(module, [module])
             assert circle is None, " -> ".join(circle)
+
+
+# The layers that serve every model: they learn what a model offers from its folder's registration
+# (`treenets.nn.registry`) and name no model themselves (identifiers, imports and strings that are a model's name,
+# kind or kernel; docstrings and the prose of messages aside).
+SHARED = ["golden", "convert", "serve", "cards", "parsing", "evaluate", "train", "zoo", "config", "checkpoint",
+          "report", "commands", "trees", "predictors.base", "tasks.base", "nn.backend", "nn.registry", "nn.official"]
+# Where naming a model is the plain truth, each with why (at most five): "module: text -> model".
+NAMED_MODELS_ALLOWED: dict[str, str] = {
+    "treenets.trees.evaluation: compound-pcfg -> compound-pcfg":
+        "parse-eval --output writes the trees in the format of Kim et al.'s compare_trees.py into a folder named "
+        "after that code, compound-pcfg/: a format's name, which the report's users know it by",
+}
+
+
+def _words(identifier: str) -> list[str]:
+    """An identifier's or a dotted path's words, lower case: `ONLSTMConfig` -> onlstm, config."""
+    return [w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", identifier)]
+
+
+def _model_tokens() -> dict[str, str]:
+    """A model's words, joined (`orderedmemory`), -> the model: its name, title, folder, kernels and fixture kinds."""
+    from treenets.nn.registry import all_models
+
+    tokens = {}
+    for name, model in all_models().items():
+        names = {name, model.title.split(" (")[0].replace("-", ""), model.package.rsplit(".", 1)[1], *model.fixtures,
+                 *(k.name for k in model.kernels)}
+        tokens.update({"".join(_words(n)): name for n in names})
+    # Ordered Memory's own vocabulary: its trees are built from the memory slots it writes each token at.
+    tokens.update({"".join(_words(n)): "ordered-memory" for n in ("SlotParse", "SlotParser", "tree_from_slots",
+                                                                  "slot_distances")})
+    return tokens
+
+
+def _names_a_model(text: str, tokens: dict[str, str]) -> str | None:
+    """The model `text` (an identifier, a dotted path, or a short string) names by a whole run of its words."""
+    words = _words(text)
+    for start in range(len(words)):
+        for end in range(start + 1, len(words) + 1):
+            if "".join(words[start:end]) in tokens:
+                return tokens["".join(words[start:end])]
+    return None
+
+
+def _shared_modules() -> dict[str, Path]:
+    return {name: path for name, path in _modules().items()
+            if any(name == f"treenets.{unit}" or name.startswith(f"treenets.{unit}.") for unit in SHARED)}
+
+
+def _named_models(path: Path, tokens: dict[str, str]) -> list[str]:
+    """`line: text -> model` for each identifier, import or short string constant of the module naming a model."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        texts = []
+        if isinstance(node, ast.Name):
+            texts = [node.id]
+        elif isinstance(node, ast.Attribute):
+            texts = [node.attr]
+        elif isinstance(node, ast.ImportFrom):
+            texts = [node.module or "", *(a.name for a in node.names)]
+        elif isinstance(node, ast.Import):
+            texts = [a.name for a in node.names]
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            texts = [node.name]
+        elif isinstance(node, ast.arg) or isinstance(node, ast.keyword) and node.arg:
+            texts = [node.arg]
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+              and " " not in node.value.strip()):  # a name or a kind, not the prose of a message
+            texts = [node.value]
+        for text in texts:
+            model = _names_a_model(text, tokens)
+            if model:
+                found.append(f"{getattr(node, 'lineno', '?')}: {text} -> {model}")
+    return found
+
+
+def test_the_shared_layers_name_no_model():
+    tokens = _model_tokens()
+    named = {f"{name}: {place.split(': ', 1)[1]}" for name, path in _shared_modules().items()
+             for place in _named_models(path, tokens)}
+    assert sorted(named - set(NAMED_MODELS_ALLOWED)) == []
+    assert len(NAMED_MODELS_ALLOWED) <= 5
+
+
+def test_the_check_of_named_models_finds_them(tmp_path):
+    """The negative control: a shared module that imports a model's network, names a fixture kind and takes an
+    argument named after a model is caught; a docstring naming one is not."""
+    module = tmp_path / "shared.py"
+    module.write_text("from treenets.nn.onlstm.model import ONLSTMConfig\n"
+                      "KINDS = {'structformer-mlm': 1}\n"
+                      "def f(ordered_memory_slots):\n"
+                      "    \"\"\"PRPN and the TreeLSTM in a docstring are prose.\"\"\"\n")
+    named = {place.rsplit(" -> ", 1)[1] for place in _named_models(module, _model_tokens())}
+    assert named == {"onlstm", "structformer", "ordered-memory"}

@@ -13,12 +13,12 @@ import yaml
 from helpers import tiny_config, write_corpus
 
 from treenets.nn.backend import use_backend
-from treenets.nn.lstm import LSTMConfig
-from treenets.nn.onlstm import ONLSTMConfig
+from treenets.nn.lstm.model import LSTMConfig
+from treenets.nn.onlstm.model import ONLSTMConfig
 from treenets.nn.precision import autocast
-from treenets.nn.prpn import PRPNConfig
+from treenets.nn.prpn.model import PRPNConfig
 from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
-from treenets.nn.treelstm import TreeBatch
+from treenets.nn.treelstm.model import TreeBatch
 from treenets.trees.parents import parse_bracketed, parse_parents
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -157,7 +157,7 @@ def test_captured_tree_lstm_level_loops_train_and_infer_like_exact_levels_in_flo
     shape captured at its second batch, replayed at its third): the same losses, weights and inference outputs."""
     from reference import random_tree
 
-    from treenets.nn import treelstm
+    from treenets.nn.treelstm import model as treelstm
 
     rng = random.Random(7)
     batches = []

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from treenets.cli import main
-from treenets.convert import onlstm_lm_from_official
 from treenets.errors import TreenetsError
 from treenets.golden import check_golden
-from treenets.nn.onlstm import ONLSTMLanguageModel
+from treenets.nn.onlstm.convert import from_official
+from treenets.nn.onlstm.model import ONLSTMLanguageModel
 
 
 def test_official_onlstm_fixture_passes(golden_root, capsys):
@@ -43,7 +43,7 @@ def _write_fixture(folder, nlayers=2, ninp=10, nhid=15, chunk_size=5, wdrop=0.3,
               "wdrop": wdrop, "tie_weights": tie}
     params = _official_state_dict(ONLSTMLanguageModel(23, ninp, nhid, nlayers, chunk_size, tie_weights=tie),
                                   nlayers, tie)
-    model = onlstm_lm_from_official(params, **{k: v for k, v in config.items() if k != "kind"})
+    model = from_official(params, **{k: v for k, v in config.items() if k != "kind"})
     tokens = torch.randint(0, 23, (6, 2))
     with torch.no_grad():
         state, logits, dists = None, [], []
@@ -94,9 +94,9 @@ def test_convert_rejects_mismatched_arguments(golden_root):
     config = json.loads((golden_root / "onlstm-lm" / "config.json").read_text())
     args = {k: config[k] for k in ("ntoken", "ninp", "nhid", "chunk_size", "nlayers", "tie_weights")}
     with pytest.raises(TreenetsError, match="shape"):
-        onlstm_lm_from_official(params, **{**args, "nhid": 28})
+        from_official(params, **{**args, "nhid": 28})
     with pytest.raises(TreenetsError, match="missing"):
-        onlstm_lm_from_official(params, **{**args, "nlayers": 4})
+        from_official(params, **{**args, "nlayers": 4})
 
 
 def test_official_parse_eval_fixture_passes(golden_root, capsys):
@@ -167,7 +167,7 @@ def _write_memory_fixture(folder, nslot=3, ninp=6, nhid=5, bidirectional=False, 
     backward direction reads it); its trees from those distances."""
     from reference import ReferenceMemoryClassifier
 
-    from treenets.trees import tree_from_slots
+    from treenets.nn.ordered_memory.trees import tree_from_slots
 
     torch.manual_seed(seed)
     vocab = ["(", ")", "a", "b", "c", "d", "e", "f", "or", "and", "not"]

@@ -14,7 +14,7 @@ from helpers import tiny_config
 
 from treenets.config import build_config
 from treenets.nn import graphs
-from treenets.nn.prpn import splitmix_uniform_bits
+from treenets.nn.prpn.model import splitmix_uniform_bits
 from treenets.train import Trainer
 
 
@@ -182,7 +182,7 @@ def test_a_prpn_dropout_seed_drawn_on_the_device_gives_the_mask_of_the_same_numb
                                    rtol=0, atol=0)
 
 
-# --- Tree-LSTM level loops (treenets.nn.treelstm.GraphedLevels) ------------------------------------------
+# --- Tree-LSTM level loops (treenets.nn.treelstm.model.GraphedLevels) ------------------------------------------
 def _tree_batches(cell_kind: str, count: int, seed: int):
     from reference import random_tree
 
@@ -196,8 +196,8 @@ def test_captured_level_loops_give_the_states_and_gradients_of_the_plain_loop(ce
     """float64, four batches three times over (a padded shape is captured at its second batch, replayed at its
     third): the states and every gradient in training, and the states in inference (its own graphs), through the
     captured level loops as through the exact levels."""
-    from treenets.nn import treelstm
     from treenets.nn.backend import use_backend
+    from treenets.nn.treelstm import model as treelstm
 
     torch.manual_seed(0)
     cell = (treelstm.ChildSumTreeLSTM(3, 4) if cell_kind == "childsum" else treelstm.NaryTreeLSTM(3, 4, 2)).double()
@@ -231,8 +231,8 @@ def test_captured_level_loops_under_autocast_run_the_backward_in_its_products():
     """bf16 products (an autocast block on the CPU) around the forward, the backward outside it, as training runs
     them: the gradients through the captured loops are those of the plain loop, which autograd computes in the
     block's products (the backward's graph runs the loop again in them)."""
-    from treenets.nn import treelstm
     from treenets.nn.backend import use_backend
+    from treenets.nn.treelstm import model as treelstm
 
     torch.manual_seed(0)
     cell = treelstm.ChildSumTreeLSTM(3, 4)
@@ -259,9 +259,9 @@ def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of
     three batches twice: the same losses and weights through the captured level loops as through exact levels."""
     from reference import random_tree
 
-    from treenets.nn import treelstm
     from treenets.nn.backend import use_backend
     from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
+    from treenets.nn.treelstm import model as treelstm
 
     rng = random.Random(4)
     batches = []
@@ -300,8 +300,8 @@ def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of
 def test_level_loops_a_graph_cannot_hold_run_from_python_and_say_why(capsys):
     """A failed capture: the padded loop runs from Python, with the states of exact levels; each of the two
     graphs' reasons said once."""
-    from treenets.nn import treelstm
     from treenets.nn.backend import use_backend
+    from treenets.nn.treelstm import model as treelstm
 
     cell = treelstm.NaryTreeLSTM(3, 4, 2)
     graphed = treelstm.capture_levels(cell, capture=failing_capture)

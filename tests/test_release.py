@@ -64,7 +64,7 @@ def test_the_wheel_carries_every_file_the_package_reads(dist):
         metadata = email.parser.Parser().parsestr(wheel.read(f"treenets-{__version__}.dist-info/METADATA").decode())
     package = {name for name in names if not name.startswith(f"treenets-{__version__}.dist-info/")}
     assert package == package_files()
-    shipped = {"treenets/zoo.json", "treenets/data/datasets.json", "treenets/nn/csrc/onlstm_cpu.cpp",
+    shipped = {"treenets/zoo.json", "treenets/data/datasets.json", "treenets/nn/onlstm/onlstm_cpu.cpp",
                "treenets/nn/csrc/common.h", "treenets/report/report.js", "treenets/report/serve.html",
                *(f"treenets/configs/{p.name}" for p in (REPO / "configs").glob("*.yaml"))}
     assert shipped <= package and len(shipped) > 20

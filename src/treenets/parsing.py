@@ -17,9 +17,8 @@ from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
 from treenets.files import json_text, read_sentences, record_outputs, report_folder, write_text_atomic
 from treenets.limits import MAX_TREE_DEPTH
-from treenets.predictors.base import Predictor
+from treenets.predictors.base import Predictor, TreeInducer
 from treenets.predictors.lm import LanguageModel, Layer, Parse
-from treenets.predictors.slots import SlotParse, SlotParser
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
 from treenets.trees.conventions import CONVENTIONS
@@ -57,23 +56,27 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}
     if parse.heads is not None:
         record["heads"] = parse.heads  # the dependency tree: each token's head, 1-based, 0 for the root (CoNLL)
-    if isinstance(parse, SlotParse):
-        record.update(scored_tree=bracketed(parse.scored),
-                      gold_tree=None if parse.own is None else bracketed(parse.own))  # None: a sentence as typed
+    record.update(parse.record_fields())  # what this kind of parse adds (Ordered Memory's: the scored and own trees)
     if distances:
         record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
     return record
 
 
-def tree_inducer(ref: str, device="cpu") -> LanguageModel | SlotParser:
-    """The model `ref` (`Predictor.load`), or an error unless it induces trees: a language model, or a model
-    whose encoder may be Ordered Memory (a logic, ListOps or sentiment model; `SlotParser.layers` says whether it
-    is)."""
+def tree_inducer(ref: str, device="cpu") -> TreeInducer:
+    """The model `ref` (`Predictor.load`), or an error unless it induces trees (`TreeInducer`: a language model,
+    or a model whose encoder may induce them, whose `layers` says whether it does)."""
     model = Predictor.load(ref, device=device)
-    if not isinstance(model, LanguageModel | SlotParser):
+    if not isinstance(model, TreeInducer):
         raise TreenetsError(f"{ref}: a {model.config.task} model induces no trees (`treenets parse` reads language "
                             "models, and logic, ListOps and sentiment models whose encoder is Ordered Memory)")
     return model
+
+
+def _check_decoder(model, ref: str, decode: str | None) -> None:
+    """An error unless `decode` is None or one of `model`'s decoders (`TreeInducer.decoders`)."""
+    if decode is not None and decode not in model.decoders:
+        raise TreenetsError(f"--decode {decode}: {ref} has no decoder to choose (its trees come from "
+                            f"{model.tree_source}); --decode is for a grammar (a Neural or Compound PCFG)")
 
 
 def shown(text: str) -> str:
@@ -83,14 +86,15 @@ def shown(text: str) -> str:
 
 def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, layer: str = "default",
                 split: str = "official", distances: bool = False, svg: str | None = None, as_json: bool = False,
-                pretokenized: bool = False, device="cpu", overwrite: bool = False) -> int:
+                pretokenized: bool = False, device="cpu", overwrite: bool = False, decode: str | None = None) -> int:
     """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
     printed bracketed and drawn as text (for an Ordered Memory encoder, `tree_inducer`: the tree built from its
     slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree where it
     has one: `SlotParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
     distances too; with `svg` one drawing per tree in that folder (new, empty or an earlier run's unless
-    `overwrite`: `files.report_folder`). A sentence given
+    `overwrite`: `files.report_folder`); `decode` how a model that decodes its trees finds them
+    (`TreeInducer.decoders`: a grammar's viterbi or mbr; None its default). A sentence given
     that the model cannot read is an error; a line of `file` is skipped, named on stderr with the reason, and
     counted in a last line there. Returns how many lines were skipped."""
     given = [(None, text) for text in sentences]  # (where, text): arguments are quoted in messages
@@ -100,6 +104,8 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
     if svg:
         report_folder(svg, "--svg", overwrite)
     lm = tree_inducer(ref, device)
+    _check_decoder(lm, ref, decode)
+    options = {"decode": decode} if decode is not None else {}
     layers = lm.layers(layer, option="--layer")
     for where, text in given:  # a sentence with nothing to read: an error naming it, before any output
         lm.read(text, pretokenized, where)
@@ -115,7 +121,7 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
     if not sentences:
         raise TreenetsError(f"{file}: no line of it could be read (above)")
     first = layers[0] if len(layers) == 1 else lm.default_layer  # --json's `tree` (with --layer all: the default's)
-    parses = lm.parse([text for _, text in sentences], first, split, pretokenized=pretokenized)
+    parses = lm.parse([text for _, text in sentences], first, split, pretokenized=pretokenized, **options)
     drawings = []  # the SVG files written
     try:  # the drawings written are recorded even when the output stops part-way (a closed pipe)
         for number, ((where, text), parse) in enumerate(zip(sentences, parses), start=1):
@@ -142,11 +148,8 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                         print(f"    (not drawn: {levels} levels deep, drawings stop at {MAX_TREE_DEPTH})")
                         continue
                     print(ascii_art(tree, words))
-                    if isinstance(parse, SlotParse):
-                        if parse.left_out:
-                            print(f"    without {' '.join(sorted(parse.left_out))}: {bracketed(parse.scored)}")
-                        if parse.own is not None:  # a sentence as typed has none
-                            print(f"    its own tree: {bracketed(parse.own)}")
+                    for line in parse.notes():  # what this kind of parse adds below its drawing
+                        print(f"    {line}")
                 if svg and levels <= MAX_TREE_DEPTH:
                     drawings.append(Path(svg) / (f"{number:04d}.svg" if len(layers) == 1 else
                                                  f"{number:04d}-layer-{row}.svg"))
@@ -157,7 +160,7 @@ def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, la
                 print(f"    heads (CoNLL, 1-based, 0 the root): {' '.join(map(str, parse.heads))}")
             if distances and not as_json:
                 for i, values in enumerate(parse.distances):
-                    name = "slots" if isinstance(parse, SlotParse) else f"layer {i + 1}"
+                    name = parse.row_name(i)
                     print(f"    {name}: " + " ".join(f"{w}={d:.2f}" if isinstance(d, float) else f"{w}={d}"
                                                      for w, d in zip(words, values.tolist())))
                 print()
@@ -212,7 +215,7 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
                      output: str | None = None, batch_size: int = 64, random_draws: int = 5, device="cpu",
                      root=None, conventions: list[str] = ("official",), draws: int = 10_000, seed: int = 0,
                      fmt: str = "auto", drop_punctuation: bool = False, overwrite: bool = False,
-                     gold_dependencies: str | None = None) -> None:
+                     gold_dependencies: str | None = None, decode: str | None = None) -> None:
     """`treenets parse-eval`: score the trees of each system of `refs` against `treebank`, beside the baselines
     (`random_draws` random trees averaged), under `conventions` (`treenets.trees.conventions`; the first is the
     one systems are compared under), and print the table. A system is a file of bracketed trees (another parser's:
@@ -225,7 +228,8 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
     format), per-sentence scores, figures, `summary.json` and an HTML report in that folder, which must be new,
     empty or an earlier report's unless `overwrite` (`files.report_folder`). Dependencies (a model that induces
     them, a system's CoNLL file) are scored against the gold trees converted by head rules, or `gold_dependencies`
-    (a CoNLL file), beside the chains and random projective trees (`treenets.trees.dependency_scoring`)."""
+    (a CoNLL file), beside the chains and random projective trees (`treenets.trees.dependency_scoring`). `decode`:
+    how a model that decodes its trees finds them (`TreeInducer.decoders`: a grammar's viterbi or mbr)."""
     conventions = list(conventions)
     if refs.count(STDIN) > 1:
         raise TreenetsError("parse-eval: standard input (-) given more than once")
@@ -260,9 +264,11 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
             notes.append(file_notes[-1])
             continue
         lm = LanguageModel.load(ref, device=device)
+        _check_decoder(lm, ref, decode)
         figure_layer = figure_layer or str(lm.default_layer)
         layers = lm.layers(layer, "--layer")
-        model_results, model_distances, counts = evaluate_model(lm, ref, sentences, layers, split, batch_size)
+        model_results, model_distances, counts = evaluate_model(lm, ref, sentences, layers, split, batch_size,
+                                                                options={"decode": decode} if decode else {})
         results += model_results
         compared.append(next((r for r in model_results if r.layer == str(lm.default_layer)), model_results[0]))
         if compared[-1].heads is not None:

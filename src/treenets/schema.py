@@ -1,6 +1,6 @@
 """The building blocks of every config schema: a frozen section that refuses unknown keys, and value types.
 
-Model and task configs are declared beside their code (`nn/onlstm.py`, `tasks/lm.py`, ...) from these;
+Model and task configs are declared beside their code (`nn/onlstm/model.py`, `tasks/lm.py`, ...) from these;
 `treenets.config` reads, validates and reports errors for all of them.
 """
 

@@ -9,9 +9,9 @@ import torch.nn as nn
 
 from treenets.nn.dropout import embedding_dropout, locked_dropout
 from treenets.nn.language_model import LanguageModelBase
-from treenets.nn.lstm import LSTMLanguageModel, LSTMStack
-from treenets.nn.onlstm import ONLSTMLanguageModel, ONLSTMStack
-from treenets.nn.prpn import ParsingNetwork, PredictNetwork, PRPNLanguageModel, ReadingLayer
+from treenets.nn.lstm.model import LSTMLanguageModel, LSTMStack
+from treenets.nn.onlstm.model import ONLSTMLanguageModel, ONLSTMStack
+from treenets.nn.prpn.model import ParsingNetwork, PredictNetwork, PRPNLanguageModel, ReadingLayer
 
 VOCAB, EMB, HIDDEN = 40, 8, 12
 

@@ -10,7 +10,7 @@ from helpers import tiny_config, write_corpus
 
 from treenets.cli import main
 from treenets.errors import TreenetsError
-from treenets.nn.lstm import LSTMConfig, LSTMLanguageModel
+from treenets.nn.lstm.model import LSTMConfig, LSTMLanguageModel
 from treenets.predictors import LanguageModel
 
 

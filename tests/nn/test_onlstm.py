@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treenets.nn.backend import kernels, use_backend
-from treenets.nn.onlstm import ONLSTMLanguageModel, ONLSTMLayer, _FusedRecurrence, cumax, onlstm_step, recurrence
+from treenets.nn.onlstm.model import ONLSTMLanguageModel, ONLSTMLayer, _FusedRecurrence, cumax, onlstm_step, recurrence
 
 
 @given(st.lists(st.floats(-30, 30), min_size=1, max_size=40))

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import ReferenceMemoryClassifier
 
-from treenets.convert import ordered_memory_classifier_from_official
-from treenets.nn.ordered_memory import OrderedMemory, slot_distances
+from treenets.nn.ordered_memory.convert import classifier_from_official
+from treenets.nn.ordered_memory.model import OrderedMemory, slot_distances
+from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.pair_classifier import PairClassifierConfig
-from treenets.trees import tree_from_slots, without
+from treenets.trees import without
 
 
 def test_tree_from_slots_by_hand():
@@ -100,7 +101,7 @@ def _reference_pair(bidirectional=False, seed=0):
     for p in reference.parameters():
         torch.nn.init.normal_(p, std=0.4)
     reference.double()  # after the draws: the converter gives float32 weights, here the same values
-    ours = ordered_memory_classifier_from_official(reference.state_dict(), **ARGS).double()
+    ours = classifier_from_official(reference.state_dict(), **ARGS).double()
     return reference, ours
 
 
@@ -130,7 +131,7 @@ def test_the_network_and_its_gradients_match_the_reference_loop_in_training(bidi
     # the reference's gradients under our names, converted as weights are (the shared LayerNorm's under its 3
     # names), which rounds them to float32: ours are compared rounded too, to within one unit in the last place
     reference_grads = {name: p.grad for name, p in reference.state_dict(keep_vars=True).items()}
-    expected_grads = ordered_memory_classifier_from_official(reference_grads, **ARGS).state_dict()
+    expected_grads = classifier_from_official(reference_grads, **ARGS).state_dict()
     for name, p in ours.named_parameters():
         torch.testing.assert_close(p.grad.float(), expected_grads[name], rtol=2.5e-7, atol=1e-12, msg=name)
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from treenets.nn import backend as kernel_build
 from treenets.nn.backend import kernels, use_backend
-from treenets.nn.onlstm import ONLSTMLayer
-from treenets.nn.prpn import Memory, PRPNLanguageModel
+from treenets.nn.onlstm.model import ONLSTMLayer
+from treenets.nn.prpn.model import Memory, PRPNLanguageModel
 
 
 def _packing(steps=8, rows=1, bfloat16=False):

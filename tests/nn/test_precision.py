@@ -20,9 +20,9 @@ import treenets
 from treenets.cli import main
 from treenets.errors import TreenetsError
 from treenets.nn.backend import kernels, kernels_for, use_backend
-from treenets.nn.onlstm import recurrence
+from treenets.nn.onlstm.model import recurrence
 from treenets.nn.precision import autocast, product_dtype
-from treenets.nn.prpn import PRPNConfig
+from treenets.nn.prpn.model import PRPNConfig
 
 
 def _inputs(steps=7, batch=3, hidden=16, n_chunks=4, seed=0):
@@ -159,7 +159,7 @@ def test_prpn_reading_kernels_run_their_products_on_the_bfloat16_weights(drops):
     weight gradients are bfloat16 products: from the same float32 inputs, results off float32 by bfloat16's
     rounding; without them, the float32 results. With a recurrent dropout mask that drops features the hidden
     product runs over the kept columns of both copies of U."""
-    from treenets.nn.prpn import _FusedReading
+    from treenets.nn.prpn.model import _FusedReading
 
     module = kernels("prpn")
     if module is None:

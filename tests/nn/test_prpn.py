@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from treenets.cli import main
-from treenets.convert import prpn_lm_from_official
 from treenets.golden import check_golden
-from treenets.nn.prpn import LayerNorm, PRPNLanguageModel, masked_softmax, memory_gates
+from treenets.nn.prpn.convert import from_official
+from treenets.nn.prpn.model import LayerNorm, PRPNLanguageModel, masked_softmax, memory_gates
 
 
 def sig(x):
@@ -96,7 +96,7 @@ def test_other_official_configurations(tmp_path, nlayers, nslots, nlookback, har
                 module.running_mean.uniform_(-0.5, 0.5)
                 module.running_var.uniform_(0.5, 2.0)
     params = _official_keys(source, nlayers, res)
-    model = prpn_lm_from_official(params, **args)
+    model = from_official(params, **args)
     tokens = torch.randint(0, 31, (7, 3))
     with torch.no_grad():
         state, logits, gates = None, [], []
@@ -165,8 +165,8 @@ def test_compiled_training_matches_pytorch(two_threads, nslots, res, hidden, bat
     and the gradient flowing through it, a loss on the outputs and on the memory left after; every
     parameter's gradient and the outputs must agree. At 600 x 32 the kernels' loops split the rows across
     threads."""
-    from treenets.nn import prpn
     from treenets.nn.backend import kernels, use_backend
+    from treenets.nn.prpn import model as prpn
 
     if kernels("prpn") is None:
         pytest.skip("compiled kernels unavailable")
@@ -204,8 +204,8 @@ def test_fused_functions_gradcheck():
     """The hand-derived backwards of the reading recurrence (with dropout masks, a carried memory and
     gradients reaching hs and cs), the attention and the layer norm, against finite differences. The recurrent
     dropout mask drops some features (the hidden product then runs over the kept ones), none, or all."""
-    from treenets.nn import prpn
     from treenets.nn.backend import kernels
+    from treenets.nn.prpn import model as prpn
 
     native = kernels("prpn")
     if native is None:
@@ -241,8 +241,8 @@ def test_fused_functions_gradcheck():
 
 
 def test_compiled_attention_matches_pytorch():
-    from treenets.nn import prpn
     from treenets.nn.backend import kernels, use_backend
+    from treenets.nn.prpn import model as prpn
 
     if kernels("prpn") is None:
         pytest.skip("compiled kernels unavailable")
@@ -263,7 +263,7 @@ def test_compiled_attention_matches_pytorch():
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.7])
 def test_dropout_masks(p, backend):
     from treenets.nn.backend import use_backend
-    from treenets.nn.prpn import _dropout_mask
+    from treenets.nn.prpn.model import _dropout_mask
 
     like = torch.empty(101, 999)  # an odd number of values: the generator makes them in pairs
     torch.manual_seed(0)
@@ -286,7 +286,7 @@ def test_dropout_masks(p, backend):
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.7])
 def test_both_backends_draw_the_same_dropout_masks(shape, p, dtype):
     from treenets.nn.backend import kernels, use_backend
-    from treenets.nn.prpn import _dropout_mask
+    from treenets.nn.prpn.model import _dropout_mask
 
     if kernels("prpn") is None:
         pytest.skip("compiled kernels unavailable")
@@ -302,7 +302,7 @@ def test_both_backends_draw_the_same_dropout_masks(shape, p, dtype):
 def test_splitmix_bits_by_hand():
     """The first value of splitmix64 with seed 0 (the reference generator's known output 0xE220A8397B1DCDAF):
     its bits 40..63 and 16..39 are the first two 24-bit uniforms."""
-    from treenets.nn.prpn import splitmix_uniform_bits
+    from treenets.nn.prpn.model import splitmix_uniform_bits
 
     first = 0xE220A8397B1DCDAF
     assert splitmix_uniform_bits(0, 3).tolist()[:2] == [first >> 40, (first >> 16) & 0xFFFFFF]

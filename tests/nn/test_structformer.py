@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from reference import reference_parents
 
 from treenets.cli import main
-from treenets.nn.structformer import StructFormerConfig, boundaries, calibrate, parents
+from treenets.nn.structformer.model import StructFormerConfig, boundaries, calibrate, parents
 from treenets.trees import tree_from_distances
 from treenets.trees.dependencies import heads_from_parents
 

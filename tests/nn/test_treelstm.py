@@ -22,7 +22,6 @@ from reference import random_tree, reference_child_sum, reference_nary
 from treenets.cli import main
 from treenets.errors import TreenetsError
 from treenets.golden import check_golden
-from treenets.nn import treelstm
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.tree_models import (
     RelatednessModelConfig,
@@ -30,7 +29,8 @@ from treenets.nn.tree_models import (
     SentimentModelConfig,
     TreeEncoderConfig,
 )
-from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch, padded_size
+from treenets.nn.treelstm import model as treelstm
+from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch, padded_size
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
 
 
@@ -434,7 +434,7 @@ def test_parts_under_a_python_dispatch_mode_do_not_deadlock():
         import random, torch
         from torch.utils.flop_counter import FlopCounterMode
         from reference import random_tree
-        from treenets.nn import treelstm
+        from treenets.nn.treelstm import model as treelstm
         from treenets.nn.backend import kernels
         torch.set_num_threads(2)
         rng = random.Random(0)

@@ -12,9 +12,9 @@ import yaml
 from treenets.cli import main
 from treenets.config import build_config
 from treenets.data.listops import generate, gold_tree
+from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.tasks import make_task
 from treenets.tasks.metrics import AccuracyByDepth
-from treenets.trees import tree_from_slots
 from treenets.trees.draw import bracketed
 
 

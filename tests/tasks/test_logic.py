@@ -227,8 +227,9 @@ def test_ordered_memory_is_tested_with_its_test_slots_and_its_trees_scored(tmp_p
 
 def test_parse_draws_the_tree_ordered_memory_induces_of_a_formula(tmp_path, capsys):
     from treenets.data.logic import formula_inputs
-    from treenets.nn.ordered_memory import slot_distances
-    from treenets.trees import tree_from_slots, without
+    from treenets.nn.ordered_memory.model import slot_distances
+    from treenets.nn.ordered_memory.trees import tree_from_slots
+    from treenets.trees import without
     from treenets.trees.draw import bracketed
 
     folder = write_logic_folder(tmp_path / "logic", pairs_per_file=4)

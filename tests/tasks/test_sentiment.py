@@ -10,8 +10,8 @@ import torch
 from helpers import train_and_test
 
 from treenets.cli import main
+from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.predictors.sentiment import SentimentClassifier
-from treenets.trees import tree_from_slots
 from treenets.trees.draw import bracketed
 
 
@@ -98,7 +98,7 @@ def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, d
     from treenets.config import build_config, load_config, to_dict
     from treenets.data.sst import labelled_phrases, read_trees
     from treenets.errors import TreenetsError
-    from treenets.nn.ordered_memory import OrderedMemory
+    from treenets.nn.ordered_memory.model import OrderedMemory
     from treenets.tasks import make_task
 
     source = data_root / "sst" / "trainDevTestTrees_PTB" / "trees"

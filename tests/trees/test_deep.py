@@ -20,7 +20,7 @@ from treenets.data.sst import read_trees
 from treenets.errors import TreenetsError
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.nn.backend import use_backend
-from treenets.nn.treelstm import NaryTreeLSTM, TreeBatch
+from treenets.nn.treelstm.model import NaryTreeLSTM, TreeBatch
 from treenets.predictors import LanguageModel
 from treenets.predictors.lm import Parse
 from treenets.tasks import make_task

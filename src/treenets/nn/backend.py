@@ -55,14 +55,12 @@ from treenets.schema import BACKENDS
 ENV_VAR = "TREENETS_BACKEND"
 MARCH_VAR = "TREENETS_MARCH"  # the x86 CPU the kernels are built for (default native), e.g. x86-64-v3: AVX2
 EXTENSIONS_VAR = "TORCH_EXTENSIONS_DIR"  # torch's cache of compiled extensions, where the kernels are built
-_SOURCES = Path(__file__).with_name("csrc")
+_SOURCES = Path(__file__).with_name("csrc")  # what every kernel shares (headers), and the packed product alone
 _loaded: dict = {}
 _failures: dict[str, str] = {}
 _compiled: dict = {}
 _long_job = False  # inside `long_job`
 RECOMPILE_LIMIT = 64  # variants of one compiled step (see `step_function`)
-KERNELS = ("onlstm", "prpn", "treelstm")  # the models' kernels (csrc/packed_gemm_cpu.cpp: the product alone, for tests)
-MIXED_PRECISION_KERNELS = {"onlstm", "prpn"}  # kernels that run their products in bfloat16 inside a bf16 block
 
 
 def _checked(name: str, origin: str) -> str:
@@ -134,7 +132,7 @@ def build_name(name: str) -> str:
     commands name its include and library folders, and torch's loader rebuilds when a command changes, so two
     venvs with the same torch version in one folder rebuilt each other's kernels at every switch.
     """
-    text = "".join(path.read_text() for path in [_SOURCES / f"{name}_cpu.cpp", *sorted(_SOURCES.glob("*.h"))])
+    text = "".join(path.read_text() for path in _sources(name))
     build = [text, " ".join(_flags()), platform.machine(), _cpu_features(), os.environ.get("CXX", "c++"),
              sys.version, torch.__version__, os.path.dirname(torch.__file__), _python_include()]
     return f"treenets_{name}_{hashlib.sha1(chr(0).join(build).encode()).hexdigest()[:10]}"
@@ -199,7 +197,7 @@ def _copy_sources(name: str, target: Path) -> Path:
     build, so two checkouts (or a pip install and a checkout) of the same sources built from their own paths
     would rebuild each other's kernels at every switch; from one path, whoever asks, the build is made once."""
     target.mkdir(exist_ok=True)
-    for path in [_SOURCES / f"{name}_cpu.cpp", *sorted(_SOURCES.glob("*.h"))]:
+    for path in _sources(name):
         text = path.read_bytes()
         copy = target / path.name
         if not copy.is_file() or copy.read_bytes() != text:
@@ -208,12 +206,12 @@ def _copy_sources(name: str, target: Path) -> Path:
 
 
 def kernels(name: str):
-    """The compiled module `csrc/<name>_cpu.cpp` (with the shared headers `csrc/*.h`), built on first use (the
-    build announced on stderr, and its time); None if it cannot be built (the reason is kept for the `cpp`
-    backend's error; the first failure of the process warns)."""
+    """The compiled module of kernels `name` (a model's `<name>_cpu.cpp`, with the shared headers `csrc/*.h`),
+    built on first use (the build announced on stderr, and its time); None if it cannot be built (the reason is
+    kept for the `cpp` backend's error; the first failure of the process warns)."""
     if name in _loaded:
         return _loaded[name]
-    source = _SOURCES / f"{name}_cpu.cpp"
+    source = _sources(name)[0]
     module = None
     try:
         from torch.utils import cpp_extension
@@ -249,16 +247,41 @@ def _unavailable(name: str, exc: Exception) -> None:
                       "code, slower", stacklevel=3)
 
 
+def model_kernels() -> tuple[str, ...]:
+    """The names of every model's kernels (`treenets.nn.registry.Model.kernels`), in the models' order."""
+    from treenets.nn.registry import kernels as registered
+
+    return tuple(registered())
+
+
+def _sources(name: str) -> list[Path]:
+    """The source of kernels `name` (a model's, else `csrc/<name>_cpu.cpp`: the packed product alone, for tests),
+    then the shared headers."""
+    from treenets.nn.registry import kernels as registered
+
+    kernel = registered().get(name)
+    return [kernel.source if kernel else _SOURCES / f"{name}_cpu.cpp", *sorted(_SOURCES.glob("*.h"))]
+
+
+def _mixed_precision(name: str) -> bool:
+    """Whether kernels `name` run their products in bfloat16 inside a bf16 block."""
+    from treenets.nn.registry import kernels as registered
+
+    kernel = registered().get(name)
+    return kernel is not None and kernel.mixed_precision
+
+
 def _known(names) -> tuple[str, ...]:
     """`names` (default: every kernel of the models), each checked to name one."""
+    known = model_kernels()
     for name in names:
-        if name not in KERNELS:
-            raise TreenetsError(f"unknown kernels {name!r} (expected one of: {', '.join(KERNELS)})")
-    return tuple(names) or KERNELS
+        if name not in known:
+            raise TreenetsError(f"unknown kernels {name!r} (expected one of: {', '.join(known)})")
+    return tuple(names) or known
 
 
 def build_kernels(names=()) -> None:
-    """Build the kernels `names` (default: all of `KERNELS`) that are not built yet, each announced on stderr
+    """Build the kernels `names` (default: all of `model_kernels()`) that are not built yet, each announced on stderr
     (`treenets kernels build`).
 
     Raises:
@@ -273,8 +296,8 @@ def build_kernels(names=()) -> None:
 
 
 def kernels_table(names=()) -> str:
-    """Each kernel of `names` (default: all of `KERNELS`) on a line: its name, whether it is built, and its folder
-    (`treenets kernels`)."""
+    """Each kernel of `names` (default: all of `model_kernels()`) on a line: its name, whether it is built, and its
+    folder (`treenets kernels`)."""
     names = _known(names)
     width = max(len(name) for name in names)
     return "\n".join(f"{name:<{width}}  {'built' if is_built(name) else 'not built':<9}  {build_folder(name)}"
@@ -314,7 +337,7 @@ def kernels_for(name: str, *tensors: torch.Tensor):
     if not all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) for t in tensors):
         return None
     low = product_dtype("cpu")
-    if low is not None and (low is not torch.bfloat16 or name not in MIXED_PRECISION_KERNELS):
+    if low is not None and (low is not torch.bfloat16 or not _mixed_precision(name)):
         return None  # an autocast block: these kernels compute in float32/float64 only (treenets.nn.precision)
     if _backend == "auto" and name not in _loaded and not (_long_job or _records(tensors)):
         try:

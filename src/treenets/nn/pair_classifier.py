@@ -6,7 +6,7 @@ Encoders (one config class each below, told apart by `name`, whose `build()` mak
     lstm             LSTM layers over the same sequence (the ON-LSTM paper's baseline)
     binary-treelstm  a binary Tree-LSTM over each formula's given tree; the root's state (a model that is
                      given the trees, to show what the sequence models reach without them)
-    ordered-memory   Ordered Memory over the token sequence (`treenets.nn.ordered_memory`); its output at the
+    ordered-memory   Ordered Memory over the token sequence (`treenets.nn.ordered_memory.model`); its output at the
                      last token. It induces a tree of each formula as it reads; at test time it has twice the
                      memory slots it was trained with (`test_slots`), as the official evaluation
 
@@ -22,11 +22,11 @@ import torch
 import torch.nn as nn
 from pydantic import Field, model_validator
 
-from treenets.nn.lstm import LSTMStack
-from treenets.nn.onlstm import ONLSTMStack
-from treenets.nn.ordered_memory import OrderedMemory
+from treenets.nn.lstm.model import LSTMStack
+from treenets.nn.onlstm.model import ONLSTMStack
+from treenets.nn.ordered_memory.model import OrderedMemory
 from treenets.nn.tree_models import chosen_encoder, encoder_configs
-from treenets.nn.treelstm import NaryTreeLSTM, TreeBatch
+from treenets.nn.treelstm.model import NaryTreeLSTM, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 
 
@@ -179,7 +179,7 @@ class PairClassifier(nn.Module):
     def encode_with_probs(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids,
                           test: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`encode`'s vectors, and where the encoder induces trees its split-point distributions [T, N, slots]
-        (`treenets.nn.ordered_memory`; None for the other encoders)."""
+        (`treenets.nn.ordered_memory.model`; None for the other encoders)."""
         device = self.embedding.weight.device
         if self.reads_trees:
             batch = TreeBatch.build(trees, device)

@@ -1,5 +1,5 @@
 """A classifier of token sequences with Ordered Memory as its encoder (the ListOps model of Ordered Memory's
-official `listops.py`): embedding, dropout, Ordered Memory (`treenets.nn.ordered_memory`), and an MLP of dropout
+official `listops.py`): embedding, dropout, Ordered Memory (`treenets.nn.ordered_memory.model`), and an MLP of dropout
 and one linear map over the sequence's vector, its output at the last token. Ordered Memory induces a tree of each
 sequence as it reads; `forward` returns its split-point distributions beside the logits.
 """
@@ -11,7 +11,7 @@ from typing import Literal
 import torch
 import torch.nn as nn
 
-from treenets.nn.ordered_memory import OrderedMemory
+from treenets.nn.ordered_memory.model import OrderedMemory
 from treenets.schema import PositiveInt, Probability, Section
 
 
@@ -51,7 +51,7 @@ class SequenceClassifier(nn.Module):
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits [B, num_classes] of the right-padded sequences `tokens` [T, B] of `lengths` [B], and the forward
-        direction's split-point distributions [T, B, slots] (`treenets.nn.ordered_memory.slot_distances`)."""
+        direction's split-point distributions [T, B, slots] (`treenets.nn.ordered_memory.model.slot_distances`)."""
         tokens = tokens.to(self.embedding.weight.device)
         run = self.encoder(self.dropout(self.embedding(tokens)), lengths)
         return self.mlp(run.output), run.probs

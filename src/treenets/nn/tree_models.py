@@ -20,8 +20,8 @@ from pydantic import Field
 
 from treenets.nn import precision
 from treenets.nn.dropout import locked_dropout
-from treenets.nn.ordered_memory import OrderedMemory, slot_distances
-from treenets.nn.treelstm import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
+from treenets.nn.ordered_memory.model import OrderedMemory, slot_distances
+from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 from treenets.trees.parents import ParentTree
 
@@ -75,7 +75,7 @@ class BiLSTMEncoderConfig(_EncoderSizes):
 
 
 class OrderedMemoryEncoderConfig(_EncoderSizes):
-    """Ordered Memory over the words (`treenets.nn.ordered_memory`); the sentence is its output at the last word
+    """Ordered Memory over the words (`treenets.nn.ordered_memory.model`); the sentence is its output at the last word
     (the official `sentiment.py`'s encoder; `mem_size` is the slot size). It has no memory cell apart from its
     slots: a sentence has no `c`, so it encodes sentences for sentiment only."""
 
@@ -301,6 +301,6 @@ class SentimentModel(TreeModel):
     def forward_with_slots(self, word_ids: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Ordered Memory only (`induces_trees`): as `forward` over sentences of these word ids, their
         log-probabilities [B, classes], with the memory slot of each word [T, B] (`slot_distances`; 0 past a
-        sentence's end), from which its tree is built (`treenets.trees.tree_from_slots`)."""
+        sentence's end), from which its tree is built (`treenets.nn.ordered_memory.trees.tree_from_slots`)."""
         memory = self.encoder.memory(*self.sequence_inputs(word_ids))
         return self.classify(memory.output), slot_distances(memory.probs)

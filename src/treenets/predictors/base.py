@@ -128,3 +128,21 @@ class Predictor:
     def _predict_inputs(self, pretokenized: bool = False, **inputs):
         """`predict_inputs` once the inputs are known to be this predictor's (see each predictor)."""
         raise NotImplementedError
+
+
+class TreeInducer:
+    """What a predictor that induces trees offers `treenets parse`, `serve` and `parse-eval` (a language model; a
+    model whose encoder may induce them): `read(text, pretokenized, where)` the tokens it reads or a clear error,
+    `layers(spec, option)` the rows of distances a spec names (an error where it induces none), `default_layer`,
+    and `parse(texts, layer, split, batch_size, pretokenized)` a `treenets.predictors.lm.Parse` per text, which
+    declares what it holds besides its tree (`record_fields`, `notes`, `row_name`). A predictor whose `parse` takes
+    a `decode` lists its values in `decoders` (the first its default); `tree_source` says where its trees come
+    from, for messages."""
+
+    decoders: ClassVar[tuple[str, ...]] = ()
+    tree_source: ClassVar[str] = "syntactic distances"
+
+    @property
+    def induces_trees(self) -> bool:
+        """Whether it induces trees over words that can be scored against a treebank's."""
+        return True

@@ -10,7 +10,7 @@ import torch
 
 from treenets.data.listops import ListOpsBatch, ListOpsExample, gold_tree, read_sequence
 from treenets.errors import TreenetsError
-from treenets.nn.ordered_memory import slot_distances
+from treenets.nn.ordered_memory.model import slot_distances
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.slots import SlotParser
 

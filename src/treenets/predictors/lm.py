@@ -16,7 +16,7 @@ import torch
 from treenets.config import registered_tasks
 from treenets.errors import TreenetsError
 from treenets.nn import precision
-from treenets.predictors.base import PredictionInput, Predictor
+from treenets.predictors.base import PredictionInput, Predictor, TreeInducer
 from treenets.text import NORMALIZERS, Dropped, check_text, checked_text, get_normalizer, is_number
 from treenets.trees import tree_from_distances
 
@@ -35,6 +35,11 @@ class SentenceScore:
     @property
     def total(self) -> float:
         return sum(self.logprobs)
+
+    @property
+    def predicted(self) -> int:
+        """How many tokens its perplexity is per: each token and the closing boundary token."""
+        return len(self.logprobs)
 
     @property
     def perplexity(self) -> float:
@@ -77,6 +82,18 @@ class Parse:
         """The same sentence's tree from another row of distances (no new forward pass)."""
         return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped, self.heads)
 
+    def row_name(self, row: int) -> str:
+        """How `parse --distances` names row `row` (0-based) of `distances`."""
+        return f"layer {row + 1}"
+
+    def record_fields(self) -> dict:
+        """What `parse --json` prints of this parse besides its tree, tokens, heads and distances (none here)."""
+        return {}
+
+    def notes(self) -> list[str]:
+        """Lines `parse` prints below the drawing of the tree (none here)."""
+        return []
+
     @property
     def tree(self) -> nltk.Tree:
         """The tree as an `nltk.Tree` (every node labelled `X`)."""
@@ -85,7 +102,7 @@ class Parse:
         return to_nltk(self.nested if isinstance(self.nested, list) else [self.nested])
 
 
-class LanguageModel(Predictor):
+class LanguageModel(TreeInducer, Predictor):
     """A trained language model with its vocabulary (from `treenets.load(checkpoint)`).
 
     A sentence is a string or a list of tokens. A string is normalised into the words of the model's training
@@ -250,6 +267,11 @@ class LanguageModel(Predictor):
     def num_distance_rows(self) -> int:
         """Rows of syntactic distances the model gives (ON-LSTM: one per layer; PRPN: one; 0: none)."""
         return getattr(self.net, "num_distance_rows", 0)
+
+    @property
+    def induces_trees(self) -> bool:
+        """Whether it induces trees over words (a model with distances whose tokens are words)."""
+        return self.num_distance_rows > 0 and self.token_unit == "word"
 
     @property
     def default_layer(self) -> int:

@@ -10,7 +10,7 @@ import torch
 
 from treenets.data.logic import LABELS, RELATIONS, LogicBatch, LogicPair, formula_inputs, parse_formula
 from treenets.errors import TreenetsError
-from treenets.nn.ordered_memory import slot_distances
+from treenets.nn.ordered_memory.model import slot_distances
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.slots import SlotParser
 from treenets.trees.parents import nested_words

@@ -12,7 +12,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn import precision
-from treenets.nn.structformer import MAX_POSITIONS
+from treenets.nn.structformer.model import MAX_POSITIONS
 from treenets.predictors.lm import LanguageModel, Parse, SentenceScore, _batch_size, _quoted, _sentences
 from treenets.trees.dependencies import heads_from_parents
 

@@ -2,7 +2,7 @@
 sequences, SST sentences), for `treenets parse` beside the language models' trees.
 
 Ordered Memory writes each token at a memory slot; the slots are its syntactic distances, one row of them, and
-its tree is built from them bottom-up (`treenets.trees.tree_from_slots`, the official `build_tree`). A
+its tree is built from them bottom-up (`treenets.nn.ordered_memory.trees.tree_from_slots`, the official `build_tree`). A
 `SlotParse` holds that tree over the tokens read, the same tree with the tokens the scores leave out (a formula's
 brackets) left out, and the input's own tree over the same words, which the task scores it against (None
 where the input has none: a sentence as typed).
@@ -15,8 +15,11 @@ from dataclasses import dataclass
 import torch
 
 from treenets.errors import TreenetsError
+from treenets.nn.ordered_memory.trees import tree_from_slots
+from treenets.predictors.base import TreeInducer
 from treenets.predictors.lm import Layer, Parse
-from treenets.trees import tree_from_slots, without
+from treenets.trees import without
+from treenets.trees.draw import bracketed
 
 
 @dataclass
@@ -40,8 +43,20 @@ class SlotParse(Parse):
         """The induced tree without the tokens of `left_out`: what is scored against `own`."""
         return without(self.nested, set(self.left_out)) if self.left_out else self.nested
 
+    def row_name(self, row: int) -> str:
+        return "slots"
 
-class SlotParser:
+    def record_fields(self) -> dict:
+        """The tree scored (without `left_out`) and the input's own tree (None for a sentence as typed)."""
+        return {"scored_tree": bracketed(self.scored), "gold_tree": None if self.own is None else bracketed(self.own)}
+
+    def notes(self) -> list[str]:
+        """The tree without `left_out`, and the input's own tree where it has one."""
+        lines = [f"without {' '.join(sorted(self.left_out))}: {bracketed(self.scored)}"] if self.left_out else []
+        return lines + ([f"its own tree: {bracketed(self.own)}"] if self.own is not None else [])
+
+
+class SlotParser(TreeInducer):
     """What a predictor whose encoder may be Ordered Memory adds for `treenets parse`, with the interface of
     `treenets.predictors.LanguageModel`'s parsing (`read`, `layers`, `default_layer`, `parse`).
 

@@ -20,7 +20,8 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.listops import ListOpsBatch, gold_tree, listops_vocab, read_listops_splits
-from treenets.nn.ordered_memory import slot_distances
+from treenets.nn.ordered_memory.model import slot_distances
+from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.sequence_classifier import SequenceClassifier, SequenceClassifierConfig
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.listops import ListOpsClassifier
@@ -28,7 +29,6 @@ from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import AccuracyByDepth
-from treenets.trees import tree_from_slots
 
 CLASSES = 10  # the values 0..9
 

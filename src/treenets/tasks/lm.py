@@ -18,9 +18,8 @@ from treenets.config import TrainConfig
 from treenets.data.corpus import is_prepared
 from treenets.data.lm import EOS, UNK, BPTTStream, StreamColumns, Window, encode_stream, read_lm_file
 from treenets.nn.graphs import EvaluationWindows, capture_refusal
-from treenets.nn.lstm import LSTMConfig
-from treenets.nn.onlstm import ONLSTMConfig
-from treenets.nn.prpn import PRPNConfig
+from treenets.nn.onlstm.model import ONLSTMConfig
+from treenets.nn.registry import config_union
 from treenets.nn.utils import flatten_state, unflatten_state, unwrap
 from treenets.optim import OptimConfig, SGDConfig
 from treenets.predictors.lm import LanguageModel
@@ -31,8 +30,9 @@ from treenets.tasks.metrics import Perplexity
 from treenets.text import NormalizerName
 from treenets.vocab import Vocab
 
-# The language models: each config's `build(vocab_size)` makes its network.
-LanguageModelConfig = Annotated[ONLSTMConfig | PRPNConfig | LSTMConfig, Field(discriminator="name")]
+# The language models: every model folder's config for the language-model tasks (`treenets.nn.registry`), told
+# apart by `name`; each config's `build(vocab_size)` makes its network.
+LanguageModelConfig = config_union("lm")
 
 
 class PTBDataConfig(Section):

@@ -20,7 +20,8 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, MAX_FILE, LogicBatch, logic_vocab, read_logic_splits
-from treenets.nn.ordered_memory import slot_distances
+from treenets.nn.ordered_memory.model import slot_distances
+from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.logic import LogicClassifier
@@ -28,7 +29,7 @@ from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import AccuracyByOperators
-from treenets.trees.build import tree_from_slots, without
+from treenets.trees.build import without
 from treenets.trees.parents import nested_words
 from treenets.vocab import Vocab
 

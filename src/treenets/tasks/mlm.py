@@ -25,7 +25,8 @@ from treenets.config import TrainConfig
 from treenets.data.batching import Batch, TokenBudgetBatches
 from treenets.data.lm import read_lm_file
 from treenets.errors import TreenetsError
-from treenets.nn.structformer import MAX_POSITIONS, StructFormerConfig
+from treenets.nn.registry import config_union
+from treenets.nn.structformer.model import MAX_POSITIONS, StructFormerConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.mlm import MaskedLanguageModel
@@ -37,6 +38,8 @@ from treenets.text import NormalizerName
 from treenets.vocab import Vocab
 
 PAD, UNK, MASK = "<pad>", "<unk>", "<mask>"  # ids 0, 1, 2 of every vocabulary of this task
+# The masked language models: every model folder's config for this task (`treenets.nn.registry`).
+MaskedLanguageModelConfig = config_union("mlm")
 
 
 class MaskedLMDataConfig(Section):
@@ -55,7 +58,7 @@ class MaskedLMDataConfig(Section):
 class MaskedLMConfig(Section):
     task: Literal["mlm"]
     data: MaskedLMDataConfig = MaskedLMDataConfig()
-    model: StructFormerConfig = StructFormerConfig()
+    model: MaskedLanguageModelConfig = StructFormerConfig()
     # the official recipe: Adam, lr 3e-4, eps 1e-9, weight decay 1.2e-6, clipping 0.25, lr halved after 3 epochs
     # in a row without a better validation loss
     optim: OptimConfig = AdamConfig(lr=3e-4, eps=1e-9, weight_decay=1.2e-6, clip=0.25, lr_plateau_factor=0.5,

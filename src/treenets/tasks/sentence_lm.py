@@ -18,7 +18,7 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.sentences import BOS, EOS, UNK, SentenceBatch, SentenceIds, make_batch, read_sentences
 from treenets.errors import TreenetsError
-from treenets.nn.prpn import PRPNConfig
+from treenets.nn.prpn.model import PRPNConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import OptimConfig, SGDConfig
 from treenets.predictors.lm import LanguageModel

@@ -22,6 +22,7 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sst import NUM_CLASSES, SPLIT_FILES, TreesBatch, labelled_phrases, read_trees
+from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.tree_models import SentimentModel, SentimentModelConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import OptimConfig
@@ -33,7 +34,6 @@ from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import SentimentAccuracy
 from treenets.tasks.relatedness import TREE_LSTM_OPTIM
 from treenets.text import NormalizerName
-from treenets.trees import tree_from_slots
 from treenets.trees.parents import labels_from, nested_words
 from treenets.vocab import Vocab
 

@@ -6,7 +6,6 @@ from treenets.trees.build import (
     random_tree,
     right_branching,
     tree_from_distances,
-    tree_from_slots,
     without,
 )
 from treenets.trees.metrics import ParseScores, average_depth, self_f1, sentence_prf, spans
@@ -23,5 +22,5 @@ from treenets.trees.ptb import (
 __all__ = [
     "WORD_TAGS", "ParseScores", "average_depth", "balanced", "collapse", "labeled_spans", "left_branching",
     "normalize_word", "parse_trees", "random_tree", "read_treebank", "right_branching", "self_f1",
-    "sentence_prf", "spans", "tree_from_distances", "tree_from_slots", "tree_words", "without",
+    "sentence_prf", "spans", "tree_from_distances", "tree_words", "without",
 ]

@@ -39,7 +39,7 @@ Dropout (training): `dropout` before each of the cell's two linear maps, `dropou
 the key's linear maps and before w_b, a fresh mask at every use, as the official code draws them.
 
 The syntactic distance of step t is the slot of its largest p_t^i (the official `genparse`): the higher the slot,
-the more constituents the token closes. `tree_from_slots` (treenets.trees) builds the tree from them.
+the more constituents the token closes. `tree_from_slots` (`trees.py` in this folder) builds the tree from them.
 
 Padding: a sequence's vector is the output at its last token; padded steps change nothing before them. Past a
 sequence's end the official code runs on and zeroes its state; here it stops (the batch is sorted by length and

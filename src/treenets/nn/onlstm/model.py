@@ -16,11 +16,11 @@ The syntactic distance of step t (used to build trees) is `1 - mean(f~_t)`; `mea
 
 The pre-activations of one step are a single row of `2 * n_chunks + 4 * H` values laid out as the official
 code lays them out: `[i~ logits | f~ logits | o | c^ | i | f]` (each of the last four is H wide), so that
-official weights load without permutation (`treenets.convert`).
+official weights load without permutation (`convert.py`).
 
 Speed: the input projections of all steps are one matrix product before the loop; inside the loop only the
 hidden projection runs. Where the compiled kernels apply (`treenets.nn.backend`: CPU, float32/float64), the
-loop runs in C++ (csrc/onlstm_cpu.cpp) and training uses its hand-derived backward (`_FusedRecurrence`),
+loop runs in C++ (onlstm_cpu.cpp in this folder) and training uses its hand-derived backward (`_FusedRecurrence`),
 which keeps no autograd graph per step and computes the hidden-to-hidden weight gradient as one large matrix
 product over all steps, instead of T small ones accumulated one by one; the per-step hidden products run on the
 weight packed once per sequence (csrc/packed_gemm.h: AVX-512, AVX2, NEON or SSE2 code from one micro-kernel,

@@ -27,8 +27,8 @@ parsing state (zero embeddings, gate history +inf, i.e. nothing to attend to bef
 Speed: the parsing network (its convolution as one matrix product over windows), the input projections of every
 reading layer and the whole predict network run over all steps at once; only the reading layers' recurrence runs
 step by step, one layer after another. Where the compiled kernels apply (`treenets.nn.backend`: CPU,
-float32/float64) that recurrence runs in C++ (csrc/prpn_cpu.cpp: per step the two matrix products, on weights packed
-once per segment (csrc/recurrent_product.h, csrc/packed_gemm.h), and fused loops for the rest) with a hand-derived
+float32/float64) that recurrence runs in C++ (`prpn_cpu.cpp`: per step the two matrix products, on weights packed
+once per segment (nn/csrc/recurrent_product.h, nn/csrc/packed_gemm.h), and fused loops for the rest) with a hand-derived
 backward that forms the weight gradients once per segment. The recurrent dropout mask is one per forward for the
 whole batch, so the hidden product `U (h~ * rmask)` and its gradients run over the kept features alone (half of U's
 columns at the paper's rdropout 0.5): fewer FLOPs than the official code, the same values up to rounding. The

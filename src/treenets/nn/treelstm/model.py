@@ -19,7 +19,7 @@ Speed: the official implementations visit one node at a time. Here a batch of tr
 every step of the loop computes all the nodes of one height (all whose children are done, across all trees)
 with batched matrix products and index sums; the input projections of all nodes are computed at once. Where
 the compiled kernels apply (`treenets.nn.backend`: CPU, float32/float64) the level loop runs in C++
-(csrc/treelstm_cpu.cpp): per level the matrix products, and the gathers, activations and sums fused into
+(treelstm_cpu.cpp in this folder): per level the matrix products, and the gathers, activations and sums fused into
 loops over the level's edges and nodes; in training a hand-derived backward forms the weight gradients once
 for all nodes, in inference nothing is kept for it. With more than one thread the kernels cut the batch into
 runs of whole trees (`parallel_parts`), one per thread, each running the level loop on its own: a level's

@@ -41,7 +41,7 @@ The output layer shares the embedding's weights and has its own bias.
 
 Parameter names are the official `state_dict`'s (`emb`, `layers.{n}.self_attn.q_proj`, `feedforward.{0,1,4}`,
 `parser_layers.{i}.0.conv`, `distance_ff`, `height_ff`, `_rel_weight`, `_scaler`, ...), so an official checkpoint's
-`state_dict` loads as it is (`treenets.convert.structformer_from_official`).
+`state_dict` loads as it is (`convert.py`: `from_official`).
 """
 
 from __future__ import annotations

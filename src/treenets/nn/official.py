@@ -1,0 +1,55 @@
+"""Loading a `state_dict` saved by an official implementation into a treenets network: the keys renamed, every key
+and shape checked (what each model's `convert.py` shares)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from treenets.errors import TreenetsError
+
+
+def as_tensor(value) -> torch.Tensor:
+    """A tensor or an array (e.g. from a fixture's `params.npz`) as a tensor of its own."""
+    return value.detach().clone() if isinstance(value, torch.Tensor) else torch.from_numpy(np.array(value))
+
+
+def check_tied(state_dict: Mapping, tie_weights: bool) -> None:
+    """An error where `tie_weights` is set but the official embedding and decoder hold different weights."""
+    if tie_weights and "encoder.weight" in state_dict and "decoder.weight" in state_dict and not torch.equal(
+            as_tensor(state_dict["encoder.weight"]), as_tensor(state_dict["decoder.weight"])):
+        raise TreenetsError("tie_weights is set but encoder.weight and decoder.weight differ")
+
+
+def load_renamed(model, state_dict: Mapping, renamed: dict, what: str, arguments: str) -> None:
+    """Load `state_dict` into `model` under the names `renamed` maps its keys to, checking keys and shapes.
+
+    Args:
+        what: what the state_dict should be, for messages ("an official ON-LSTM state_dict for nlayers=3").
+        arguments: the constructor arguments the shapes follow from, for messages.
+
+    Raises:
+        TreenetsError: a key missing or unexpected, or a shape that does not match.
+    """
+    missing = sorted(set(renamed) - set(state_dict))
+    unexpected = sorted(set(state_dict) - set(renamed))
+    if missing or unexpected:
+        raise TreenetsError(f"not {what}: missing {missing or 'nothing'}, unexpected {unexpected or 'nothing'}")
+    ours = model.state_dict()
+    converted = {}
+    for official, name in renamed.items():
+        tensor = as_tensor(state_dict[official]).to(ours[name].dtype)
+        if tensor.shape != ours[name].shape:
+            raise TreenetsError(f"{official}: shape {tuple(tensor.shape)} does not match {tuple(ours[name].shape)} "
+                                f"expected from {arguments}")
+        converted[name] = tensor
+    model.load_state_dict(converted)
+
+
+def fixture_arg(config: dict, key: str, path):
+    """`config[key]` of a fixture's `config.json` (at `path`), or an error naming the missing key."""
+    if key not in config:
+        raise TreenetsError(f"{path}: missing key {key!r}")
+    return config[key]

@@ -1,0 +1,34 @@
+"""`check-golden`'s `ordered-memory-logic` fixtures: the official Ordered Memory logic classifier's outputs and
+trees (shared/golden/README.md)."""
+
+from __future__ import annotations
+
+import torch
+
+from treenets.nn.official import fixture_arg
+from treenets.nn.ordered_memory.convert import classifier_from_official
+from treenets.nn.ordered_memory.model import slot_distances
+from treenets.nn.ordered_memory.trees import tree_from_slots
+
+
+def logic(config: dict, arrays: dict, path) -> dict:
+    """The classifier on `tokens` with the trained number of slots and twice as many (as the official evaluation
+    tests it); the trees of every sequence from the latter's distances, as `genparse` builds them."""
+    args = fixture_arg(config, "args", path)
+    model = classifier_from_official(arrays["params"], **args).double()
+    pad = config.get("pad", args["ntoken"] - 1)  # the official padding index: the last token id
+    vocab = fixture_arg(config, "vocab", path)
+    tokens = torch.from_numpy(arrays["inputs"]["tokens"])
+    lengths = (tokens != pad).sum(0)
+    outputs = {}
+    with torch.no_grad():
+        embedded = model.embedding(tokens)
+        for suffix, slots in (("", args["nslot"]), ("_2x", 2 * args["nslot"])):
+            run = model.encoder(embedded, lengths, slots)
+            outputs[f"logits{suffix}"] = model.classify(run.output).numpy()
+            outputs[f"probs{suffix}"] = run.probs.numpy()
+    distances = slot_distances(torch.from_numpy(outputs["probs_2x"]))
+    outputs["distance_2x"] = distances.numpy()
+    outputs["trees_2x"] = [tree_from_slots([vocab[i] for i in tokens[:n, b].tolist()], distances[:n, b].tolist())
+                           for b, n in enumerate(lengths.tolist())]
+    return outputs
