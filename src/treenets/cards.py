@@ -31,9 +31,9 @@ CHECK_EXAMPLES = 2500  # a larger split is checked on every k-th example, so tha
 
 
 def _parses_words(predictor) -> bool:
-    from treenets.predictors.lm import LanguageModel
+    from treenets.predictors.base import TreeInducer
 
-    return isinstance(predictor, LanguageModel) and predictor.num_distance_rows > 0 and predictor.token_unit == "word"
+    return isinstance(predictor, TreeInducer) and predictor.induces_trees
 
 
 def check_figures(predictor, root=None) -> dict:
@@ -60,8 +60,8 @@ def check_figures(predictor, root=None) -> dict:
         return {f"{split} {result.key} (batch {CHECK_BATCH}{sample})": result.score}
     sentences = load_gold(resolve_treebank("nltk-sample", root))[:CHECK_SENTENCES]
     scores = predictor.score([s.words for s in sentences if s.words])
-    logprobs = [p for score in scores for p in score.logprobs]
-    figures = {f"nltk-sample first {CHECK_SENTENCES} perplexity": math.exp(-sum(logprobs) / len(logprobs))}
+    predicted = sum(score.predicted for score in scores)  # the tokens and closing boundaries scored
+    figures = {f"nltk-sample first {CHECK_SENTENCES} perplexity": math.exp(-sum(s.total for s in scores) / predicted)}
     if _parses_words(predictor):
         layer = predictor.default_layer
         (result,), _, _ = evaluate_model(predictor, "model", sentences, [layer], "official", progress=False)

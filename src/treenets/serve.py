@@ -164,6 +164,8 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
     with autocast(precision, lm.device):
         if isinstance(lm, SentimentClassifier):
             return _sentiment(model, lm, sentence, pretokenized)
+        if lm.decoders:  # a model that decodes labelled trees (a grammar)
+            return _decoded(model, lm, sentence, pretokenized)
         return _analyse(model, lm, sentence, pretokenized)
 
 
@@ -182,6 +184,27 @@ def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: st
                       labels={f"{s}-{e}": label for s, e, label in result.spans if e - s > 1},
                       word_labels=[label for s, e, label in result.spans if e - s == 1])
     return answer
+
+
+def _decoded(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
+    """A model that decodes its trees (a grammar: `TreeInducer.decoders`): its probability of the sentence
+    (perplexity per word and closing boundary) and its tree by every decoder (over token positions, as the page
+    draws it), each node's label in `labels` (`"start-end"`) and each word's in `word_labels`, as the parse
+    declares them (`record_fields`: `spans` with their nonterminals, `tags`)."""
+    score = lm.score(sentence, pretokenized)
+    result = {"model": model.id, "kind": "decoded", "tokens": score.tokens, "unknown": score.unknown,
+              "dropped": [asdict(piece) for piece in score.dropped],
+              "perplexity": score.perplexity if math.isfinite(score.perplexity) else None,
+              "decoders": list(lm.decoders), "trees": {}}
+    for decoder in lm.decoders:
+        fields = lm.parse(sentence, pretokenized=pretokenized, decode=decoder).record_fields()
+        nodes = [(s, e + 1) for s, e, _ in fields["spans"]] + [(i, i + 1) for i in range(len(score.tokens))]
+        result["trees"][decoder] = {
+            "tree": json.loads(tree_json(to_nested(from_spans(nodes, score.tokens)))),
+            "labels": {f"{s}-{e + 1}": f"NT-{label}" for s, e, label in fields["spans"]},
+            "word_labels": [f"T-{tag}" for tag in fields["tags"]],
+            "score": fields["score"] if math.isfinite(fields["score"]) else None}  # (a one-word sentence's: none)
+    return result
 
 
 def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
@@ -221,6 +244,9 @@ def describe(model: ServedModel, first_report: int) -> dict:
     rows = lm.num_distance_rows
     kind = (f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary, text read as "
             f"{lm.normalizer.name} ({lm.normalizer.summary})")
+    if lm.decoders:
+        return {"id": model.id, "kind": "decoded", "unit": lm.token_unit, "splits": [], "reports": [],
+                "description": f"{kind}; trees decoded by {' and '.join(lm.decoders)}"}
     reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
                for k, path in enumerate(model.reports)]
     distances = f", {rows} row{'s' if rows > 1 else ''} of distances" if rows else ", no distances"

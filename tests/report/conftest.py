@@ -49,6 +49,22 @@ def tiny_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def grammar_run(tmp_path_factory, tiny_run) -> Path:
+    """The run folder of a tiny Neural PCFG trained for two steps on the tiny corpus (`best.pt`: it decodes
+    labelled trees), validated on the treebank of `tiny_run`."""
+    root = tmp_path_factory.mktemp("grammar")
+    config = {"task": "pcfg", "data": {"path": str(write_corpus(root / "corpus")),
+                                       "valid": [str(tiny_run.parent / "tiny.mrg")],
+                                       "test": [str(tiny_run.parent / "tiny.mrg")]},
+              "model": {"name": "neural-pcfg", "nonterminals": 3, "preterminals": 4, "state_dim": 8},
+              "train": {"seed": 3, "epochs": 1, "threads": 1}}
+    (root / "pcfg.yaml").write_text(yaml.safe_dump(config))
+    run = root / "run"
+    assert main(["train", str(root / "pcfg.yaml"), "--out", str(run), "--max-steps", "2", "--no-progress"]) == 0
+    return run
+
+
+@pytest.fixture(scope="session")
 def structformer_run(tmp_path_factory, tiny_run) -> Path:
     """The run folder of a tiny StructFormer trained for two steps (`best.pt`: it induces dependencies), with the
     report of `parse-eval` of it beside the ON-LSTM of `tiny_run` (no dependencies) and a CoNLL file of the gold

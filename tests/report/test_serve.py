@@ -377,3 +377,49 @@ def test_page_draws_a_structformers_arcs_beside_an_onlstm_in_a_browser(open_page
         tab.press("#sentence", "Enter")
         tab.wait_for_selector(".panel svg.arcs")
         assert page.errors == []
+
+
+@pytest.fixture(scope="module")
+def grammar(grammar_run) -> str:
+    return str(grammar_run / "best.pt")
+
+
+def test_a_grammar_gives_its_labelled_tree_by_each_decoder_beside_an_onlstm(grammar, models):
+    """A grammar's answer: its trees by Viterbi and by MBR, each node's nonterminal and each word's preterminal,
+    as its `parse` gives them; the ON-LSTM beside it answers as before."""
+    with TestClient(create_app(load_models([grammar, models[0]]))) as client:
+        answer = client.post("/api/parse", json={"sentence": SENTENCE, "models": [grammar, models[0]]})
+        assert answer.status_code == 200
+        found, onlstm = answer.json()["results"]
+        info = client.get("/api/models").json()["models"]
+    assert found["kind"] == "decoded" and found["tokens"] == WORDS and found["decoders"] == ["viterbi", "mbr"]
+    assert found["perplexity"] > 1 and onlstm["trees"] is not None and info[0]["kind"] == "decoded"
+    for decoder in ("viterbi", "mbr"):
+        parse = treenets.load(grammar).parse(SENTENCE, decode=decoder)
+        drawn = found["trees"][decoder]
+        assert drawn["tree"] == json.loads(tree_json(parse.nested))
+        assert drawn["labels"] == {f"{s}-{e + 1}": f"NT-{label}" for s, e, label in parse.spans}
+        assert drawn["word_labels"] == [f"T-{tag}" for tag in parse.tags]
+    with TestClient(create_app(load_models([grammar]))) as client:  # one word: no tree of two, no perplexity
+        (one,) = client.post("/api/parse", json={"sentence": "dog"}).json()["results"]
+    assert one["perplexity"] is None and one["trees"]["viterbi"]["tree"] == 0
+    assert one["trees"]["viterbi"]["labels"] == {} and len(one["trees"]["mbr"]["word_labels"]) == 1
+
+
+@pytest.mark.usefixtures("browser")
+def test_page_draws_a_grammars_labelled_trees_in_a_browser(open_page, grammar, tiny_run):
+    with serving(create_app(load_models([grammar]))) as address:
+        page = open_page(tiny_run / "screenshots")
+        tab = page.tab
+        tab.goto(address)
+        tab.fill("#sentence", SENTENCE)
+        tab.press("#sentence", "Enter")
+        tab.wait_for_selector(".panel svg")
+        figures = tab.locator(".panel svg")
+        assert figures.count() == 2  # Viterbi, then MBR
+        for k in range(2):
+            assert figures.nth(k).locator("text.word").all_text_contents() == WORDS
+            assert figures.nth(k).locator("text.label").count() == len(WORDS) - 1  # every node of two words or more
+            assert len(figures.nth(k).locator("text.tag").all_text_contents()) == len(WORDS)  # every word's tag
+        page.screenshot("serve-grammar")
+        assert page.errors == []

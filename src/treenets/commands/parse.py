@@ -16,7 +16,7 @@ from treenets.commands.options import (
 @register
 class Parse(Command):
     name, order = "parse", 50
-    help = "induce trees for sentences with a trained language model (or an Ordered Memory encoder)"
+    help = "induce trees for sentences with a trained language model or grammar (or an Ordered Memory encoder)"
     description = ("Print the tree a model induces for each sentence, bracketed and drawn as text, or with --json "
                    "one JSON object per sentence and line. A sentence is first normalised into the words of the "
                    "model's training text (the normaliser its config names; for the PTB models: Penn Treebank "
@@ -24,7 +24,10 @@ class Parse(Command):
                    "ListOps or sentiment model with an Ordered Memory encoder draws the tree built from its memory "
                    "slots of a formula, a sequence or a sentence (as its predict reads it), with the input's own "
                    "tree where it has one (--json: gold_tree; null for a sentence) and, for a formula, the induced "
-                   "tree without its brackets (scored_tree), as its task scores them.")
+                   "tree without its brackets (scored_tree), as its task scores them. A grammar (a Neural or "
+                   "Compound PCFG) draws its most probable tree (--decode viterbi) or the tree of the largest summed "
+                   "span probabilities (mbr), with each span's nonterminal and each word's preterminal (--json: "
+                   "labelled_tree, spans, tags).")
 
     def add_options(self, parser):
         parser.add_argument("checkpoint", metavar="MODEL",
@@ -42,6 +45,10 @@ class Parse(Command):
                                  "then the mean's; default: the model's default, the second layer of ON-LSTM)")
         parser.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
+        parser.add_argument("--decode", choices=["viterbi", "mbr"],
+                            help="a grammar's tree: viterbi (the most probable labelled tree; the default) or mbr "
+                                 "(minimum Bayes risk: the tree of the largest summed span marginals, each span "
+                                 "labelled by its most probable nonterminal)")
         parser.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
         parser.add_argument("--svg", metavar="DIR",
                             help="also write one SVG drawing per sentence to DIR: a new or empty folder, or one "
@@ -69,5 +76,5 @@ class Parse(Command):
         from treenets.parsing import print_trees
 
         skipped = print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances,
-                              args.svg, args.json, args.pretokenized, args.device, args.overwrite)
+                              args.svg, args.json, args.pretokenized, args.device, args.overwrite, args.decode)
         return 1 if skipped and args.strict else 0

@@ -57,6 +57,10 @@ class ParseEval(Command):
                             help="1-based layer, 'mean', or 'all' (each layer and the mean; default)")
         parser.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
+        parser.add_argument("--decode", choices=["viterbi", "mbr"],
+                            help="a grammar's trees: viterbi (the most probable tree; the default, as Kim et al. "
+                                 "score theirs) or mbr (the tree of the largest summed span marginals, as TN-PCFG and "
+                                 "SimplePCFG score theirs)")
         parser.add_argument("--output", metavar="DIR",
                             help="write the trees (also in compound-pcfg's format, with the gold trees), "
                                  "per-sentence scores (JSONL), a few figures, summary.json and an HTML report "
@@ -79,5 +83,5 @@ class ParseEval(Command):
 
         evaluate_parsing(args.checkpoints, gold_treebank(args), args.layer, args.split, args.output, args.batch_size,
                          args.random_draws, args.device, args.data, args.convention, args.bootstrap, args.seed,
-                         args.format, args.drop_punctuation, args.overwrite, args.gold_dependencies)
+                         args.format, args.drop_punctuation, args.overwrite, args.gold_dependencies, args.decode)
         return 0

@@ -75,9 +75,27 @@
     return box;
   }
 
+  // A model that decodes labelled trees (a grammar): its tree by each decoder, every node's and word's label.
+  function decodedPanel(r, info) {
+    const words = r.tokens;
+    const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
+    const perplexity = r.perplexity === null ? "no tree of one word" : `perplexity ${r.perplexity.toFixed(1)}`;
+    const box = htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
+      htmlEl("p", { class: "meta", text: `${info.description}; ${words.length} ${info.unit}s; ${perplexity}` +
+        (r.unknown.length ? `; read as <unk>: ${r.unknown.join(" ")}` : "") }));
+    for (const decoder of r.decoders) {
+      const found = r.trees[decoder];
+      box.append(htmlEl("div", { class: "figure-scroll" }, Trees.figure({ words, unknown, tree: found.tree,
+        labels: found.labels, tags: found.word_labels,
+        caption: `${decoder}: every span's nonterminal, every word's preterminal (under it)` })));
+    }
+    return box;
+  }
+
   function panel(r) {
     const info = byId[r.model];
     if (r.kind === "sentiment") return sentimentPanel(r, info);
+    if (r.kind === "decoded") return decodedPanel(r, info);
     const words = r.tokens;
     const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
     // A model read between boundary tokens also gives the surprisal of the closing one (a StructFormer has none).

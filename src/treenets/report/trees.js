@@ -71,20 +71,22 @@ const Trees = (() => {
 
      words: the tokens; tree: a tree over them (or null); compare: spans of the other tree, to colour the nodes
      found in both ("match") and the others (`unmatched`: "extra" for a prediction, "missed" for gold);
-     labels: {span: label} shown beside nodes; unknown: set of positions to mark; rows: [{name, values,
-     highlight, format, extra}] bars per word, from the row's smallest value (a stub) to its largest (full
-     height), the range printed under the row's name (`extra`: text after the last word); caption: a title. */
-  function figure({ words, tree = null, compare = null, unmatched = "extra", labels = null, unknown = null,
-                    rows = [], caption = "" }) {
+     labels: {span: label} shown beside nodes; tags: a label under each word (a grammar's preterminals), or null;
+     unknown: set of positions to mark; rows: [{name, values, highlight, format, extra}] bars per word, from the
+     row's smallest value (a stub) to its largest (full height), the range printed under the row's name (`extra`:
+     text after the last word); caption: a title. */
+  function figure({ words, tree = null, compare = null, unmatched = "extra", labels = null, tags = null,
+                    unknown = null, rows = [], caption = "" }) {
     const positions = wordPositions(words);
     const xs = positions.xs, tail = rows.some((row) => row.extra) ? 130 : 0;  // room for the rows' `extra` text
     const width = positions.width + tail;
     const root = tree === null ? null : place(tree, xs);
     const levels = root ? root.level : 0;
     const step = root ? Math.max(10, Math.min(22, 300 / Math.max(levels, 1))) : 0;
-    const top = caption ? 22 : 8;
+    const top = (caption ? 22 : 8) + (labels ? 10 : 0);  // (room for the root's label under the caption)
     const base = top + levels * step;  // y of the leaves
-    const height = base + WORDS_H + rows.length * ROW + 6;
+    const tagsH = tags ? 14 : 0;
+    const height = base + WORDS_H + tagsH + rows.length * ROW + 6;
     // Narrower boxes shrink the drawing (the viewBox keeps its proportions) down to MIN_SCALE of its size,
     // where words stay readable; below that the box scrolls instead (long sentences, two panels side by side).
     const svg = svgEl("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
@@ -113,9 +115,11 @@ const Trees = (() => {
       const text = svgEl("text", { x: xs[i], y: base + 15, "text-anchor": "middle",
                                    class: unknown && unknown.has(i) ? "word unknown" : "word" }, word);
       svg.append(text);
+      if (tags) svg.append(svgEl("text", { x: xs[i], y: base + 15 + tagsH, "text-anchor": "middle", class: "tag" },
+                                 tags[i]));
     });
     rows.forEach((row, r) => {
-      const bottom = base + WORDS_H + (r + 1) * ROW - 4;
+      const bottom = base + WORDS_H + tagsH + (r + 1) * ROW - 4;
       const finite = row.values.filter((v) => v !== null && Number.isFinite(v));
       // Bars span the row's range, from its smallest value to its largest: distances often differ by
       // hundredths, and the tree splits at the largest whatever their level.

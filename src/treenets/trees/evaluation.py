@@ -77,8 +77,10 @@ def score_trees(source: str, layer: str, trees: list, sentences: list[GoldSenten
 
 
 def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: list, split: str,
-                   batch_size: int = 64, progress: bool = True) -> tuple[list[SystemResult], list, dict]:
-    """Induce (`lm.parse`) and score trees for every requested layer of one model.
+                   batch_size: int = 64, progress: bool = True, options: dict | None = None
+                   ) -> tuple[list[SystemResult], list, dict]:
+    """Induce (`lm.parse`, with `options`: e.g. a grammar's `decode`) and score trees for every requested layer of
+    one model.
 
     Returns the results per layer, the distances per sentence (`[rows, words]`, NaN where no tree reads one:
     `Parse.read_distances`; None for an empty sentence), and counts of the words the vocabulary did not know.
@@ -90,7 +92,8 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
                disable=None if progress else True)
     for start in range(0, len(present), batch_size * 8):
         chunk = present[start : start + batch_size * 8]
-        for index, parse in zip(chunk, lm.parse([sentences[i].words for i in chunk], layers[0], split, batch_size)):
+        for index, parse in zip(chunk, lm.parse([sentences[i].words for i in chunk], layers[0], split, batch_size,
+                                                **(options or {}))):
             parses[index] = parse
         bar.update(len(chunk))
     bar.close()

@@ -1,0 +1,246 @@
+"""A trained probabilistic context-free grammar (the Neural and Compound PCFGs): its labelled trees of sentences,
+by Viterbi (the most probable tree: each span's nonterminal and each word's preterminal) or by minimum Bayes risk
+over span marginals (the tree of the largest summed span probabilities, each span labelled by its most probable
+nonterminal), and the probability of sentences.
+
+A sentence is read as `LanguageModel` reads one (normalised into the words of the training text, `<unk>` for the
+others), without boundary tokens. A Compound PCFG parses with z at its posterior mean, as the official evaluation
+does, and scores with the evidence lower bound (an upper bound on perplexity, as the paper reports it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from treenets.config import registered_tasks
+from treenets.errors import TreenetsError
+from treenets.nn.chart import marginals, mbr, viterbi
+from treenets.predictors.lm import LanguageModel, Layer, Parse, _batch_size, _sentences
+from treenets.text import Dropped
+
+DECODERS = ("viterbi", "mbr")
+
+
+def nested_from_spans(words: list[str], spans) -> list | str:
+    """The binary tree over `words` whose nodes of two or more words are `spans` ((start, end inclusive, ...)), as
+    nested lists of words (a lone word for one)."""
+    children = {(s, t): None for s, t, *_ in spans}
+
+    def node(s: int, t: int):
+        if s == t:
+            return words[s]
+        for split in range(s, t):  # the left child's span is a node (or a word)
+            if (split == s or (s, split) in children) and (split + 1 == t or (split + 1, t) in children):
+                return [node(s, split), node(split + 1, t)]
+        raise ValueError(f"spans {sorted(children)} are not a binary tree over {len(words)} words")
+
+    return node(0, len(words) - 1) if words else []
+
+
+def labelled_bracketing(words: list[str], spans, tags, nonterminal: str = "NT", preterminal: str = "T") -> str:
+    """The labelled tree as one bracketed line: `(NT-3 (T-12 the) (T-5 cat))`."""
+    labels = {(s, t): label for s, t, label in spans}
+
+    def node(s: int, t: int) -> str:
+        if s == t:
+            return f"({preterminal}-{tags[s]} {words[s]})"
+        for split in range(s, t):
+            if (split == s or (s, split) in labels) and (split + 1 == t or (split + 1, t) in labels):
+                return f"({nonterminal}-{labels[(s, t)]} {node(s, split)} {node(split + 1, t)})"
+        raise ValueError("not a binary tree")
+
+    if len(words) == 1:
+        return f"({nonterminal} {node(0, 0)})"
+    return node(0, len(words) - 1)
+
+
+@dataclass
+class GrammarScore:
+    """A grammar's probability of a sentence: `logprob` is log p(sentence) summed over its trees (natural log; a
+    Compound PCFG's, the evidence lower bound: `bound`), -inf for a one-word sentence (no tree has a nonterminal
+    root over one word)."""
+
+    tokens: list[str]  # what the grammar read (normalised)
+    logprob: float
+    unknown: list[str]  # tokens read as <unk>
+    dropped: list[Dropped] = field(default_factory=list)  # what of the text it read no token from
+    bound: bool = False  # a lower bound (the ELBO), not the exact value
+
+    @property
+    def total(self) -> float:
+        return self.logprob
+
+    @property
+    def predicted(self) -> int:
+        """What its perplexity is per: each word and the closing `</s>`, as Kim et al. count them."""
+        return len(self.tokens) + 1
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(-self.logprob / self.predicted)
+
+
+@dataclass
+class GrammarParse(Parse):
+    """A grammar's tree of one sentence: `spans` (start, end inclusive, nonterminal) of its nodes over two or more
+    words, the whole sentence's included, and `tags` each word's preterminal; `distances` has no row (a grammar
+    has none), `layer` 1."""
+
+    spans: list[tuple[int, int, int]] = field(default_factory=list)
+    tags: list[int] = field(default_factory=list)
+    decode: str = "viterbi"
+    score: float = math.nan  # Viterbi: the tree's log-probability; MBR: its summed span marginals
+
+    def __post_init__(self):
+        self.nested = nested_from_spans(self.words, self.spans)
+
+    def at(self, layer: Layer) -> GrammarParse:
+        """The one tree there is."""
+        return self
+
+    @property
+    def labelled(self) -> str:
+        """The tree with its labels, bracketed: `NT-k` the nonterminals, `T-k` the preterminals."""
+        return labelled_bracketing(self.words, self.spans, self.tags)
+
+    def record_fields(self) -> dict:
+        """The labelled tree, each span with its nonterminal, each word's preterminal, and how it was decoded."""
+        return {"labelled_tree": self.labelled, "spans": [list(span) for span in self.spans], "tags": self.tags,
+                "decode": self.decode, "score": self.score}
+
+    def notes(self) -> list[str]:
+        return [f"labelled ({self.decode}): {self.labelled}"]
+
+
+class GrammarModel(LanguageModel):
+    """A Neural or Compound PCFG with its vocabulary, from `treenets.load`: `parse` (labelled trees, `decode`
+    "viterbi" or "mbr") and `score` (log-probabilities of sentences)."""
+
+    splits = ("official",)  # trees come from the grammar, not from distances: no split rule to choose
+    decoders = DECODERS
+    tree_source = "its grammar"
+
+    @property
+    def induces_trees(self) -> bool:
+        return True
+
+    @property
+    def num_distance_rows(self) -> int:
+        return 0
+
+    @property
+    def default_layer(self) -> int:
+        return 1
+
+    def layers(self, spec: Layer = "default", option: str = "layer") -> list[Layer]:
+        """[1]: a grammar has one tree per sentence (`spec` default, 1 or all)."""
+        if spec in ("default", "all", None, 1, "1"):
+            return [1]
+        raise TreenetsError(f"{option} {spec}: a grammar has no layers of distances: its tree is the grammar's "
+                            "(expected 1, the default)")
+
+    def _require_distances(self) -> None:
+        raise TreenetsError(f"{self.config.model.name} gives no syntactic distances: its trees come from its "
+                            "grammar (`parse`)")
+
+    def _batch(self, tokens: list[list[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Word ids [B, N] (right-padded) and lengths [B] of sentences already read."""
+        ids = [torch.tensor(self.vocab.encode(words)[0]) for words in tokens]
+        lengths = torch.tensor([len(words) for words in tokens])
+        return torch.nn.utils.rnn.pad_sequence(ids, batch_first=True).to(self.device), lengths
+
+    @torch.no_grad()
+    def trees_of_tokens(self, tokens: list[list[str]], decode: str = "viterbi", batch_size: int = 64):
+        """For sentences already read: each one's (spans, tags, score) by `decode`, in batches of similar length.
+        A one-word sentence is its word alone under the root (no span of two words; its tag the preterminal
+        most likely to emit it)."""
+        if decode not in DECODERS:
+            raise TreenetsError(f"decode {decode!r}: expected {' or '.join(map(repr, DECODERS))}")
+        result = [None] * len(tokens)
+        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+        for i in [i for i in order if len(tokens[i]) == 1]:
+            ids, lengths = self._batch([tokens[i]])
+            z = self.net.encode(ids, lengths)[0] if self.net.z_dim else None
+            result[i] = ([], [int(self.net.grammar(ids, z).terms[0, 0].argmax())], math.nan)
+        longer = [i for i in order if len(tokens[i]) >= 2]
+        for start in range(0, len(longer), batch_size):
+            chunk = longer[start : start + batch_size]
+            ids, lengths = self._batch([tokens[i] for i in chunk])
+            grammar = self.net(ids, lengths, use_mean=True).grammar
+            if decode == "viterbi":
+                found = [(tree.spans, tree.tags, tree.score) for tree in viterbi(grammar, lengths)]
+            else:
+                found = [(tree.spans, tree.tags, tree.score) for tree in mbr(marginals(grammar, lengths), lengths)]
+            for i, tree in zip(chunk, found):
+                result[i] = tree
+        return result
+
+    def parse(self, sentences: str | list, layer: Layer | None = None, split: str = "official",
+              batch_size: int = 64, pretokenized: bool = False, decode: str = "viterbi"):
+        """The grammar's labelled trees (`decode`: "viterbi", the most probable tree, or "mbr", the tree of the
+        largest summed span marginals).
+
+        Returns:
+            a `GrammarParse` for a string (`.words`, `.tree`, `.nested`, `.spans`, `.tags`, `.labelled`), else a
+            list of them.
+        """
+        if isinstance(sentences, str):
+            return self.parse([sentences], layer, split, batch_size, pretokenized, decode)[0]
+        if split not in self.splits:
+            raise TreenetsError(f"split {split!r}: a grammar's trees are its own (no split rule applies)")
+        self.layers("default" if layer is None else layer)
+        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        readings = [self._read(sentence, pretokenized) for sentence in sentences]
+        trees = self.trees_of_tokens([words for words, _ in readings], decode, batch_size)
+        return [GrammarParse(words, torch.zeros(0, len(words)), 1, "official",
+                             [w for w in words if w not in self.vocab], dropped, spans=list(spans), tags=list(tags),
+                             decode=decode, score=score)
+                for (words, dropped), (spans, tags, score) in zip(readings, trees)]
+
+    @torch.no_grad()
+    def log_probs(self, tokens: list[list[str]], batch_size: int = 64) -> list[float]:
+        """log p(sentence) of sentences already read (natural log; the Compound PCFG's: the ELBO with z drawn from
+        q(z | sentence) by a generator seeded at each call, a lower bound); -inf for a one-word sentence, which has
+        no tree."""
+        result = [-math.inf] * len(tokens)
+        longer = sorted((i for i in range(len(tokens)) if len(tokens[i]) >= 2), key=lambda i: len(tokens[i]))
+        draws = torch.Generator().manual_seed(0)  # a Compound PCFG's z: the same draws at every call
+        for start in range(0, len(longer), batch_size):
+            chunk = longer[start : start + batch_size]
+            ids, lengths = self._batch([tokens[i] for i in chunk])
+            noise = {"noise": torch.randn(len(chunk), self.net.z_dim, generator=draws).to(self.device)} \
+                if self.net.z_dim else {}
+            run = self.net(ids, lengths, **noise)
+            for i, value in zip(chunk, (-(run.nll + run.kl)).tolist()):
+                result[i] = value
+        return result
+
+    def score(self, sentences: str | list, pretokenized: bool = False) -> GrammarScore | list[GrammarScore]:
+        """log p(sentence) of each sentence (a string, or a list of sentences: strings or token lists); a
+        Compound PCFG's is the evidence lower bound with z drawn from q(z | sentence)."""
+        if isinstance(sentences, str):
+            return self.score([sentences], pretokenized)[0]
+        readings = [self._read(sentence, pretokenized) for sentence in _sentences(sentences)]
+        values = self.log_probs([words for words, _ in readings])
+        return [GrammarScore(words, value, [w for w in words if w not in self.vocab], dropped,
+                             bound=bool(self.net.z_dim))
+                for (words, dropped), value in zip(readings, values)]
+
+    def evaluate(self, sentences: list, batch_size: int = 64, pretokenized: bool = False):
+        """Perplexity per word and closing `</s>` of sentences of two or more words (strings or token lists), as the
+        task's metric."""
+        tokens = [self.read(sentence, pretokenized) for sentence in _sentences(sentences)]
+        tokens = [words for words in tokens if len(words) >= 2]
+        metric = registered_tasks()[self.config.task].Metric()
+        for value, words in zip(self.log_probs(tokens, _batch_size(batch_size)), tokens):
+            metric.add(torch.tensor(-value, dtype=torch.float64), len(words) + 1)
+        return metric
+
+    def _predict_inputs(self, pretokenized: bool = False, sentence: str | None = None) -> GrammarScore:
+        if sentence is None:
+            raise TreenetsError("predict: a grammar needs --sentence (or use `treenets parse`)")
+        self.read(sentence, pretokenized, "--sentence")
+        return self.score(sentence, pretokenized)

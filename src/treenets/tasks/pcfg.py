@@ -1,0 +1,258 @@
+"""Grammar induction: a probabilistic context-free grammar trained on sentences alone by maximising their
+likelihood, summed over every tree by the inside algorithm (Kim, Dyer & Rush, ACL 2019: the Neural and Compound
+PCFGs; the official `train.py` is the recipe).
+
+Sentences come one per line from a text (Mikolov's PTB by default: lower case, numbers as `N`, no punctuation,
+10,000 words; `<unk>` for the others), in batches of sentences of one length, as the official code batches them.
+A curriculum on length: the first epoch reads the sentences of at most `max_length` words, each later one
+`length_increment` more, up to `final_max_length`; one-word sentences, which have no tree under a grammar whose root
+is a nonterminal, are never read. The loss is the mean over the batch of -log p(sentence) (the Compound PCFG's:
+-ELBO, with the KL). Evaluation (`valid`: treebanks, WSJ 22 by default, their words as the parsing evaluation
+reads them; `test`: WSJ 24) gives the perplexity per word and closing `</s>` as the official code counts them
+(exact for the Neural PCFG, the ELBO's bound for the Compound PCFG), which selects the model on `valid`, and the
+sentence-level F1 of the Viterbi trees (the whole sentence's span left out, as `official`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from treenets.config import TrainConfig
+from treenets.data.batching import Batch, EpochOrder
+from treenets.data.lm import UNK, read_lm_file
+from treenets.data.treebanks import resolve_treebank
+from treenets.errors import TreenetsError
+from treenets.nn.chart import viterbi
+from treenets.nn.neural_pcfg.model import NeuralPCFGConfig
+from treenets.nn.registry import config_union
+from treenets.nn.utils import unwrap
+from treenets.optim import AdamConfig, OptimConfig
+from treenets.predictors.pcfg import GrammarModel
+from treenets.schema import PositiveInt, Section
+from treenets.tasks import register
+from treenets.tasks.base import Task, evaluating
+from treenets.tasks.metrics import Perplexity
+from treenets.text import NormalizerName
+from treenets.trees.metrics import sentence_prf, spans
+from treenets.trees.ptb import load_gold
+from treenets.vocab import Vocab
+
+# The grammars: every model folder's config for this task (`treenets.nn.registry`), told apart by `name`.
+GrammarConfig = config_union("pcfg")
+
+
+class PCFGDataConfig(Section):
+    """Training sentences, one per line of `path/train` (Mikolov's PTB text by default), and the treebanks whose
+    sentences validate and test (their words as the parsing evaluation reads them: lower case, digit runs as `N`)."""
+
+    path: str = "ptb_lm"  # folder under the data root, else from the current folder (or absolute)
+    train: str = "ptb.train.txt"
+    valid: list[str] = ["wsj22"]  # treebanks: paths, or the names nltk-sample, wsj22, wsj24
+    test: list[str] = ["wsj24"]  # (never WSJ 23, the benchmark of the papers)
+    batch_size: PositiveInt = 4  # [batch_size] sentences of one length a batch
+    eval_batch_size: PositiveInt = 16
+    max_length: PositiveInt = 30  # [max_length] the curriculum's first epoch: sentences of at most this many words
+    length_increment: int = 1  # [len_incr] words more each epoch
+    final_max_length: PositiveInt = 40  # [final_max_length]
+    # how the model reads text typed by a person: raw sentences into the words of this corpus (treenets.text)
+    normalizer: NormalizerName = "ptb"
+
+
+class PCFGConfig(Section):
+    task: Literal["pcfg"]
+    data: PCFGDataConfig = PCFGDataConfig()
+    model: GrammarConfig = NeuralPCFGConfig()
+    optim: OptimConfig = AdamConfig(lr=1e-3, betas=(0.75, 0.999), clip=3.0, weight_decay=0.0)
+    train: TrainConfig = TrainConfig()
+
+
+@dataclass
+class SentencesOfOneLength(Batch):
+    tokens: torch.Tensor  # [B, n] word ids
+
+    @property
+    def size(self) -> int:
+        """The words and closing `</s>` the loss is summed over (the official count: n + 1 a sentence)."""
+        return self.tokens.numel() + self.tokens.size(0)
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return torch.full((self.tokens.size(0),), self.tokens.size(1), dtype=torch.long, device=self.tokens.device)
+
+
+class LengthBatches(EpochOrder):
+    """Sentences in batches of one length, the batches read in a new random order every epoch (the official
+    `data.py` batches so), each epoch's sentences those of 2 to `limit(epoch)` words: `order` [batches,
+    batch_size] holds an epoch's batches (-1 filling a short one), `position` the next, `epoch` the epoch."""
+
+    def __init__(self, lengths, batch_size: int, limit, seed: int):
+        self.lengths, self.batch_size, self.limit = torch.as_tensor(lengths), batch_size, limit
+        self.generator = torch.Generator().manual_seed(seed)
+        self.order, self.position, self.epoch = torch.zeros(0, batch_size, dtype=torch.long), 0, 0
+
+    def _epoch_order(self) -> torch.Tensor:
+        batches = []
+        kept = (self.lengths >= 2) & (self.lengths <= self.limit(self.epoch))
+        for length in self.lengths[kept].unique().tolist():
+            rows = torch.nonzero(self.lengths == length).flatten()
+            rows = rows[torch.randperm(len(rows), generator=self.generator)]
+            batches += list(rows.split(self.batch_size))
+        order = torch.full((len(batches), self.batch_size), -1, dtype=torch.long)
+        for i, rows in enumerate(batches):
+            order[i, : len(rows)] = rows
+        return order[torch.randperm(len(batches), generator=self.generator)]
+
+    def __len__(self) -> int:
+        return len(self.order) if len(self.order) else int(((self.lengths >= 2) & (self.lengths <= self.limit(0)))
+                                                           .sum().item() // self.batch_size)
+
+    def next_rows(self) -> list[int] | None:
+        if self.position == 0:
+            self.order = self._epoch_order()
+        if self.position >= len(self.order):
+            self.position, self.epoch = 0, self.epoch + 1
+            return None
+        rows = self.order[self.position]
+        self.position += 1
+        return rows[rows >= 0].tolist()
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "epoch": self.epoch}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.epoch = int(state["epoch"])
+
+
+class GrammarMetric(Perplexity):
+    """Perplexity per word and closing `</s>` (the model selection value: exact for a Neural PCFG, the ELBO's upper
+    bound for a Compound PCFG), the mean KL per sentence, and the sentence-level F1 of the Viterbi trees where the
+    sentences have gold trees."""
+
+    def __init__(self, device=None):
+        super().__init__(device)
+        self.kl, self.sentences, self.f1 = 0.0, 0, []
+
+    def add_batch(self, nll: torch.Tensor, kl: torch.Tensor, words: int) -> None:
+        self.add((nll + kl).sum(), words)
+        self.kl += float(kl.sum())
+        self.sentences += len(nll)
+
+    def values(self) -> dict:
+        values = super().values()
+        values["kl"] = self.kl / max(self.sentences, 1)
+        if self.f1:
+            values["sentence_f1"] = 100 * sum(self.f1) / len(self.f1)
+        return values
+
+
+def _noise(net, batch: int, draws: torch.Generator, device) -> dict:
+    """A Compound PCFG's standard normal draws of z for `batch` sentences from `draws` (`noise=`); nothing for a
+    grammar without z."""
+    size = unwrap(net).z_dim
+    return {"noise": torch.randn(batch, size, generator=draws).to(device)} if size else {}
+
+
+@register
+class PCFGTask(Task):
+    """Grammar induction on sentences (the Neural and Compound PCFGs)."""
+
+    name = "pcfg"
+    Config = PCFGConfig
+    Metric = GrammarMetric
+    Predictor = GrammarModel
+    units = "words"
+    all_splits = ("train", "valid", "test")
+    boundaries = ("<s>", "</s>")  # none is read: a sentence's probability includes no boundary token
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        cfg = config.data
+        words = {}
+        if "train" in self.splits:
+            path = self.data_folder(f"a folder with {cfg.train}") / cfg.train
+            words["train"] = [sentence[:-1] for sentence in read_lm_file(path)]  # (its <eos> dropped)
+            words["train"] = [sentence for sentence in words["train"] if sentence]
+            if not words["train"]:
+                raise TreenetsError(f"{path}: no sentence to train on")
+        self.gold = {}
+        for split in ("valid", "test"):
+            if split in self.splits:
+                specs = getattr(cfg, split)
+                gold = [s for spec in specs for s in load_gold(resolve_treebank(spec, self.root)) if s.words]
+                self.gold[split] = [s.gold for s in gold]
+                words[split] = [s.words for s in gold]
+        if self.vocab is None:
+            self.vocab = Vocab.from_corpus(words["train"], unk=UNK)
+        self.ids = {split: [torch.tensor(self.vocab.encode(s)[0]) for s in sentences]
+                    for split, sentences in words.items()}
+        self._unknown = {split: sum(w not in self.vocab for s in sentences for w in s)
+                         for split, sentences in words.items()}
+        if "train" in self.splits:
+            lengths = [len(s) for s in self.ids["train"]]
+            self.batches = LengthBatches(lengths, cfg.batch_size, self.length_limit, config.train.seed)
+
+    def length_limit(self, epoch: int) -> int:
+        """The longest sentence read in `epoch` (0-based): the curriculum."""
+        cfg = self.config.data
+        return min(cfg.final_max_length, cfg.max_length + epoch * cfg.length_increment)
+
+    @classmethod
+    def build_net(cls, config, vocab_size: int) -> torch.nn.Module:
+        return config.model.build(vocab_size)
+
+    def unknown_tokens(self, split: str) -> int:
+        return self._unknown[split]
+
+    def next_batch(self) -> SentencesOfOneLength | None:
+        rows = self.batches.next_rows()
+        if rows is None:
+            return None
+        return SentencesOfOneLength(torch.stack([self.ids["train"][i] for i in rows]).to(self.device))
+
+    def train_loss(self, model, batch: SentencesOfOneLength) -> tuple[torch.Tensor, float]:
+        """The mean over the batch of -log p(sentence) (+ KL), and its sum for the log (per word and </s> there)."""
+        run = model(batch.tokens, batch.lengths)
+        losses = run.nll + run.kl
+        if not torch.isfinite(losses).all():
+            raise TreenetsError("the grammar's loss is not finite (a sentence of probability 0?)")
+        return losses.mean(), float(losses.detach().sum())
+
+    def eval_units(self, split: str, batch_size: int | None = None) -> int:
+        return sum(len(s) + 1 for s in self.ids[split] if len(s) >= 2)
+
+    def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> GrammarMetric:
+        """Perplexity (and KL, and the Viterbi trees' F1 against the gold) of the sentences of `split` of at
+        least two words, in batches of similar length; z is the posterior mean for the trees, drawn for the
+        bound, as the official `train.py` evaluates."""
+        size = batch_size or self.config.data.eval_batch_size
+        sentences = [(i, s) for i, s in enumerate(self.ids[split]) if len(s) >= 2]
+        sentences.sort(key=lambda item: len(item[1]))
+        metric = GrammarMetric(self.device)
+        gold = self.gold.get(split)
+        draws = torch.Generator().manual_seed(0)  # z's draws: the same every evaluation, and not training's
+        with evaluating(model) as net:
+            for start in range(0, len(sentences), size):
+                chunk = sentences[start : start + size]
+                lengths = torch.tensor([len(s) for _, s in chunk])
+                tokens = torch.nn.utils.rnn.pad_sequence([s for _, s in chunk], batch_first=True).to(self.device)
+                run = net(tokens, lengths, **_noise(net, len(chunk), draws, self.device))
+                metric.add_batch(run.nll, run.kl, int((lengths + 1).sum()))
+                if gold is not None:
+                    trees = viterbi(net(tokens, lengths, use_mean=True).grammar if unwrap(net).z_dim else run.grammar,
+                                    lengths)
+                    for (i, _), tree in zip(chunk, trees):
+                        predicted = {(s, t + 1) for s, t, _ in tree.spans} - {(0, len(self.ids[split][i]))}
+                        metric.f1.append(sentence_prf(predicted, spans(gold[i]))[2])
+                if progress is not None:
+                    progress(int((lengths + 1).sum()))
+        if not math.isfinite(metric.values()["loss"]):
+            raise TreenetsError(f"{split}: the grammar gives a sentence probability 0 (perplexity infinite)")
+        return metric
+
+    def state_dict(self) -> dict:
+        return self.batches.state_dict()
