@@ -65,6 +65,9 @@ VARIANTS = {
     "numbers without commas": (lambda w: re.sub(r"(?<=[0-9]),(?=[0-9])", "", w), lambda word: "numbers"),
     "digits as N": (normalize_word, lambda word: "numbers" if re.search("[0-9]", word) else "case"),
     "Mikolov's text": (mikolov, lambda word: "numbers" if mikolov(word) == "N" else "case"),
+    # Shayegh et al.'s ensemble files: digit runs as N, then the separators between them dropped (`20,000`: `NN`)
+    "numbers as NN": (lambda w: re.sub(r"(?<=N)(?:[.,:-]|\\/)+(?=N)", "", normalize_word(w)),
+                      lambda word: "numbers" if re.search("[0-9]", word) else "case"),
 }
 LOOSEST = ("exact", "case", "symbols", "numbers", "unknown")
 

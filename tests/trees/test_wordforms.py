@@ -39,6 +39,8 @@ def step(word: str, gold: str) -> str | None:
     ("New", "New", "exact"), ("new", "New", "case"), ("ns", "NS", "case"),
     ("N", "%", "numbers"),  # Mikolov's PTB text: `3.5 %` is `N N`
     ("N\\/N", "1\\/2", "numbers"), ("N/N", "1\\/2", "numbers"),
+    ("NN", "20,000", "numbers"), ("NN", "3.5", "numbers"), ("nnn", "1,234,567", "numbers"),  # runs as N, no separators
+    ("NN", "1\\/2", "numbers"), ("NN", "1987", None), ("NNN", "3.5", None), ("NN", "NN", "exact"),
     ("<unk>", "troublesome", "unknown"), ("<UNK>", "Smith", "unknown"), ("UNK", "20,000", "unknown"),
     ("[unk]", "-LRB-", "unknown"),
     # No step makes these one

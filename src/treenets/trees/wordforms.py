@@ -11,7 +11,9 @@ with an example each).
   same as any other (`1987` `N`, `0`; `N,N` as the official preprocessing writes `20,000`, `N.N` for `3.5`); a
   word that is a number placeholder (`N`, `<num>`, `[num]`) also stands for any word with a digit (`3.5`,
   `1990-style`) and for `%` (Mikolov's PTB text writes `3.5 %` as `N N`); a capital `N` among small letters is
-  a number too (`tNc` for `T34C`, as the official preprocessing writes it).
+  a number too (`tNc` for `T34C`, as the official preprocessing writes it); and a number whose digit runs became
+  `N` and whose separators were then dropped, one `N` a run (`NN` for `20,000` and `3.5`, `NNN` for `1,234,567`,
+  as the ensemble files of Shayegh et al. 2024 write them).
 - `unknown`: a placeholder for a word out of the system's vocabulary (`<unk>`, `<UNK>`, `UNK`, `[unk]`) stands
   for any word.
 
@@ -43,6 +45,9 @@ _CAPITAL_N_FOR_DIGITS = re.compile(r"(?<![A-Z])N(?![A-Z])")
 _DIGITS = re.compile(r"[0-9]+")
 _SEPARATOR = re.compile(r"(?<=0),(?=0)")  # a thousands separator, once the digit runs are `0`s
 _ZEROS = re.compile(r"0+")
+# A number: digit runs between separators (`20,000`, `3.5`, `1\/2`, `10:30`), which a file may write with each run
+# as `N` and the separators dropped (`NN`, `NN-point` for `190.58-point`).
+_NUMBER = re.compile(r"[0-9]+(?:(?:[.,:/-]|\\/)+[0-9]+)*")
 
 
 def _symbols(word: str) -> str:
@@ -64,6 +69,16 @@ def keys(word: str) -> tuple[str, str, str, str, str]:
     lower = word.lower()
     symbols = _symbols(lower)
     return word, lower, symbols, _numbers(symbols), _numbers(_symbols(_CAPITAL_N_FOR_DIGITS.sub("0", word).lower()))
+
+
+def squeezed_number(word: str, gold: str) -> bool:
+    """Whether the file's `word` is the treebank's `gold` with each number's digit runs written `N` and the
+    separators between them dropped (`NN` for `20,000`, `NN-point` for `190.58-point`)."""
+    lower = word.lower()
+    if "nn" not in lower:
+        return False
+    squeezed = _NUMBER.sub(lambda number: "n" * len(_DIGITS.findall(number.group())), gold.lower())
+    return squeezed == lower and squeezed != gold.lower()
 
 
 def is_unknown(word: str) -> bool:
@@ -94,7 +109,8 @@ def match_step(word: str, gold: str, word_keys: tuple | None = None, gold_keys: 
     for step in (EXACT, CASE, SYMBOLS, NUMBERS):
         if word_keys[step] == gold_keys[step]:
             return step
-    if "N" in word and word_keys[-1] == gold_keys[-1] or is_number_word(word) and _numeric(gold):
+    if "N" in word and word_keys[-1] == gold_keys[-1] or is_number_word(word) and _numeric(gold) or \
+            squeezed_number(word, gold):
         return NUMBERS
     if is_unknown(word):
         return UNKNOWN
