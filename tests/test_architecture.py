@@ -26,7 +26,7 @@ LAYERS = [
     {"config", "zoo"},
     {"predictors"},
     {"tasks"},
-    {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing"},
+    {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing", "ensembles"},
     {"serve", "treenets"},
     {"commands"},
     {"cli", "__main__"},
@@ -103,8 +103,9 @@ def test_no_import_circle():
 # The layers that serve every model: they learn what a model offers from its folder's registration
 # (`treenets.nn.registry`) and name no model themselves (identifiers, imports and strings that are a model's name,
 # kind or kernel; docstrings and the prose of messages aside).
-SHARED = ["golden", "convert", "serve", "cards", "parsing", "evaluate", "train", "zoo", "config", "checkpoint",
-          "report", "commands", "trees", "predictors.base", "tasks.base", "nn.backend", "nn.registry", "nn.official"]
+SHARED = ["golden", "convert", "serve", "cards", "parsing", "ensembles", "evaluate", "train", "zoo", "config",
+          "checkpoint", "report", "commands", "trees", "predictors.base", "tasks.base", "nn.backend", "nn.registry",
+          "nn.official"]
 # Where naming a model is the plain truth, each with why (at most five): "module: text -> model".
 NAMED_MODELS_ALLOWED: dict[str, str] = {
     "treenets.trees.evaluation: compound-pcfg -> compound-pcfg":

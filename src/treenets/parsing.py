@@ -18,6 +18,7 @@ from treenets.errors import TreenetsError
 from treenets.files import json_text, read_sentences, record_outputs, report_folder, write_text_atomic
 from treenets.limits import MAX_TREE_DEPTH
 from treenets.predictors.base import Predictor, TreeInducer
+from treenets.predictors.ensemble import EnsembleParser
 from treenets.predictors.lm import LanguageModel, Layer, Parse
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
@@ -62,9 +63,12 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
     return record
 
 
-def tree_inducer(ref: str, device="cpu") -> TreeInducer:
+def tree_inducer(ref: str | list[str], device="cpu") -> TreeInducer:
     """The model `ref` (`Predictor.load`), or an error unless it induces trees (`TreeInducer`: a language model,
-    or a model whose encoder may induce them, whose `layers` says whether it does)."""
+    or a model whose encoder may induce them, whose `layers` says whether it does); several models: their
+    ensemble (`EnsembleParser`)."""
+    if isinstance(ref, list):
+        return EnsembleParser.load(ref, device=device)
     model = Predictor.load(ref, device=device)
     if not isinstance(model, TreeInducer):
         raise TreenetsError(f"{ref}: a {model.config.task} model induces no trees (`treenets parse` reads language "
@@ -72,10 +76,15 @@ def tree_inducer(ref: str, device="cpu") -> TreeInducer:
     return model
 
 
-def _check_decoder(model, ref: str, decode: str | None) -> None:
+def _named(ref: str | list[str]) -> str:
+    """A model, or an ensemble of models, as messages name it."""
+    return f"the ensemble of {', '.join(ref)}" if isinstance(ref, list) else ref
+
+
+def _check_decoder(model, ref: str | list[str], decode: str | None) -> None:
     """An error unless `decode` is None or one of `model`'s decoders (`TreeInducer.decoders`)."""
     if decode is not None and decode not in model.decoders:
-        raise TreenetsError(f"--decode {decode}: {ref} has no decoder to choose (its trees come from "
+        raise TreenetsError(f"--decode {decode}: {_named(ref)} has no decoder to choose (its trees come from "
                             f"{model.tree_source}); --decode is for a grammar (a Neural or Compound PCFG)")
 
 
@@ -84,10 +93,11 @@ def shown(text: str) -> str:
     return "".join(char if char.isprintable() and not invisible(char) else f"<U+{ord(char):04X}>" for char in text)
 
 
-def print_trees(ref: str, sentences: list[str] = (), file: str | None = None, layer: str = "default",
+def print_trees(ref: str | list[str], sentences: list[str] = (), file: str | None = None, layer: str = "default",
                 split: str = "official", distances: bool = False, svg: str | None = None, as_json: bool = False,
                 pretokenized: bool = False, device="cpu", overwrite: bool = False, decode: str | None = None) -> int:
-    """`treenets parse`: the tree the language model `ref` induces for each sentence (those given, then the lines
+    """`treenets parse`: the tree the language model `ref` (several: their ensemble, `tree_inducer`) induces for each
+    sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
     printed bracketed and drawn as text (for an Ordered Memory encoder, `tree_inducer`: the tree built from its
     slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree where it

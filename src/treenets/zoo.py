@@ -312,6 +312,11 @@ def located(ref: str | Path, log=note) -> Path:
                         f"{', '.join(sorted(registry()))}; `treenets models` lists them)")
 
 
+def names_a_model(ref: str) -> bool:
+    """Whether `ref` names a model rather than being text: an existing path, or a zoo name."""
+    return Path(ref).exists() or ref in registry()
+
+
 def read(ref: str | Path, log=note) -> dict:
     """A trained model's contents from a checkpoint file (`best.pt`), a model folder, or a zoo name (`located`)."""
     path = located(ref, log)

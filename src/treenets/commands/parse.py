@@ -49,6 +49,10 @@ class Parse(Command):
                             help="a grammar's tree: viterbi (the most probable labelled tree; the default) or mbr "
                                  "(minimum Bayes risk: the tree of the largest summed span marginals, each span "
                                  "labelled by its most probable nonterminal)")
+        parser.add_argument("--ensemble", action="store_true",
+                            help="the leading arguments that name models (two or more: zoo names, model folders, "
+                                 "checkpoints) are an ensemble: draw the binary tree that agrees most with their "
+                                 "trees (as `treenets ensemble` combines them) and each model's agreement with it")
         parser.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
         parser.add_argument("--svg", metavar="DIR",
                             help="also write one SVG drawing per sentence to DIR: a new or empty folder, or one "
@@ -75,6 +79,13 @@ class Parse(Command):
     def run(self, args):
         from treenets.parsing import print_trees
 
-        skipped = print_trees(args.checkpoint, args.sentences, args.file, args.layer, args.split, args.distances,
+        model = args.checkpoint
+        if args.ensemble:
+            from treenets.zoo import names_a_model
+
+            model = [args.checkpoint]
+            while args.sentences and names_a_model(args.sentences[0]):
+                model.append(args.sentences.pop(0))
+        skipped = print_trees(model, args.sentences, args.file, args.layer, args.split, args.distances,
                               args.svg, args.json, args.pretokenized, args.device, args.overwrite, args.decode)
         return 1 if skipped and args.strict else 0

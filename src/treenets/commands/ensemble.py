@@ -1,0 +1,59 @@
+"""`treenets ensemble`: the tree of every sentence of a treebank that agrees most with several systems' trees
+(`treenets.ensembles.ensemble_treebank`)."""
+
+from __future__ import annotations
+
+from treenets.commands import Command, register
+from treenets.commands.options import (
+    MODEL_HELP,
+    add_data_root,
+    add_device,
+    add_precision,
+    add_threads,
+    add_treebank,
+    gold_treebank,
+    positive_int,
+)
+
+
+@register
+class Ensemble(Command):
+    name, order, long_job = "ensemble", 65, True
+    help = "combine several systems' trees of a treebank into the trees that agree most with them"
+    description = ("For each sentence of the treebank, the tree with the largest total agreement (the sentence F1 "
+                   "of the official convention, weighted per system) with the systems' trees (Shayegh et al., ICLR "
+                   "2024): generative, the best binary tree over the sentence (a CKY over span scores), or "
+                   "selective, the best of the systems' own trees. A system is anything parse-eval reads: a file of "
+                   "another parser's trees (aligned with the treebank's sentences by their words, what was matched "
+                   "how said on stderr) or a model, which parses the treebank's sentences. Writes one bracketed "
+                   "tree a line over the treebank's words, in its order (the sentences no system parsed left out "
+                   "and counted), which parse-eval scores; prints each system's agreement with the ensemble.")
+
+    def add_options(self, parser):
+        parser.add_argument("systems", nargs="+", metavar="SYSTEM",
+                            help="files of trees (any format parse-eval reads; - for standard input) or models: "
+                                 + MODEL_HELP)
+        add_treebank(parser)
+        parser.add_argument("--output", required=True, metavar="FILE", help="the file of the ensemble's trees")
+        parser.add_argument("--mode", choices=["generative", "selective"], default="generative",
+                            help="generative: the best binary tree (default); selective: the best system tree")
+        parser.add_argument("--weights", metavar="W,W,...",
+                            help="one weight per system, in order (default: 1 each)")
+        parser.add_argument("--format", choices=["auto", "bracketed", "jsonl", "spans"], default="auto",
+                            help="the format of the files of trees (default: detected)")
+        parser.add_argument("--drop-punctuation", action="store_true",
+                            help="drop from the files' trees the punctuation the word rule drops (as parse-eval)")
+        parser.add_argument("--decode", choices=["viterbi", "mbr"],
+                            help="a grammar's trees: viterbi (default) or mbr")
+        parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="sentences per batch")
+        add_precision(parser)
+        add_device(parser, default="cpu", default_text="cpu")
+        add_threads(parser)
+        add_data_root(parser)
+
+    def run(self, args):
+        from treenets.ensembles import ensemble_treebank
+
+        ensemble_treebank(args.systems, gold_treebank(args), args.output, args.mode, args.weights, args.format,
+                          args.drop_punctuation, args.batch_size, args.device, args.data, args.decode)
+        return 0
