@@ -14,6 +14,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url-base", default="", help="where a release publishes NAME/FILE (default: none yet)")
     args = parser.parse_args()
-    folders = sorted(p for p in Path(__file__).parent.iterdir() if (p / "model.safetensors").is_file())
+    folders = sorted(p for p in Path(__file__).parent.iterdir()
+                     if (p / "model.safetensors").is_file() or (p / zoo.ENSEMBLE_FILES[0]).is_file())
     zoo.write_registry(folders, args.url_base)
     print(f"registered {', '.join(f.name for f in folders)}")

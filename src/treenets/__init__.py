@@ -25,6 +25,11 @@ def load(name_or_path, device="cpu"):
     """
     from treenets.devices import set_threads
     from treenets.predictors import Predictor
+    from treenets.predictors.ensemble import EnsembleParser
+    from treenets.zoo import ensemble_folder
 
     set_threads()
+    folder = ensemble_folder(name_or_path)
+    if folder is not None:  # an ensemble of models (`treenets ensemble`): its members' trees combined
+        return EnsembleParser.from_folder(folder, device)
     return Predictor.load(name_or_path, device=device)

@@ -39,14 +39,20 @@ def _parses_words(predictor) -> bool:
 def check_figures(predictor, root=None) -> dict:
     """The figures the tests recompute. A language model: the perplexity of the first `CHECK_SENTENCES`
     sentences of the NLTK sample (each read on its own, as `LanguageModel.score` does) and, for a parser, the
-    sentence-F1 of its default layer on them; another task: the score of its last held-out split, or of every
-    k-th of its examples where it has more than `CHECK_EXAMPLES` (the logic and SICK test splits)."""
+    sentence-F1 of its default layer on them; an ensemble, the sentence-F1 of its trees of them; another task: the
+    score of its last held-out split, or of every k-th of its examples where it has more than `CHECK_EXAMPLES`
+    (the logic and SICK test splits)."""
     from treenets.data.treebanks import resolve_treebank
+    from treenets.predictors.ensemble import EnsembleParser
     from treenets.predictors.lm import LanguageModel
     from treenets.tasks import make_task, task_class
     from treenets.trees.evaluation import evaluate_model
     from treenets.trees.ptb import load_gold
 
+    if isinstance(predictor, EnsembleParser):  # trees only: the sentence-F1 of its trees
+        sentences = load_gold(resolve_treebank("nltk-sample", root))[:CHECK_SENTENCES]
+        (result,), _, _ = evaluate_model(predictor, "ensemble", sentences, [1], "official", progress=False)
+        return {f"nltk-sample first {CHECK_SENTENCES} sent-F1": result.scores.summary()["sentence_f1"]}
     if not isinstance(predictor, LanguageModel):
         config = predictor.config
         split = [s for s in task_class(config.task).all_splits if s != "train"][-1]

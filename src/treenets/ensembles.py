@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from treenets.console import note
 from treenets.errors import TreenetsError
@@ -32,8 +33,10 @@ def system_trees(refs: list[str], sentences, treebank, fmt: str = "auto", drop_p
     """Each system's tree of every sentence (nested lists over the sentence's positions; None where it has none),
     read as `parse-eval` reads its systems."""
     from treenets.parsing import _check_decoder, _file_notes, is_tree_file
+    from treenets.predictors.ensemble import EnsembleParser
     from treenets.predictors.lm import LanguageModel
     from treenets.trees.evaluation import evaluate_file, evaluate_model
+    from treenets.zoo import ensemble_folder
 
     found = []
     for ref in refs:
@@ -44,7 +47,8 @@ def system_trees(refs: list[str], sentences, treebank, fmt: str = "auto", drop_p
                 note(line)
             trees = result.trees
         else:
-            lm = LanguageModel.load(ref, device=device)
+            folder = ensemble_folder(ref)  # an ensemble's folder is a system too
+            lm = EnsembleParser.from_folder(folder, device) if folder else LanguageModel.load(ref, device=device)
             _check_decoder(lm, ref, decode)
             results, _, _ = evaluate_model(lm, ref, sentences, [lm.default_layer], "official", batch_size,
                                            options={"decode": decode} if decode else {})
@@ -110,3 +114,97 @@ def ensemble_treebank(refs: list[str], treebank, output: str, mode: str = "gener
         print(f"| {ref} | {weight:g} | {len(values_k):,} | {mean:.1f} |")
     sys.stdout.flush()
     return len(lines)
+
+
+def measure_ensemble(refs: list[str], weights: list[float], mode: str, root=None, device="cpu",
+                     treebanks=("wsj22", "wsj24"), batch_size: int = 64) -> dict:
+    """The figures of an ensemble of models and of each member alone, per treebank: sentence- and corpus-F1 of the
+    `official` convention, the sentence-F1 of `kim`, and the right-branching baseline's."""
+    from treenets.data.treebanks import GoldTreebank
+    from treenets.trees import right_branching
+    from treenets.trees.conventions import CONVENTIONS, ConventionScores
+    from treenets.trees.evaluation import gold_nodes, score_trees
+
+    figures = {}
+    for name in treebanks:
+        treebank = GoldTreebank(name)
+        _, sentences = treebank.read(root)
+        members = system_trees(refs, sentences, treebank, batch_size=batch_size, device=device)
+        combined = []
+        for i, sentence in enumerate(sentences):
+            tree = combine(list(range(len(sentence.words))), [m[i] for m in members], weights, mode)[0] \
+                if sentence.words else []
+            combined.append([] if tree is None else _over(tree, sentence.words))
+        systems = {"ensemble": combined, **{ref: [[] if t is None else _over(t, s.words) for t, s in zip(m, sentences)]
+                                             for ref, m in zip(refs, members)},
+                   "right-branching": [right_branching(s.words) if s.words else [] for s in sentences]}
+        nodes = gold_nodes(sentences)
+        rows = {}
+        for system, trees in systems.items():
+            result = score_trees(system, "", trees, sentences)
+            summary = result.scores.summary()
+            kim = ConventionScores.score(CONVENTIONS["kim"], result.nodes, nodes).summary()
+            rows[system] = {"sentence_f1": summary["sentence_f1"], "corpus_f1": summary["corpus_f1"],
+                            "kim_sentence_f1": kim["f1"]}
+        figures[name] = rows
+    return figures
+
+
+def _over(tree, words: list[str]):
+    """A tree over positions as the same tree over `words`."""
+    return [_over(child, words) for child in tree] if isinstance(tree, list) else words[tree]
+
+
+def save_ensemble(refs: list[str], out: str, name: str, summary: str, weights: str | None = None,
+                  mode: str = "generative", root=None, device="cpu") -> Path:
+    """Write the zoo folder of the ensemble of the models `refs` (zoo names, so that the folder names them):
+    `ensemble.json` (the members, their weights, the mode), `metrics.json` (its headline figures, each member's,
+    and the check the tests recompute: `treenets.cards.check_figures`) and `README.md`, its card. Returns the
+    folder."""
+    import json
+
+    from treenets import zoo
+    from treenets.cards import check_figures
+    from treenets.predictors.ensemble import CONFIG, EnsembleParser
+
+    unknown = [ref for ref in refs if ref not in zoo.registry()]
+    if unknown:
+        raise TreenetsError(f"--save-as: a zoo ensemble's members are zoo models; not: {', '.join(unknown)}")
+    values = parse_weights(weights, len(refs))
+    folder = Path(out)
+    if folder.exists() and any(folder.iterdir()) and not (folder / CONFIG).is_file():
+        raise TreenetsError(f"--save-as {folder}: a folder holding other files (expected a new or empty folder, or "
+                            "an ensemble's)")
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {"members": list(refs), "weights": values, "mode": mode}
+    write_text_atomic(folder / CONFIG, json.dumps(spec, indent=1) + "\n")
+    figures = measure_ensemble(refs, values, mode, root, device)
+    check = check_figures(EnsembleParser.from_folder(folder, device), root)
+    headline = {f"{treebank} sent-F1": rows["ensemble"]["sentence_f1"] for treebank, rows in figures.items()}
+    metrics = {"name": name, "summary": summary, "task": "ensemble", "model": "ensemble", **spec,
+               "figures": figures, "headline": headline, "check": check}
+    write_text_atomic(folder / "metrics.json", json.dumps(metrics, indent=1) + "\n")
+    write_text_atomic(folder / "README.md", ensemble_card(metrics))
+    return folder
+
+
+def ensemble_card(metrics: dict) -> str:
+    """The card of a zoo ensemble, from its `metrics.json`."""
+    members = ", ".join(f"`{ref}` (weight {w:g})" for ref, w in zip(metrics["members"], metrics["weights"]))
+    lines = [f"# {metrics['name']}", "", metrics["summary"], "",
+             f"An ensemble ({metrics['mode']}, Shayegh et al., ICLR 2024) of {members}: for each sentence the binary "
+             "tree with the largest total agreement (the official sentence F1) with the members' trees.", "",
+             "```python", "import treenets", f"parser = treenets.load(\"{metrics['name']}\")",
+             'parser.parse("The economy grew 3% last year.").tree', "```", "",
+             f"    treenets parse {metrics['name']} \"The economy grew 3% last year.\"", "", "## Figures", "",
+             "Measured with the shipped members by `treenets ensemble --save-as` (WSJ 22 and WSJ 24, the words the "
+             "official evaluation reads; F1 in percent):", ""]
+    for treebank, rows in metrics["figures"].items():
+        lines += [f"| {treebank} | sentence-F1 (official) | corpus-F1 | sentence-F1 (kim) |",
+                  "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {system} | {100 * r['sentence_f1']:.1f} | {100 * r['corpus_f1']:.1f} | "
+                  f"{100 * r['kim_sentence_f1']:.1f} |" for system, r in rows.items()]
+        lines.append("")
+    lines += ["The figure the tests recompute from the shipped files (`treenets.cards.check_figures`):", ""]
+    lines += [f"- {key}: {value:.6f}" for key, value in metrics["check"].items()]
+    return "\n".join(lines) + "\n"

@@ -44,6 +44,7 @@ from treenets.trees.evaluation import (
 from treenets.trees.formats import FORMATS
 from treenets.trees.predicted import STDIN, PredictedTrees
 from treenets.trees.walk import depth
+from treenets.zoo import ensemble_folder
 
 
 def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) -> dict:
@@ -69,6 +70,9 @@ def tree_inducer(ref: str | list[str], device="cpu") -> TreeInducer:
     ensemble (`EnsembleParser`)."""
     if isinstance(ref, list):
         return EnsembleParser.load(ref, device=device)
+    folder = ensemble_folder(ref)
+    if folder is not None:  # a zoo ensemble
+        return EnsembleParser.from_folder(folder, device)
     model = Predictor.load(ref, device=device)
     if not isinstance(model, TreeInducer):
         raise TreenetsError(f"{ref}: a {model.config.task} model induces no trees (`treenets parse` reads language "
@@ -273,7 +277,8 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
                 note(line)
             notes.append(file_notes[-1])
             continue
-        lm = LanguageModel.load(ref, device=device)
+        folder = ensemble_folder(ref)
+        lm = EnsembleParser.from_folder(folder, device) if folder else LanguageModel.load(ref, device=device)
         _check_decoder(lm, ref, decode)
         figure_layer = figure_layer or str(lm.default_layer)
         layers = lm.layers(layer, "--layer")

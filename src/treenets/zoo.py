@@ -39,6 +39,8 @@ from treenets.runlog import format_figure
 
 MODELS_URL_ENV = "TREENETS_MODELS_URL"
 FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
+# An ensemble of zoo models (`treenets.predictors.ensemble`): its members and how they combine, and its card.
+ENSEMBLE_FILES = ("ensemble.json", "metrics.json", "README.md")
 _REGISTRY = Path(__file__).with_name("zoo.json")
 
 
@@ -312,6 +314,15 @@ def located(ref: str | Path, log=note) -> Path:
                         f"{', '.join(sorted(registry()))}; `treenets models` lists them)")
 
 
+def ensemble_folder(ref) -> Path | None:
+    """The folder of the ensemble `ref` names (a folder holding `ensemble.json`, or the zoo name of one, located
+    and verified as every zoo model is), or None for anything else."""
+    if isinstance(ref, str | Path) and Path(ref).is_dir():
+        return Path(ref) if (Path(ref) / ENSEMBLE_FILES[0]).is_file() else None
+    model = registry().get(str(ref))
+    return locate(str(ref)) if model is not None and ENSEMBLE_FILES[0] in model.files else None
+
+
 def names_a_model(ref: str) -> bool:
     """Whether `ref` names a model rather than being text: an existing path, or a zoo name."""
     return Path(ref).exists() or ref in registry()
@@ -436,11 +447,12 @@ def write_folder(predictor, out: str | Path, half: bool = False, metrics: dict |
 
 
 def registry_entry(folder: Path, url_base: str = "") -> dict:
-    """The `zoo.json` entry of a written model folder: what its `metrics.json` says it is, and every file's
-    sha256 and size (URLs under `url_base`, empty without one)."""
+    """The `zoo.json` entry of a written model folder (or an ensemble's: `ENSEMBLE_FILES`): what its `metrics.json`
+    says it is, and every file's sha256 and size (URLs under `url_base`, empty without one)."""
     metrics = json.loads((folder / "metrics.json").read_text())
+    names = ENSEMBLE_FILES if (folder / ENSEMBLE_FILES[0]).is_file() else FILES
     files = {f: {"sha256": sha256_of(folder / f), "bytes": (folder / f).stat().st_size,
-                 "url": f"{url_base.rstrip('/')}/{folder.name}/{f}" if url_base else ""} for f in FILES}
+                 "url": f"{url_base.rstrip('/')}/{folder.name}/{f}" if url_base else ""} for f in names}
     return {"task": metrics["task"], "summary": metrics["summary"], "headline": metrics["headline"], "files": files}
 
 

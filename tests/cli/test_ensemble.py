@@ -148,3 +148,29 @@ def test_parse_ensemble_of_models_draws_the_combined_tree_and_each_members_agree
     assert [m["agreement"] for m in record["members"]] == pytest.approx(agreement)
     assert main(["parse", "--ensemble", "onlstm-ptb-small", text]) == 2
     assert "an ensemble needs two models or more" in capsys.readouterr().err
+
+
+def test_an_ensemble_folder_is_a_model_every_command_that_parses_takes(tmp_path, treebank, capsys):
+    """A folder holding `ensemble.json` (what `ensemble --save-as` writes, and the zoo's `*-ensemble` entries are)
+    loads as its members' ensemble: `treenets.load`, `parse`, `parse-eval`, with its weights and mode."""
+    import treenets
+    from treenets.predictors.ensemble import EnsembleParser
+
+    folder = tmp_path / "two-ensemble"
+    folder.mkdir()
+    (folder / "ensemble.json").write_text(json.dumps({"members": ["onlstm-ptb-small", "prpn-ptb-small"],
+                                                      "weights": [1.0, 3.0], "mode": "selective"}))
+    parser = treenets.load(str(folder))
+    assert isinstance(parser, EnsembleParser) and parser.weights == [1.0, 3.0] and parser.mode == "selective"
+    text = "The cat sat on the mat."
+    assert main(["parse", str(folder), "--json", text]) == 0
+    record = json.loads(capsys.readouterr().out)
+    # selective, with two members: the one weighted more is the other's best partner, so the first one's tree wins
+    # (each member's agreement is with the other's tree alone: the tie goes to the first)
+    assert record["tree"] in [m["tree"] for m in record["members"]] and record["mode"] == "selective"
+    path, _ = treebank
+    assert main(["parse-eval", str(folder), "--treebank", str(path)]) == 0
+    assert str(folder) in capsys.readouterr().out
+    (folder / "ensemble.json").write_text("{}")
+    assert main(["parse", str(folder), text]) == 2
+    assert "not an ensemble's description" in capsys.readouterr().err

@@ -87,6 +87,9 @@ class EnsembleParser(TreeInducer):
     def induces_trees(self) -> bool:
         return True
 
+    def require_words(self, context: str) -> None:
+        """Its trees are over words (every member's are: checked when it was made)."""
+
     def read(self, text, pretokenized: bool = False, where: str | None = None) -> list[str]:
         """The words every member reads of `text` (an error where they read different words)."""
         readings = {name: member.read(text, pretokenized, where) for name, member in self.members.items()}
