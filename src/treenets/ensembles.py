@@ -14,7 +14,7 @@ from pathlib import Path
 
 from treenets.console import note
 from treenets.errors import TreenetsError
-from treenets.files import output_file, write_text_atomic
+from treenets.files import output_file, read_text, write_text_atomic
 from treenets.trees.draw import bracketed
 from treenets.trees.ensemble import combine, nested_from_spans
 from treenets.trees.metrics import node_spans
@@ -156,11 +156,11 @@ def _over(tree, words: list[str]):
 
 
 def save_ensemble(refs: list[str], out: str, name: str, summary: str, weights: str | None = None,
-                  mode: str = "generative", root=None, device="cpu") -> Path:
+                  mode: str = "generative", root=None, device="cpu", notes: str | None = None) -> Path:
     """Write the zoo folder of the ensemble of the models `refs` (zoo names, so that the folder names them):
     `ensemble.json` (the members, their weights, the mode), `metrics.json` (its headline figures, each member's,
-    and the check the tests recompute: `treenets.cards.check_figures`) and `README.md`, its card. Returns the
-    folder."""
+    and the check the tests recompute: `treenets.cards.check_figures`) and `README.md`, its card, with `notes`
+    (a markdown file: how the ensemble was chosen) as its section "Choice". Returns the folder."""
     import json
 
     from treenets import zoo
@@ -171,6 +171,7 @@ def save_ensemble(refs: list[str], out: str, name: str, summary: str, weights: s
     if unknown:
         raise TreenetsError(f"--save-as: a zoo ensemble's members are zoo models; not: {', '.join(unknown)}")
     values = parse_weights(weights, len(refs))
+    text = read_text(notes, "--notes") if notes else ""
     folder = Path(out)
     if folder.exists() and any(folder.iterdir()) and not (folder / CONFIG).is_file():
         raise TreenetsError(f"--save-as {folder}: a folder holding other files (expected a new or empty folder, or "
@@ -182,7 +183,7 @@ def save_ensemble(refs: list[str], out: str, name: str, summary: str, weights: s
     check = check_figures(EnsembleParser.from_folder(folder, device), root)
     headline = {f"{treebank} sent-F1": rows["ensemble"]["sentence_f1"] for treebank, rows in figures.items()}
     metrics = {"name": name, "summary": summary, "task": "ensemble", "model": "ensemble", **spec,
-               "figures": figures, "headline": headline, "check": check}
+               "figures": figures, "headline": headline, "check": check, "notes": text}
     write_text_atomic(folder / "metrics.json", json.dumps(metrics, indent=1) + "\n")
     write_text_atomic(folder / "README.md", ensemble_card(metrics))
     return folder
@@ -196,7 +197,8 @@ def ensemble_card(metrics: dict) -> str:
              "tree with the largest total agreement (the official sentence F1) with the members' trees.", "",
              "```python", "import treenets", f"parser = treenets.load(\"{metrics['name']}\")",
              'parser.parse("The economy grew 3% last year.").tree', "```", "",
-             f"    treenets parse {metrics['name']} \"The economy grew 3% last year.\"", "", "## Figures", "",
+             f"    treenets parse {metrics['name']} \"The economy grew 3% last year.\"", "",
+             *(["## Choice", "", metrics["notes"].strip(), ""] if metrics.get("notes") else []), "## Figures", "",
              "Measured with the shipped members by `treenets ensemble --save-as` (WSJ 22 and WSJ 24, the words the "
              "official evaluation reads; F1 in percent):", ""]
     for treebank, rows in metrics["figures"].items():

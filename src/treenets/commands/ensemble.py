@@ -50,6 +50,8 @@ class Ensemble(Command):
                                  "card and metrics.json, measured on WSJ 22 and WSJ 24 beside each member): `treenets "
                                  "parse DIR` and, registered (models/register.py), `treenets parse NAME` use it")
         parser.add_argument("--summary", default="", help="with --save-as: one line for its card")
+        parser.add_argument("--notes", metavar="MD", help="with --save-as: a markdown file for its card's Choice "
+                                                           "section (how the members were chosen)")
         parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="sentences per batch")
         add_precision(parser)
         add_device(parser, default="cpu", default_text="cpu")
@@ -65,6 +67,6 @@ class Ensemble(Command):
                           args.drop_punctuation, args.batch_size, args.device, args.data, args.decode)
         if args.save_as:
             folder = save_ensemble(args.systems, args.save_as, Path(args.save_as).name, args.summary, args.weights,
-                                   args.mode, args.data, args.device)
+                                   args.mode, args.data, args.device, args.notes)
             print(f"ensemble folder: {folder}")
         return 0
