@@ -14,6 +14,7 @@ from helpers import write_corpus
 
 import treenets
 from treenets.cli import main
+from treenets.config import build_config
 from treenets.tasks.pcfg import LengthBatches
 
 pytestmark = pytest.mark.slow
@@ -95,3 +96,18 @@ def test_a_grammar_trains_resumes_evaluates_and_parses(tmp_path, treebank, model
     records = [json.loads(line) for line in (tmp_path / "mbr" / "sentences.jsonl").read_text().splitlines()]
     parses = grammar.parse([r["words"] for r in records[:5]], decode="mbr")
     assert [r["models"]["whole-best-layer1"]["tree"] for r in records[:5]] == [p.nested for p in parses]
+
+
+def test_a_text_of_ones_own_without_unk_and_the_vocabulary_size(tmp_path, treebank):
+    """A training text without `<unk>` (a corpus of one's own) still reads other words as `<unk>`; `vocab_size`
+    keeps the most frequent words (Kim's `--vocabsize`), ties to the first seen."""
+    from treenets.tasks.pcfg import PCFGTask
+
+    corpus = tmp_path / "mine"
+    corpus.mkdir()
+    (corpus / "ptb.train.txt").write_text(" the dog sees the cat \n the cat runs \n a bird sings \n")
+    config = build_config({**_config(corpus, treebank), "data": {**_config(corpus, treebank)["data"],
+                                                                 "vocab_size": 4}})
+    task = PCFGTask(config)
+    assert task.vocab.words == ["the", "dog", "cat", "<unk>"]  # the three most frequent, then <unk>
+    assert task.unknown_tokens("valid") > 0 and task.evaluate(task.build_model(), "valid").values()["ppl"] > 1
