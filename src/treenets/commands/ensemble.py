@@ -7,9 +7,11 @@ from treenets.commands import Command, register
 from treenets.commands.options import (
     MODEL_HELP,
     add_data_root,
+    add_decode,
     add_device,
     add_precision,
     add_threads,
+    add_tree_files,
     add_treebank,
     gold_treebank,
     positive_int,
@@ -39,12 +41,8 @@ class Ensemble(Command):
                             help="generative: the best binary tree (default); selective: the best system tree")
         parser.add_argument("--weights", metavar="W,W,...",
                             help="one weight per system, in order (default: 1 each)")
-        parser.add_argument("--format", choices=["auto", "bracketed", "jsonl", "spans"], default="auto",
-                            help="the format of the files of trees (default: detected)")
-        parser.add_argument("--drop-punctuation", action="store_true",
-                            help="drop from the files' trees the punctuation the word rule drops (as parse-eval)")
-        parser.add_argument("--decode", choices=["viterbi", "mbr"],
-                            help="a grammar's trees: viterbi (default) or mbr")
+        add_tree_files(parser)
+        add_decode(parser)
         parser.add_argument("--save-as", metavar="DIR",
                             help="also write DIR, the zoo folder of this ensemble of zoo models (ensemble.json, its "
                                  "card and metrics.json, measured on WSJ 22 and WSJ 24 beside each member): `treenets "

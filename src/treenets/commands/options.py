@@ -59,6 +59,27 @@ def add_overwrite(parser, option: str) -> None:
                              "written are replaced, the others kept)")
 
 
+def add_tree_files(parser) -> None:
+    """`--format` and `--drop-punctuation`: how the files of other parsers' trees are read (`parse-eval`,
+    `ensemble`)."""
+    parser.add_argument("--format", choices=["auto", "bracketed", "jsonl", "spans"], default="auto",
+                        help="the format of the files of trees: bracketed, jsonl (JSON lines of trees: a nested "
+                             "list of words or a bracketed string, with an example id), spans (JSON lines of "
+                             "span lists, [[0, 5], [1, 3], ...], with the words or the treebank's in order); "
+                             "default: detected from the file")
+    parser.add_argument("--drop-punctuation", action="store_true",
+                        help="a file's trees that keep the punctuation the word rule drops: drop it from them "
+                             "(as DIORA's evalb.py does) instead of refusing the file")
+
+
+def add_decode(parser) -> None:
+    """`--decode`: how a grammar finds its trees (`parse`, `parse-eval`, `ensemble`)."""
+    parser.add_argument("--decode", choices=["viterbi", "mbr"],
+                        help="a grammar's trees: viterbi (the most probable labelled tree; the default, as Kim et al. "
+                             "parse) or mbr (the tree of the largest summed span marginals, each span labelled by its "
+                             "most probable nonterminal, as TN-PCFG and SimplePCFG parse)")
+
+
 def add_data_root(parser) -> None:
     """`--data DIR`: the data root."""
     parser.add_argument("--data", metavar="DIR", default=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from treenets.commands import Command, register
 from treenets.commands.options import (
     MODEL_HELP,
+    add_decode,
     add_device,
     add_overwrite,
     add_precision,
@@ -45,10 +46,7 @@ class Parse(Command):
                                  "then the mean's; default: the model's default, the second layer of ON-LSTM)")
         parser.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
-        parser.add_argument("--decode", choices=["viterbi", "mbr"],
-                            help="a grammar's tree: viterbi (the most probable labelled tree; the default) or mbr "
-                                 "(minimum Bayes risk: the tree of the largest summed span marginals, each span "
-                                 "labelled by its most probable nonterminal)")
+        add_decode(parser)
         parser.add_argument("--ensemble", action="store_true",
                             help="the leading arguments that name models (two or more: zoo names, model folders, "
                                  "checkpoints) are an ensemble: draw the binary tree that agrees most with their "

@@ -8,10 +8,12 @@ from treenets.commands.options import (
     MODEL_HELP,
     add_conventions,
     add_data_root,
+    add_decode,
     add_device,
     add_overwrite,
     add_precision,
     add_threads,
+    add_tree_files,
     add_treebank,
     gold_treebank,
     positive_int,
@@ -40,14 +42,7 @@ class ParseEval(Command):
                                  "treebank's sentences by their words, under the normalisations docs/parsing.md "
                                  "lists (case, numbers, brackets, <unk>); or CoNLL files of dependency trees (.conll, "
                                  ".conllu: a sentence per treebank sentence, in its order)")
-        parser.add_argument("--format", choices=["auto", "bracketed", "jsonl", "spans"], default="auto",
-                            help="the format of the files of trees: bracketed, jsonl (JSON lines of trees: a nested "
-                                 "list of words or a bracketed string, with an example id), spans (JSON lines of "
-                                 "span lists, [[0, 5], [1, 3], ...], with the words or the treebank's in order); "
-                                 "default: detected from the file")
-        parser.add_argument("--drop-punctuation", action="store_true",
-                            help="a file's trees that keep the punctuation the word rule drops: drop it from them "
-                                 "(as DIORA's evalb.py does) instead of refusing the file")
+        add_tree_files(parser)
         parser.add_argument("--gold-dependencies", metavar="FILE",
                             help="a CoNLL file of the treebank's sentences (in its order) to score dependencies "
                                  "against; default: the treebank's trees converted by Collins' head rules")
@@ -57,10 +52,7 @@ class ParseEval(Command):
                             help="1-based layer, 'mean', or 'all' (each layer and the mean; default)")
         parser.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
-        parser.add_argument("--decode", choices=["viterbi", "mbr"],
-                            help="a grammar's trees: viterbi (the most probable tree; the default, as Kim et al. "
-                                 "score theirs) or mbr (the tree of the largest summed span marginals, as TN-PCFG and "
-                                 "SimplePCFG score theirs)")
+        add_decode(parser)
         parser.add_argument("--output", metavar="DIR",
                             help="write the trees (also in compound-pcfg's format, with the gold trees), "
                                  "per-sentence scores (JSONL), a few figures, summary.json and an HTML report "

@@ -57,7 +57,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from treenets.nn.chart import Grammar, inside
-from treenets.nn.compound_pcfg.model import CompoundPCFG, gaussian_kl
+from treenets.nn.compound_pcfg.model import CompoundPCFG
 from treenets.nn.neural_pcfg.model import PCFGOutput, ResidualLayer, symbol_network
 from treenets.schema import PositiveInt, Section
 
@@ -208,17 +208,5 @@ class SimpleCompoundPCFG(SimpleNeuralPCFG):
     # a sentence's z does not depend on its batch's other sentences)
     encode = CompoundPCFG.encode
 
-    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, use_mean: bool = False,
-                noise: torch.Tensor | None = None) -> PCFGOutput:
-        """-log p(sentence | z) and the KL of each sentence of `tokens` [B, N] with `lengths` [B] (each at least
-        2), z drawn from q(z | sentence) (`noise`: the standard normal draw eps [B, z_dim], by default drawn
-        here), or its mean with `use_mean` (parsing)."""
-        mean, logvar = self.encode(tokens, lengths)
-        kl = gaussian_kl(mean, logvar)
-        if use_mean:
-            z = mean
-        else:
-            noise = torch.randn_like(mean) if noise is None else noise
-            z = mean + (0.5 * logvar).exp() * noise
-        grammar = self.grammar(tokens, z)
-        return PCFGOutput(-inside(grammar, lengths), kl, grammar)
+    # -log p(sentence | z) and the KL, z drawn from q(z | sentence) or at its mean: the Compound PCFG's forward
+    forward = CompoundPCFG.forward
