@@ -233,3 +233,38 @@ def test_an_empty_archive_in_a_fixture_is_a_clear_error(tmp_path, capsys):
         (fixture / f"{name}.npz").write_bytes(b"")
     assert main(["check-golden", str(fixture)]) == 2
     assert "params.npz: not a readable .npz archive" in capsys.readouterr().err
+
+
+def _broken_copy(golden_root, tmp_path, name, change_config=None, change_inputs=None):
+    import shutil
+
+    folder = tmp_path / name
+    shutil.copytree(golden_root / name, folder)
+    if change_config:
+        config = json.loads((folder / "config.json").read_text())
+        change_config(config)
+        (folder / "config.json").write_text(json.dumps(config))
+    if change_inputs:
+        with np.load(folder / "inputs.npz") as archive:
+            inputs = dict(archive)
+        change_inputs(inputs)
+        np.savez(folder / "inputs.npz", **inputs)
+    return folder
+
+
+@pytest.mark.parametrize(("name", "change_config", "change_inputs", "message"), [
+    ("onlstm-lm", None, lambda i: i.update(tokens=i["tokens"] + 10_000), "inputs.npz: tokens: ids from"),
+    ("onlstm-lm", None, lambda i: i.update(tokens=i["tokens"][:, 0]), "tokens: 1-D"),
+    ("onlstm-lm", lambda c: c.pop("nhid"), None, "missing key 'nhid'"),
+    ("structformer-mlm", lambda c: c.update(vocab=c["vocab"][:3]), None, "vocab has 3 words"),
+    ("ordered-memory-logic", lambda c: c.update(vocab=c["vocab"][:2]), None, "vocab has 2 symbols"),
+    ("structformer-mlm", lambda c: c["args"].pop("hidden_size"), None, "hidden_size"),
+])
+def test_a_fixture_that_does_not_fit_its_config_is_a_clear_error(golden_root, tmp_path, capsys, name, change_config,
+                                                                 change_inputs, message):
+    """Token ids past the vocabulary, a config without an argument, a vocabulary shorter than the ids, tokens of
+    another shape: each named (file, array or field, what was expected), exit 2, no traceback (issue 65)."""
+    folder = _broken_copy(golden_root, tmp_path, name, change_config, change_inputs)
+    assert main(["check-golden", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err and message in err, err

@@ -115,8 +115,10 @@ def _format_error(error: dict, source: str, overrides: dict[str, str]) -> str:
     _, loc = _schema_path(tuple(error["loc"]))
     key = ".".join(str(p) for p in loc)
     related = [opt for k, opt in overrides.items() if k == key or k.startswith(key + ".")]
-    where = f"--set {related[0]}" if key in overrides else source
-    if related and key not in overrides:
+    # the `--set` of the key, or of a key above it (`--set model.relations=[...]` for `model.relations.1`)
+    covering = next((opt for k, opt in overrides.items() if k == key or key.startswith(k + ".")), None)
+    where = f"--set {covering}" if covering else source
+    if related and not covering:
         where += " with " + ", ".join(f"--set {opt}" for opt in related)
     if error["type"] == "extra_forbidden":
         classes, _ = _schema_path(tuple(error["loc"])[:-1])

@@ -57,7 +57,7 @@ def _compare_model(kind: FixtureKind, directory: Path, config: dict, config_path
     expected = arrays["outputs"] = _load_npz(directory / "outputs.npz")
     try:
         got = kind.run(config, arrays, config_path)
-    except (KeyError, RuntimeError, ValueError) as exc:
+    except (KeyError, RuntimeError, ValueError, TypeError, IndexError) as exc:  # (a kind checks what it reads first)
         raise TreenetsError(f"{directory}: the fixture does not fit kind {config['kind']!r}: {exc}") from None
     comparisons = []
     for name, reference in expected.items():

@@ -6,6 +6,7 @@ reads), and scored with any parser's trees against a treebank beside the baselin
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -59,8 +60,9 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
     if parse.heads is not None:
         record["heads"] = parse.heads  # the dependency tree: each token's head, 1-based, 0 for the root (CoNLL)
     record.update(parse.record_fields())  # what this kind of parse adds (Ordered Memory's: the scored and own trees)
-    if distances:
-        record["distances"] = [[round(value, 6) for value in row] for row in parse.distances.tolist()]
+    if distances:  # null where no tree reads one (a StructFormer's after its last word: `Parse.read_distances`)
+        record["distances"] = [[None if math.isnan(value) else round(value, 6) for value in row]
+                               for row in parse.read_distances.tolist()]
     return record
 
 
@@ -173,9 +175,10 @@ def print_trees(ref: str | list[str], sentences: list[str] = (), file: str | Non
                 print(arc_art(words, parse.heads))
                 print(f"    heads (CoNLL, 1-based, 0 the root): {' '.join(map(str, parse.heads))}")
             if distances and not as_json:
-                for i, values in enumerate(parse.distances):
+                for i, values in enumerate(parse.read_distances):  # ("-" where no tree reads one)
                     name = parse.row_name(i)
-                    print(f"    {name}: " + " ".join(f"{w}={d:.2f}" if isinstance(d, float) else f"{w}={d}"
+                    print(f"    {name}: " + " ".join(f"{w}=-" if isinstance(d, float) and math.isnan(d) else
+                                                     f"{w}={d:.2f}" if isinstance(d, float) else f"{w}={d}"
                                                      for w, d in zip(words, values.tolist())))
                 print()
     finally:

@@ -223,3 +223,43 @@ def test_plotting_an_empty_metrics_file(tmp_path, capsys):
     assert main(["metrics", str(tmp_path), "--plot", str(tmp_path / "curve.png")]) == 2
     _one_error_line(capsys.readouterr().err, f"--plot: {tmp_path} holds no records yet")
     assert not (tmp_path / "curve.png").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["parse-eval", "{model}", "--treebank", "nltk-sample", "--output", ""],
+    ["eval", "{model}", "--output", " "],
+    ["parse", "{model}", "the cat", "--svg", ""],
+    ["ensemble", "{model}", "{model}", "--treebank", "nltk-sample", "--output", ""],
+    ["train", "{config}", "--out", ""],
+])
+def test_an_empty_output_name_is_refused_not_taken_for_none(trained, capsys, argv):
+    """Before, `--output ''` was no `--output`: exit 0, no report written, nothing said (issue 65)."""
+    argv = [a.format(model=trained / "run" / "best.pt", config=trained / "tiny.yaml") for a in argv]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert "expected a file or folder name" in capsys.readouterr().err
+
+
+def test_parse_json_distances_leave_out_what_no_tree_reads(capsys):
+    """A StructFormer's distance after the last word (its 1e9 sentinel, read by no tree) is null in `--json
+    --distances` and `-` in the text, as `serve` and the report leave it out (issue 65)."""
+    assert main(["parse", "structformer-ptb-small", "--json", "--distances", "The cat sat on the mat."]) == 0
+    distances = __import__("json").loads(capsys.readouterr().out)["distances"]
+    assert distances[0][-1] is None and all(abs(d) < 1e3 for d in distances[0][:-1])
+    assert main(["parse", "structformer-ptb-small", "--distances", "The cat sat."]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1].endswith("sat=-")
+
+
+def test_the_end_of_options_marker_after_an_option_makes_the_rest_sentences(capsys):
+    """`parse MODEL --json -- '-- well, ...'`: the standard `--` was refused once an option preceded it (issue 65)."""
+    assert main(["parse", "onlstm-ptb-small", "--json", "--", "-- well, the cat sat"]) == 0
+    record = __import__("json").loads(capsys.readouterr().out)
+    assert record["text"] == "-- well, the cat sat" and record["tokens"] == ["well", "the", "cat", "sat"]
+
+
+def test_a_set_of_a_list_whose_item_is_wrong_is_named(capsys):
+    """The error of an item of a list given by `--set` names that `--set` (it named the config file: issue 65)."""
+    assert main(["train", "structformer-ptb-small", "--set", "model.relations=[parent,uncle]", "--out",
+                 "unused", "--max-steps", "1"]) == 2
+    _one_error_line(capsys.readouterr().err, "--set model.relations=[parent,uncle]: model.relations.1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from treenets.commands import Command, register
+from treenets.commands.options import path_name
 from treenets.errors import TreenetsError
 
 
@@ -16,7 +17,7 @@ class Configs(Command):
 
     def add_options(self, parser):
         parser.add_argument("name", nargs="?", metavar="NAME", help="a shipped config to print or copy")
-        parser.add_argument("--out", metavar="FILE",
+        parser.add_argument("--out", type=path_name, metavar="FILE",
                             help="write the copy here (a new .yaml file) instead of printing it")
 
     def run(self, args):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from treenets.commands import Command, register
-from treenets.commands.options import add_data_root, positive_int
+from treenets.commands.options import add_data_root, path_name, positive_int
 from treenets.console import note
 
 
@@ -72,7 +72,7 @@ class Data(Command):
 def _add_prepare(prepare) -> None:
     """`data prepare`'s options."""
     prepare.add_argument("texts", nargs="+", metavar="TEXT", help="training text files")
-    prepare.add_argument("--out", required=True, metavar="DIR", help="the corpus folder to write")
+    prepare.add_argument("--out", type=path_name, required=True, metavar="DIR", help="the corpus folder to write")
     prepare.add_argument("--valid", nargs="+", default=[], metavar="FILE", help="validation text files")
     prepare.add_argument("--test", nargs="+", default=[], metavar="FILE", help="test text files")
     prepare.add_argument("--split-fraction", type=float, metavar="F",
@@ -99,7 +99,7 @@ def _add_listops(listops) -> None:
     """`data listops`'s options, whose defaults come from `treenets.data.listops` (which imports torch)."""
     from treenets.data.listops import TEST_SIZE, TRAIN_SIZE
 
-    listops.add_argument("--out", metavar="DIR",
+    listops.add_argument("--out", type=path_name, metavar="DIR",
                          help="the folder to write (default: listops under the data root, where listops configs look)")
     listops.add_argument("--train", type=positive_int, default=TRAIN_SIZE, metavar="N",
                          help=f"training sequences (default: {TRAIN_SIZE:,})")

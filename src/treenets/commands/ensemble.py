@@ -14,6 +14,7 @@ from treenets.commands.options import (
     add_tree_files,
     add_treebank,
     gold_treebank,
+    path_name,
     positive_int,
 )
 
@@ -36,14 +37,15 @@ class Ensemble(Command):
                             help="files of trees (any format parse-eval reads; - for standard input) or models: "
                                  + MODEL_HELP)
         add_treebank(parser)
-        parser.add_argument("--output", required=True, metavar="FILE", help="the file of the ensemble's trees")
+        parser.add_argument("--output", type=path_name, required=True, metavar="FILE",
+                            help="the file of the ensemble's trees")
         parser.add_argument("--mode", choices=["generative", "selective"], default="generative",
                             help="generative: the best binary tree (default); selective: the best system tree")
         parser.add_argument("--weights", metavar="W,W,...",
                             help="one weight per system, in order (default: 1 each)")
         add_tree_files(parser)
         add_decode(parser)
-        parser.add_argument("--save-as", metavar="DIR",
+        parser.add_argument("--save-as", type=path_name, metavar="DIR",
                             help="also write DIR, the zoo folder of this ensemble of zoo models (ensemble.json, its "
                                  "card and metrics.json, measured on WSJ 22 and WSJ 24 beside each member): `treenets "
                                  "parse DIR` and, registered (models/register.py), `treenets parse NAME` use it")

@@ -11,6 +11,7 @@ from treenets.commands.options import (
     add_precision,
     add_pretokenized,
     add_threads,
+    path_name,
     positive_int,
 )
 
@@ -37,10 +38,10 @@ class Eval(Command):
         add_pretokenized(parser)
         parser.add_argument("--batch-size", type=positive_int, metavar="N",
                             help="evaluation batch size (default: the config's eval/test batch size)")
-        parser.add_argument("--plot", metavar="PNG",
+        parser.add_argument("--plot", type=path_name, metavar="PNG",
                             help="for metrics by group (logic: accuracy by number of operators), draw every "
                                  "checkpoint's values to PNG")
-        parser.add_argument("--output", metavar="DIR",
+        parser.add_argument("--output", type=path_name, metavar="DIR",
                             help="also write every value to DIR/eval.json and an HTML report, DIR/index.html: a new "
                                  "or empty folder, or one holding an earlier report (replaced)")
         add_overwrite(parser, "--output")

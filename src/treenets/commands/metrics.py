@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from treenets.commands import Command, register
+from treenets.commands.options import path_name
 from treenets.runlog import print_metrics
 
 
@@ -14,7 +15,8 @@ class Metrics(Command):
 
     def add_options(self, parser):
         parser.add_argument("run", help="run folder (or its metrics.jsonl)")
-        parser.add_argument("--plot", metavar="PNG", help="also draw training and validation perplexity to PNG")
+        parser.add_argument("--plot", type=path_name, metavar="PNG",
+                            help="also draw training and validation perplexity to PNG")
 
     def run(self, args):
         print_metrics(args.run, args.plot)

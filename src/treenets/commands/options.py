@@ -23,6 +23,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def path_name(text: str) -> str:
+    """An argparse type: the name of a file or folder to write (not empty: `--output ''` was taken as no
+    `--output`, and nothing was written or said)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a file or folder name")
+    return text
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (a free one) to 65535."""
     try:

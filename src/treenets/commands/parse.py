@@ -11,6 +11,7 @@ from treenets.commands.options import (
     add_precision,
     add_pretokenized,
     add_threads,
+    path_name,
 )
 
 
@@ -52,7 +53,7 @@ class Parse(Command):
                                  "checkpoints) are an ensemble: draw the binary tree that agrees most with their "
                                  "trees (as `treenets ensemble` combines them) and each model's agreement with it")
         parser.add_argument("--distances", action="store_true", help="also print every layer's per-word distances")
-        parser.add_argument("--svg", metavar="DIR",
+        parser.add_argument("--svg", type=path_name, metavar="DIR",
                             help="also write one SVG drawing per sentence to DIR: a new or empty folder, or one "
                                  "holding an earlier run's drawings (replaced)")
         add_overwrite(parser, "--svg")
@@ -68,10 +69,13 @@ class Parse(Command):
         add_threads(parser)
 
     def take_extra(self, args, extra):
-        # `parse MODEL --layer 2 "a sentence"`: argparse ends the sentences at an option
-        if any(a.startswith("-") for a in extra):
+        # `parse MODEL --layer 2 "a sentence"`: argparse ends the sentences at an option; after the end-of-options
+        # marker `--` every argument is a sentence, one starting with `-` too (`-- "-- well, the cat sat"`)
+        cut = extra.index("--") if "--" in extra else len(extra)
+        before, after = extra[:cut], extra[cut + 1 :]
+        if any(a.startswith("-") for a in before):
             return False
-        args.sentences += extra
+        args.sentences += before + after
         return True
 
     def run(self, args):

@@ -16,6 +16,7 @@ from treenets.commands.options import (
     add_tree_files,
     add_treebank,
     gold_treebank,
+    path_name,
     positive_int,
 )
 
@@ -53,7 +54,7 @@ class ParseEval(Command):
         parser.add_argument("--split", choices=["official", "before"], default="official",
                             help="where the largest distance splits a span (default: official)")
         add_decode(parser)
-        parser.add_argument("--output", metavar="DIR",
+        parser.add_argument("--output", type=path_name, metavar="DIR",
                             help="write the trees (also in compound-pcfg's format, with the gold trees), "
                                  "per-sentence scores (JSONL), a few figures, summary.json and an HTML report "
                                  "(DIR/index.html: tables, plots, every sentence's trees) to DIR: a new or empty "

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from treenets.commands import Command, register
-from treenets.commands.options import MODEL_HELP, add_data_root, add_device, add_precision, add_threads, positive_int
+from treenets.commands.options import (
+    MODEL_HELP,
+    add_data_root,
+    add_device,
+    add_precision,
+    add_threads,
+    path_name,
+    positive_int,
+)
 
 
 @register
@@ -23,7 +31,7 @@ class Syneval(Command):
                             help="cases to run, e.g. simple prep npi_across (default: all 15)")
         parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N items of each condition")
         parser.add_argument("--batch-size", type=positive_int, default=256, metavar="N", help="sentences per batch")
-        parser.add_argument("--output", metavar="JSON",
+        parser.add_argument("--output", type=path_name, metavar="JSON",
                             help="also write every count and accuracy to JSON, and an HTML report beside it (x.json: "
                                  "x.html)")
         add_precision(parser)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from treenets.commands import Command, register
-from treenets.commands.options import add_data_root, add_device, add_precision, positive_int
+from treenets.commands.options import add_data_root, add_device, add_precision, path_name, positive_int
 from treenets.schema import BACKENDS
 
 
@@ -23,7 +23,8 @@ class Train(Command):
                                                       "optional with --resume or --init (the saved config is used)")
         parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                             help="override a config value, e.g. --set optim.lr=10 (repeatable; values are YAML)")
-        parser.add_argument("--out", metavar="DIR", help="run folder (default: runs/<config name>; with --init and no "
+        parser.add_argument("--out", type=path_name, metavar="DIR",
+                            help="run folder (default: runs/<config name>; with --init and no "
                                                          "config, runs/<model>-init)")
         parser.add_argument("--resume", nargs="?", const="", metavar="CHECKPOINT",
                             help="continue from a last.pt (default: <run folder>/last.pt)")

@@ -4,6 +4,7 @@ and shape checked (what each model's `convert.py` shares)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -53,3 +54,23 @@ def fixture_arg(config: dict, key: str, path):
     if key not in config:
         raise TreenetsError(f"{path}: missing key {key!r}")
     return config[key]
+
+
+def fixture_ids(arrays: dict, key: str, ndim: int, vocab_size: int, path, file: str = "inputs.npz"):
+    """The token ids `arrays[key]` of a fixture's `file`, checked: present, integers, `ndim` dimensions, each in
+    [0, vocab_size) (the config's vocabulary); a clear error naming the file, the array and what was expected.
+    `path` is the fixture's `config.json`."""
+    import numpy as np
+
+    where = f"{Path(path).parent / file}: {key}"
+    if key not in arrays:
+        raise TreenetsError(f"{where}: missing (expected {ndim}-D token ids)")
+    ids = arrays[key]
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TreenetsError(f"{where}: {ids.dtype} values; expected integer token ids")
+    if ids.ndim != ndim:
+        raise TreenetsError(f"{where}: {ids.ndim}-D {list(ids.shape)}; expected {ndim}-D token ids")
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise TreenetsError(f"{where}: ids from {ids.min()} to {ids.max()}; expected 0 to {vocab_size - 1} (the "
+                            f"config's vocabulary of {vocab_size})")
+    return ids

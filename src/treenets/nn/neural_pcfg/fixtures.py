@@ -16,7 +16,7 @@ import torch
 
 from treenets.nn.chart import viterbi
 from treenets.nn.neural_pcfg.convert import from_official
-from treenets.nn.official import fixture_arg
+from treenets.nn.official import fixture_arg, fixture_ids
 
 
 def batches(outputs: dict, path) -> list[int]:
@@ -37,7 +37,8 @@ def pcfg_outputs(model, arrays: dict, path) -> dict:
     compound = model.z_dim > 0
     model.zero_grad()
     for i in batches(outputs, path):
-        tokens = torch.from_numpy(outputs[f"tokens_{i}"]).long()
+        tokens = torch.from_numpy(fixture_ids(outputs, f"tokens_{i}", 2, model.vocab_size, path,
+                                              "outputs.npz")).long()  # [B, n]
         lengths = torch.full((tokens.size(0),), tokens.size(1), dtype=torch.long)
         extra = {"noise": torch.from_numpy(outputs[f"eps_{i}"]).double()} if compound else {}
         run = model(tokens, lengths, **extra)

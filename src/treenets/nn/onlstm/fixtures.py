@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from treenets.nn.official import fixture_arg
+from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.onlstm.convert import from_official
 
 
@@ -18,13 +18,15 @@ def onlstm_lm(config: dict, arrays: dict, path) -> dict[str, np.ndarray]:
     args.update({k: config[k] for k in optional if k in config})
     model = from_official(arrays["params"], **args).double()
     inputs, outputs = arrays["inputs"], {}
+    tokens = fixture_ids(inputs, "tokens", 2, args["ntoken"], path)  # [T, B]
+    tokens2 = fixture_ids(inputs, "tokens2", 2, args["ntoken"], path) if "tokens2" in inputs else None
     with torch.no_grad():
-        run = model(torch.from_numpy(inputs["tokens"]))
+        run = model(torch.from_numpy(tokens))
         outputs["logits"] = model.decoder(run.output)
         outputs["distance_forget"] = run.distances
         outputs["distance_input"] = run.distance_input
         for layer, (h, c) in enumerate(run.state):
             outputs[f"h_final_{layer}"], outputs[f"c_final_{layer}"] = h, c
-        if "tokens2" in inputs:
-            outputs["logits2"] = model.decoder(model(torch.from_numpy(inputs["tokens2"]), run.state).output)
+        if tokens2 is not None:
+            outputs["logits2"] = model.decoder(model(torch.from_numpy(tokens2), run.state).output)
     return {name: value.numpy() for name, value in outputs.items()}

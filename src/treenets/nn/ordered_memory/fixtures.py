@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from treenets.nn.official import fixture_arg
+from treenets.errors import TreenetsError
+from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.ordered_memory.convert import classifier_from_official
 from treenets.nn.ordered_memory.model import slot_distances
 from treenets.nn.ordered_memory.trees import tree_from_slots
@@ -18,7 +19,11 @@ def logic(config: dict, arrays: dict, path) -> dict:
     model = classifier_from_official(arrays["params"], **args).double()
     pad = config.get("pad", args["ntoken"] - 1)  # the official padding index: the last token id
     vocab = fixture_arg(config, "vocab", path)
-    tokens = torch.from_numpy(arrays["inputs"]["tokens"])
+    ntoken = fixture_arg(args, "ntoken", path)
+    tokens = torch.from_numpy(fixture_ids(arrays["inputs"], "tokens", 2, ntoken, path))  # [T, B]
+    if len(vocab) < ntoken - 1:  # (the padding, the last id, has no word)
+        raise TreenetsError(f"{path}: vocab has {len(vocab)} symbols; expected one per token id but the padding "
+                            f"({ntoken - 1})")
     lengths = (tokens != pad).sum(0)
     outputs = {}
     with torch.no_grad():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from treenets.nn.official import fixture_arg
+from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.prpn.convert import from_official
 
 
@@ -16,10 +16,12 @@ def prpn_lm(config: dict, arrays: dict, path) -> dict[str, np.ndarray]:
     args.update({k: config[k] for k in optional if k in config})
     model = from_official(arrays["params"], **args).double()
     inputs, outputs = arrays["inputs"], {}
+    tokens = fixture_ids(inputs, "tokens", 2, args["ntoken"], path)  # [T, B]
+    tokens2 = fixture_ids(inputs, "tokens2", 2, args["ntoken"], path) if "tokens2" in inputs else None
     with torch.no_grad():
-        run = model(torch.from_numpy(inputs["tokens"]))
+        run = model(torch.from_numpy(tokens))
         outputs["logits"] = model.decoder(run.output)
         outputs["gates"] = run.distances[0].t()
-        if "tokens2" in inputs:
-            outputs["logits2"] = model.decoder(model(torch.from_numpy(inputs["tokens2"]), run.state).output)
+        if tokens2 is not None:
+            outputs["logits2"] = model.decoder(model(torch.from_numpy(tokens2), run.state).output)
     return {name: value.numpy() for name, value in outputs.items()}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from treenets.nn.official import fixture_arg
+from treenets.errors import TreenetsError
+from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.structformer.convert import from_official
 from treenets.trees import tree_from_distances
 from treenets.trees.dependencies import heads_from_parents
@@ -21,7 +22,10 @@ def structformer_mlm(config: dict, arrays: dict, path) -> dict:
     model = from_official(arrays["params"], **args).double()
     inputs = arrays["inputs"]
     pad, vocab = args.get("pad", 0), fixture_arg(config, "vocab", path)
-    tokens = torch.from_numpy(inputs["tokens"])
+    ntokens = fixture_arg(args, "ntokens", path)
+    if len(vocab) < ntokens:
+        raise TreenetsError(f"{path}: vocab has {len(vocab)} words; expected one per token id ({ntokens})")
+    tokens = torch.from_numpy(fixture_ids(inputs, "tokens", 2, ntokens, path))  # [B, L]
     outputs, trees, heads = {}, [], []
     with torch.no_grad():
         run = model(tokens)
@@ -29,11 +33,13 @@ def structformer_mlm(config: dict, arrays: dict, path) -> dict:
         outputs.update(distance=run.distance, height=run.height, head=run.parent, block=run.block,
                        cibling=run.sibling, att_mask=run.mask)
         if "masked" in inputs:
-            masked = model.output_layer(model(torch.from_numpy(inputs["masked"])).hidden).flatten(0, 1)
+            masked = fixture_ids(inputs, "masked", 2, ntokens, path)
+            masked = model.output_layer(model(torch.from_numpy(masked)).hidden).flatten(0, 1)
             outputs["masked_logits"] = masked
             if "targets" in inputs:
                 outputs["masked_loss"] = torch.nn.functional.cross_entropy(
-                    masked, torch.from_numpy(inputs["targets"]).flatten(), ignore_index=pad)
+                    masked, torch.from_numpy(fixture_ids(inputs, "targets", 2, ntokens, path)).flatten(),
+                    ignore_index=pad)
         for i, row in enumerate(tokens):
             sentence = row[row != pad][None]
             alone = model(sentence, alone=True)

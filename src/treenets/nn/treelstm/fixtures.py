@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from treenets.nn.official import fixture_arg
+from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.treelstm.convert import similarity_from_official
 from treenets.trees.parents import parse_parents
 
@@ -20,7 +20,8 @@ def childsum_similarity(config: dict, arrays: dict, path) -> dict[str, np.ndarra
     trees, ids = [], []
     for side in ("a", "b"):
         for k in pairs:
-            tokens = inputs[f"{side}_tokens_{k}"]
+            tokens = fixture_ids(inputs, f"{side}_tokens_{k}", 1, args["vocab"], path)
+            fixture_ids(inputs, f"{side}_parents_{k}", 1, len(tokens) + 1, path)  # (1-based, 0 the root)
             parents = " ".join(str(int(p)) for p in inputs[f"{side}_parents_{k}"])
             trees.append(parse_parents(parents, [str(t) for t in tokens], f"{path.parent} {side}_parents_{k}"))
             ids.append(torch.from_numpy(tokens))
