@@ -371,6 +371,32 @@ def test_a_card_lists_every_figure_of_every_split_each_in_its_column():
                          "| test | 0.8000 | 0.9500 | 0.5000 | 0.6000 |"]
 
 
+def test_a_parsers_card_gives_kims_figures_and_recall_by_label_where_measured(data_root):
+    from treenets.data.treebanks import resolve_treebank
+    from treenets.trees.evaluation import evaluate_baselines
+    from treenets.trees.ptb import load_gold
+
+    sentences = load_gold(resolve_treebank("nltk-sample", data_root))[:40]
+    baselines = evaluate_baselines(sentences, conventions=cards.CARD_CONVENTIONS)
+    right = baselines["right-branching"]
+    block = {"layers": {"1": right}, "baselines": baselines, "words": 10, "unknown": 0}
+    metrics = {"name": "m", "summary": "", "task": "pcfg", "model": "neural-pcfg", "parameters": 1, "check": {},
+               "measured_on": "here", "splits": {}, "parsing": {"nltk-sample": block}}
+    card = cards.write_card(metrics, build_config({"task": "pcfg"}))
+    table = [line.split(" | ") for line in card.splitlines() if line.startswith(("| trees", "| layer"))]
+    assert table[0][4:7] == ["kim sent-F1", "kim corp-F1", "depth"] and table[0][7] == "NP recall"
+    kim = right["conventions"]["kim"]
+    assert table[1][4:6] == [f"{100 * kim['sentence_f1']:.1f}", f"{100 * kim['corpus_f1']:.1f}"]
+    assert table[1][7] == f"{100 * right['recall_NP']:.1f}"
+    assert kim["sentence_f1"] != right["sentence_f1"]  # (Kim's convention is another figure on these sentences)
+    # a card measured before (no convention in its figures) keeps its table
+    old = {k: v for k, v in right.items() if k != "conventions"}
+    metrics["parsing"]["nltk-sample"] = {**block, "layers": {"1": old}, "baselines": {"right-branching": old}}
+    header = next(line for line in cards.write_card(metrics, build_config({"task": "pcfg"})).splitlines()
+                  if line.startswith("| trees"))
+    assert header == "| trees | sent-F1 | corp-F1 | evalb-F1 | depth |"
+
+
 def test_export_writes_the_reproducing_config_when_only_train_differs(tiny_run, tmp_path, capsys):
     import yaml
 

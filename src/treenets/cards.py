@@ -23,8 +23,10 @@ from treenets.console import note
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.runlog import format_figure, read_metrics
+from treenets.trees.metrics import LABELS
 
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
+CARD_CONVENTIONS = ["official", "kim"]  # the ON-LSTM/PRPN papers' and the PCFGs' (trees/conventions.py)
 CHECK_SENTENCES = 200  # sentences of the NLTK sample in the parsing check
 CHECK_BATCH = 80  # the check's evaluation batch (tasks other than language modelling)
 CHECK_EXAMPLES = 2500  # a larger split is checked on every k-th example, so that the test suite stays quick
@@ -81,7 +83,7 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
     from treenets.data.treebanks import resolve_treebank
     from treenets.tasks import make_task, task_class
     from treenets.trees.dependency_scoring import dependency_rows, gold_dependencies
-    from treenets.trees.evaluation import evaluate_baselines, evaluate_model
+    from treenets.trees.evaluation import evaluate_baselines, evaluate_model, gold_nodes, system_summary
     from treenets.trees.ptb import PTB, load_gold
 
     config = predictor.config
@@ -101,8 +103,9 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
                 sentences = load_gold(resolve_treebank(treebank, root), wsj10=wsj10)
                 results, _, counts = evaluate_model(predictor, name, sentences, predictor.layers("all"), "official",
                                                     progress=False)
-                parsing[label] = {"layers": {r.layer: r.scores.summary() for r in results},
-                                  "baselines": evaluate_baselines(sentences), **counts}
+                nodes = gold_nodes(sentences)
+                parsing[label] = {"layers": {r.layer: system_summary(r, nodes, CARD_CONVENTIONS) for r in results},
+                                  "baselines": evaluate_baselines(sentences, conventions=CARD_CONVENTIONS), **counts}
                 if results[0].heads is not None:  # a model that induces dependencies too
                     gold = gold_dependencies(sentences, PTB)
                     parsing[label]["dependencies"] = dependency_rows([(name, results[0].heads)], sentences, gold)
@@ -111,6 +114,8 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
         layer = str(predictor.default_layer)
         for label in ("wsj24", "wsj24 WSJ10"):
             headline[f"{label} sent-F1 (layer {layer})"] = parsing[label]["layers"][layer]["sentence_f1"]
+        kim = parsing["wsj24"]["layers"][layer]["conventions"]["kim"]  # the grammar induction papers' convention
+        headline[f"wsj24 kim sent-F1 (layer {layer})"] = kim["sentence_f1"]
         if "dependencies" in parsing["wsj24"]:
             headline["wsj24 DDA"] = parsing["wsj24"]["dependencies"][0]["dda"]
     parameters = sum(p.numel() for p in predictor.net.parameters())
@@ -254,16 +259,27 @@ def write_card(metrics: dict, config, recipe: str = "") -> str:
     if metrics["parsing"]:
         lines += ["### Unsupervised parsing", "",
                   "Sentence-level F1 (`sent-F1`, the papers' figure), corpus-level F1 and evalb-style F1 of the "
-                  "trees from each layer's distances (split as the official code) and from their mean, beside "
-                  "the baselines (`treenets parse-eval NAME --treebank T [--wsj10]`).", ""]
+                  "model's trees (from each layer's distances, split as the official code, and from their mean; a "
+                  "grammar's Viterbi trees as its layer 1), beside "
+                  "the baselines (`treenets parse-eval NAME --treebank T [--wsj10]`); where measured, the same "
+                  "under Kim et al.'s convention (`--convention kim`, the grammar "
+                  "induction papers' figure) and the recall of the gold phrases by label.", ""]
         for label, block in metrics["parsing"].items():
+            rows = [(f"layer {k}", v) for k, v in block["layers"].items()] + list(block["baselines"].items())
+            kim = "conventions" in rows[0][1]  # cards measured since the grammars give Kim's figures and recalls
+            recalls = [k for k in (f"recall_{label}" for label in LABELS[:6]) if kim and k in rows[0][1]]
+            header = ["trees", "sent-F1", "corp-F1", "evalb-F1"] + (["kim sent-F1", "kim corp-F1"] if kim else []) \
+                + ["depth"] + [f"{k.removeprefix('recall_')} recall" for k in recalls]
             lines += [f"**{label}** ({next(iter(block['layers'].values()))['n']} sentences, {block['unknown']} of "
                       f"{block['words']} words read as `<unk>`)", "",
-                      "| trees | sent-F1 | corp-F1 | evalb-F1 | depth |", "| --- | ---: | ---: | ---: | ---: |"]
-            rows = [(f"layer {k}", v) for k, v in block["layers"].items()] + list(block["baselines"].items())
+                      "| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
             for row, s in rows:
-                lines.append(f"| {row} | {100 * s['sentence_f1']:.1f} | {100 * s['corpus_f1']:.1f} | "
-                             f"{100 * s['evalb_f1']:.1f} | {s['depth']:.2f} |")
+                cells = [s["sentence_f1"], s["corpus_f1"], s["evalb_f1"]]
+                if kim:
+                    cells += [s["conventions"]["kim"]["sentence_f1"], s["conventions"]["kim"]["corpus_f1"]]
+                text = [f"{100 * v:.1f}" for v in cells] + [f"{s['depth']:.2f}"] \
+                    + [f"{100 * s[k]:.1f}" if k in s else "" for k in recalls]
+                lines.append(f"| {row} | " + " | ".join(text) + " |")
             lines.append("")
             if "dependencies" in block:
                 lines += ["Dependencies against the gold trees converted by Collins' head rules, punctuation not "

@@ -190,20 +190,19 @@ def _decoded(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized:
     """A model that decodes its trees (a grammar: `TreeInducer.decoders`): its probability of the sentence
     (perplexity per word and closing boundary) and its tree by every decoder (over token positions, as the page
     draws it), each node's label in `labels` (`"start-end"`) and each word's in `word_labels`, as the parse
-    declares them (`record_fields`: `spans` with their nonterminals, `tags`)."""
+    declares them (`Parse.labels`)."""
     score = lm.score(sentence, pretokenized)
     result = {"model": model.id, "kind": "decoded", "tokens": score.tokens, "unknown": score.unknown,
               "dropped": [asdict(piece) for piece in score.dropped],
               "perplexity": score.perplexity if math.isfinite(score.perplexity) else None,
               "decoders": list(lm.decoders), "trees": {}}
     for decoder in lm.decoders:
-        fields = lm.parse(sentence, pretokenized=pretokenized, decode=decoder).record_fields()
-        nodes = [(s, e + 1) for s, e, _ in fields["spans"]] + [(i, i + 1) for i in range(len(score.tokens))]
-        result["trees"][decoder] = {
-            "tree": json.loads(tree_json(to_nested(from_spans(nodes, score.tokens)))),
-            "labels": {f"{s}-{e + 1}": f"NT-{label}" for s, e, label in fields["spans"]},
-            "word_labels": [f"T-{tag}" for tag in fields["tags"]],
-            "score": fields["score"] if math.isfinite(fields["score"]) else None}  # (a one-word sentence's: none)
+        parse = lm.parse(sentence, pretokenized=pretokenized, decode=decoder)
+        labels, word_labels = parse.labels()
+        tree_score = parse.record_fields()["score"]
+        result["trees"][decoder] = {"tree": json.loads(tree_json(parse.nested)), "labels": labels,
+                                    "word_labels": word_labels,  # (a one-word sentence's score: none)
+                                    "score": tree_score if math.isfinite(tree_score) else None}
     return result
 
 

@@ -225,3 +225,30 @@ def test_sentences_jsonl_holds_each_systems_heads_and_the_gold_heads(tiny_run, s
     assert report_data(out / "index.html")["parsing"]["sentences"][0]["d"][0][0][-1] is None  # nor a bar of it
     # Without dependencies scored, no record has heads.
     assert "heads" not in (tiny_run / "parse-eval" / "sentences.jsonl").read_text()
+
+
+def test_a_grammars_labels_are_in_the_report_and_sentences_jsonl(tiny_run, grammar_run, tmp_path):
+    """A grammar labels its trees: each sentence's record gives its nodes' nonterminals and its words'
+    preterminals (`labels`, `word_labels`), as its `parse` does, and the page's data holds them per run for the
+    drawing; a run without labels (the ON-LSTM) has none."""
+    import treenets
+    from treenets.trees.ptb import load_gold
+
+    out = tmp_path / "report"
+    grammar = str(grammar_run / "best.pt")
+    assert main(["parse-eval", grammar, str(tiny_run / "best.pt"), "--treebank", str(tiny_run.parent / "tiny.mrg"),
+                 "--output", str(out)]) == 0
+    model = treenets.load(grammar)
+    records = [json.loads(line) for line in (out / "sentences.jsonl").read_text().splitlines()]
+    page = report_data(out / "index.html")["parsing"]["sentences"]
+    sentences = [s for s in load_gold(tiny_run.parent / "tiny.mrg") if s.words]
+    assert len(page) == len(sentences) == 11
+    for record, drawn, sentence in zip((r for r in records if r["words"]), page, sentences, strict=True):
+        labels, word_labels = model.parse([sentence.words])[0].labels()
+        found = record["models"]["run-best-layer1"]
+        assert (found["labels"], found["word_labels"]) == (labels, word_labels)
+        assert len(word_labels) == len(sentence.words) and all(w.startswith("T-") for w in word_labels)
+        assert f"0-{len(sentence.words)}" in labels and all(v.startswith("NT-") for v in labels.values())
+        assert "labels" not in record["models"]["run-best-layer1-2"]  # the ON-LSTM's layer 1
+        assert drawn["pl"][0] == [labels, word_labels] and all(p is None for p in drawn["pl"][1:])
+    assert '"pl"' not in (tiny_run / "parse-eval" / "index.html").read_text()  # no grammar, no labels

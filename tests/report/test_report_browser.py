@@ -147,3 +147,35 @@ def test_a_sentences_dependencies_against_the_gold_in_a_browser(structformer_run
     values = [float(t.split()[1]) for t in tab.locator("#sentence-list summary .dda").all_inner_texts()]
     assert values == sorted(values, reverse=True) and len(values) == 11
     assert page.errors == []
+
+
+def test_a_grammars_tree_is_drawn_with_its_labels(tiny_run, grammar_run, open_page, tmp_path):
+    """A grammar's predicted tree: every node over two or more words with its nonterminal, every word with its
+    preterminal under it; the ON-LSTM's tree beside it has no labels (the gold's labels are the treebank's)."""
+    import treenets
+
+    out = tmp_path / "report"
+    grammar = str(grammar_run / "best.pt")
+    assert main(["parse-eval", grammar, str(tiny_run / "best.pt"), "--treebank", str(tiny_run.parent / "tiny.mrg"),
+                 "--output", str(out)]) == 0
+    words = ["the", "dog", "run", "of", "the", "city"]
+    labels, tags = treenets.load(grammar).parse([words])[0].labels()
+    page = open_page(out / "screenshots")
+    tab = page.tab
+    tab.goto((out / "index.html").as_uri())
+
+    def predicted(choice: str):
+        tab.select_option("#tree-choice", label=choice)
+        tab.fill("#search", "the dog run")
+        row = tab.locator("#sentence-list details").first
+        row.locator("summary").click()
+        row.locator("svg").first.wait_for()
+        return row.locator("svg").first
+
+    figure = predicted("[1] layer 1")
+    assert figure.locator("text.tag").all_text_contents() == tags
+    assert sorted(figure.locator("text.label").all_text_contents()) == sorted(labels.values())
+    assert len(labels) == len(words) - 1  # a binary tree's nodes over two or more words
+    page.screenshot("report-grammar")
+    assert predicted("[2] layer 1").locator("text.label").count() == 0
+    assert page.errors == []

@@ -94,6 +94,11 @@ class Parse:
         """Lines `parse` prints below the drawing of the tree (none here)."""
         return []
 
+    def labels(self) -> tuple[dict[str, str], list[str]] | None:
+        """The labels of a model that labels its tree's nodes (a grammar): each node's over two or more words by
+        its span `"start-end"` (end exclusive) and each word's, as the report and `serve` draw them; None here."""
+        return None
+
     @property
     def tree(self) -> nltk.Tree:
         """The tree as an `nltk.Tree` (every node labelled `X`)."""

@@ -114,6 +114,10 @@ class GrammarParse(Parse):
     def notes(self) -> list[str]:
         return [f"labelled ({self.decode}): {self.labelled}"]
 
+    def labels(self) -> tuple[dict[str, str], list[str]]:
+        """`NT-k` each span's nonterminal, `T-k` each word's preterminal."""
+        return {f"{s}-{t + 1}": f"NT-{label}" for s, t, label in self.spans}, [f"T-{tag}" for tag in self.tags]
+
 
 class GrammarModel(LanguageModel):
     """A Neural or Compound PCFG with its vocabulary, from `treenets.load`: `parse` (labelled trees, `decode`

@@ -119,7 +119,8 @@ def parsing_section(treebank: str, split: str, max_length: int | None, sentences
             scored; gold: then the `GoldDependencies`; dependency_files: the systems of dependencies only (CoNLL
             files, `treenets.trees.evaluation.dependencies_only`), runs after the others'. With them, each
             sentence has its gold heads (`gh`) and every run's heads (`h`, None for a run without) and their
-            directed attachment accuracy (`dd`).
+            directed attachment accuracy (`dd`). Where a run labels its trees (a grammar), each sentence has
+            every run's labels (`pl`: `[{span: label}, [word label, ...]]`, None for a run without).
     """
     from treenets.trees.evaluation import multi_run_summary
 
@@ -141,6 +142,8 @@ def parsing_section(treebank: str, split: str, max_length: int | None, sentences
                   if run[0].source in distances else [] for run in runs],
             "rb": round(sentence_prf(spans(right_branching(s.words)), spans(s.gold))[2], 4),
         })
+        if any(run[0].labels is not None for run in runs):  # each run's labels of its nodes and words, or None
+            records[-1]["pl"] = [run[0].labels[i] if run[0].labels is not None else None for run in runs]
         if with_heads:
             heads = [run[0].heads[i] if run[0].heads is not None else None for run in runs]
             directed = [gold.sentence_scores(h, i)["dda"] for h in heads]

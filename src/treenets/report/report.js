@@ -98,6 +98,7 @@
       htmlEl("p", { class: "meta", text: `${s.src} — sentence F1: ${scores.join(" | ")} | right-branching ${pct(s.rb)}` }),
       !run.trees ? null : predicted === null ? htmlEl("p", { class: "note", text: `${runName(run, layer)} has no tree for this sentence.` })
         : scroll(Trees.figure({ words: s.w, tree: predicted, compare: goldSpans, unmatched: "extra", rows,
+                                ...(s.pl && s.pl[run.k] ? { labels: s.pl[run.k][0], tags: s.pl[run.k][1] } : {}),
                                 caption: `predicted: ${runName(run, layer)}, sentence F1 ${pct(s.f[run.k][j])}` })),
       scroll(Trees.figure({ words: s.w, tree: gold, compare: run.trees ? predictedSpans : null, unmatched: "missed",
                             labels: Trees.labelMap(s.l), caption: "gold" })),

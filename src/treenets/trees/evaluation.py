@@ -43,6 +43,7 @@ class SystemResult:
     scores: ParseScores
     trees: list
     heads: list | None = None  # a model that induces dependencies: each sentence's heads over its words (CoNLL's)
+    labels: list | None = None  # a model that labels its trees (a grammar): each sentence's `Parse.labels()`
 
     @property
     def name(self) -> str:
@@ -104,6 +105,9 @@ def evaluate_model(lm, checkpoint: str, sentences: list[GoldSentence], layers: l
     if any(p is not None and p.heads is not None for p in parses):
         for result in results:
             result.heads = [p.heads if p is not None else None for p in parses]
+    if any(p is not None and p.labels() is not None for p in parses):
+        for result in results:
+            result.labels = [p.labels() if p is not None else None for p in parses]
     distances = [p.read_distances.numpy() if p is not None else None for p in parses]
     return results, distances, {"words": words, "unknown": unknown}
 
@@ -342,7 +346,8 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[System
     With the `gold` dependencies (when they were scored), a record also has `gold_heads` (the gold heads over its
     words, `GoldDependencies.kept_heads`; None for a sentence without words), and each system that gives
     dependencies (a model that induces them; `dependency_files`, systems of dependencies only, which have no tree
-    and nothing else) its `heads` and their `dda` and `uda` in the sentence (None where it has none).
+    and nothing else) its `heads` and their `dda` and `uda` in the sentence (None where it has none). A system
+    that labels its trees (a grammar) has its `labels` (`{"start-end": label}`) and `word_labels`.
     Returns the figures' paths, and the paths of every file written."""
     out.mkdir(parents=True, exist_ok=True)
     tags = dict(zip(map(id, [*results, *dependency_files]), output_tags([*results, *dependency_files])))
@@ -367,6 +372,8 @@ def write_outputs(out: Path, sentences: list[GoldSentence], results: list[System
             scored = s.words and tree is not None
             prf = sentence_prf(spans(tree), spans(s.gold)) if scored else (None, None, None)
             record["models"][tags[id(r)]] = {"tree": tree, "prec": prf[0], "reca": prf[1], "f1": prf[2]}
+            if r.labels is not None and r.labels[i] is not None:  # a grammar: its nodes' and words' labels
+                record["models"][tags[id(r)]].update(zip(("labels", "word_labels"), r.labels[i]))
         if gold is not None:
             record["gold_heads"] = gold.kept_heads(i)
             for r in [*results, *dependency_files]:
