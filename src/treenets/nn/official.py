@@ -56,20 +56,21 @@ def fixture_arg(config: dict, key: str, path):
     return config[key]
 
 
-def fixture_ids(arrays: dict, key: str, ndim: int, vocab_size: int, path, file: str = "inputs.npz"):
-    """The token ids `arrays[key]` of a fixture's `file`, checked: present, integers, `ndim` dimensions, each in
-    [0, vocab_size) (the config's vocabulary); a clear error naming the file, the array and what was expected.
-    `path` is the fixture's `config.json`."""
+def fixture_ids(arrays: dict, key: str, axes: tuple[str, ...], vocab_size: int, path, file: str = "inputs.npz"):
+    """The token ids `arrays[key]` of a fixture's `file`, checked: present, integers, one dimension for each of
+    `axes` (their names, for the messages: `("time", "batch")`), each in [0, vocab_size) (the config's vocabulary);
+    a clear error naming the file, the array and what was expected. `path` is the fixture's `config.json`."""
     import numpy as np
 
     where = f"{Path(path).parent / file}: {key}"
+    expected = f"{len(axes)}-D token ids [{', '.join(axes)}]"
     if key not in arrays:
-        raise TreenetsError(f"{where}: missing (expected {ndim}-D token ids)")
+        raise TreenetsError(f"{where}: missing (expected {expected})")
     ids = arrays[key]
     if not np.issubdtype(ids.dtype, np.integer):
         raise TreenetsError(f"{where}: {ids.dtype} values; expected integer token ids")
-    if ids.ndim != ndim:
-        raise TreenetsError(f"{where}: {ids.ndim}-D {list(ids.shape)}; expected {ndim}-D token ids")
+    if ids.ndim != len(axes):
+        raise TreenetsError(f"{where}: {ids.ndim}-D {list(ids.shape)}; expected {expected}")
     if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
         raise TreenetsError(f"{where}: ids from {ids.min()} to {ids.max()}; expected 0 to {vocab_size - 1} (the "
                             f"config's vocabulary of {vocab_size})")

@@ -37,7 +37,7 @@ def pcfg_outputs(model, arrays: dict, path) -> dict:
     compound = model.z_dim > 0
     model.zero_grad()
     for i in batches(outputs, path):
-        tokens = torch.from_numpy(fixture_ids(outputs, f"tokens_{i}", 2, model.vocab_size, path,
+        tokens = torch.from_numpy(fixture_ids(outputs, f"tokens_{i}", ("batch", "length"), model.vocab_size, path,
                                               "outputs.npz")).long()  # [B, n]
         lengths = torch.full((tokens.size(0),), tokens.size(1), dtype=torch.long)
         extra = {"noise": torch.from_numpy(outputs[f"eps_{i}"]).double()} if compound else {}
