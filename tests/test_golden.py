@@ -287,3 +287,25 @@ def test_a_grammar_fixture_whose_tokens_are_1d_says_the_shape_expected(golden_ro
     err = capsys.readouterr().err
     assert err == f"treenets: error: {folder / 'outputs.npz'}: tokens_1: 1-D [5]; expected 2-D token ids [batch, " \
                   "length]\n", err
+
+
+@pytest.mark.parametrize(("array", "change", "message"), [
+    ("outputs", lambda a: a.pop("eps_0"), "outputs.npz: eps_0: missing (expected floats [batch 2, z_dim 4])"),
+    ("params", lambda a: a["t_emb"].__setitem__((0, 0), np.nan), "params.npz: t_emb holds 1 NaN or infinite value(s); "
+     "expected finite weights"),
+])
+def test_a_grammar_fixture_without_its_noise_or_with_nan_weights_is_named(golden_root, tmp_path, capsys, array, change,
+                                                                         message):
+    """Before: "does not fit kind 'compound-pcfg': 'eps_0'" (a KeyError's text) and "list index out of range" (the
+    Viterbi trees of NaN scores), naming neither file nor array (issue 65)."""
+    import shutil
+
+    folder = tmp_path / "compound-pcfg"
+    shutil.copytree(golden_root / "compound-pcfg", folder)
+    with np.load(folder / f"{array}.npz") as archive:
+        arrays = dict(archive)
+    change(arrays)
+    np.savez(folder / f"{array}.npz", **arrays)
+    assert main(["check-golden", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"treenets: error: {folder}/{message}\n", err

@@ -56,6 +56,22 @@ def fixture_arg(config: dict, key: str, path):
     return config[key]
 
 
+def fixture_floats(arrays: dict, key: str, shape: dict[str, int], path, file: str = "outputs.npz"):
+    """The floating-point array `arrays[key]` of a fixture's `file`, checked: present, floats, of `shape` (each
+    axis's name and size, for the messages: `{"batch": 2, "z_dim": 4}`); a clear error naming the file, the array and
+    what was expected. `path` is the fixture's `config.json`."""
+    import numpy as np
+
+    where = f"{Path(path).parent / file}: {key}"
+    expected = "floats [" + ", ".join(f"{name} {size}" for name, size in shape.items()) + "]"
+    if key not in arrays:
+        raise TreenetsError(f"{where}: missing (expected {expected})")
+    values = arrays[key]
+    if not np.issubdtype(values.dtype, np.floating) or values.shape != tuple(shape.values()):
+        raise TreenetsError(f"{where}: {values.dtype} {list(values.shape)}; expected {expected}")
+    return values
+
+
 def fixture_ids(arrays: dict, key: str, axes: tuple[str, ...], vocab_size: int, path, file: str = "inputs.npz"):
     """The token ids `arrays[key]` of a fixture's `file`, checked: present, integers, one dimension for each of
     `axes` (their names, for the messages: `("time", "batch")`), each in [0, vocab_size) (the config's vocabulary);
