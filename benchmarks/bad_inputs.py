@@ -285,6 +285,7 @@ def cases() -> list[Case]:
         *corpus_cases(),
         *third_round_cases(),
         *structformer_cases(),
+        *fourth_round_cases(),
     ]
 
 
@@ -609,6 +610,167 @@ def structformer_cases() -> list[Case]:
                                                                      "{T}/none.conll"], blame="none.conll"),
         Case("dependencies", "an empty .conll system", ["parse-eval", "{T}/s.conll", *tree], {"s.conll": ""},
              blame="s.conll"),
+    ]
+
+
+# --- the fourth round (issue 65): files aligned with the treebank, grammars, their fixtures, ensembles ------------
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: its configs/
+GOLDEN = Path(os.environ.get("TREENETS_GOLDEN", ROOT.parent / "shared" / "golden"))
+TWO = "( (S (NP (DT The) (NN cat)) (VP (VBD sat))) )\n( (S (NP (NNS Dogs)) (VP (VBD ran) (ADVP (RB home)))) )\n"
+THE_CAT = [("The", 2), ("cat", 3), ("sat", 0)]
+DOGS = [("Dogs", 2), ("ran", 0), ("home", 2)]
+MONEY = "( (S (NP (DT The) (NN fee)) (, ,) (ADVP (RB too)) (, ,) (VP (VBD was) (NP ($ $) (CD 5))) (. .)) )\n"
+TINY_SPANS = [[0, 6], [0, 2], [2, 6], [3, 6], [4, 6]]  # the gold phrases of tiny.mrg, ends exclusive
+
+
+def _row(name: str, figure: str):
+    """A run that exits 0 is right only if the table's row of `name` starts with `figure` (its sentence F1)."""
+    def check(root: Path, stdout: str):
+        row = next((line.split() for line in stdout.splitlines() if line.startswith(expand(name, root))), None)
+        return None if row and row[1] == figure else f"{name}: {row[1] if row else 'no row'}, not {figure}"
+    return check
+
+
+def _lines_in(name: str, count: int):
+    """A run that exits 0 is right only if it wrote `count` lines to `{T}/name`."""
+    def check(root: Path, _stdout: str):
+        written = (root / name).read_text().splitlines() if (root / name).is_file() else []
+        return None if len(written) == count else f"{len(written)} lines in {name}, not {count}"
+    return check
+
+
+def _golden_copy(kind: str, file: str, edit):
+    """Setup: `{T}/fx`, a copy of the golden fixture of `kind` with `edit` applied to its `file` (an .npz's arrays,
+    or config.json's dict)."""
+    def run(root: Path):
+        import numpy as np
+
+        folder = root / "fx"
+        shutil.copytree(GOLDEN / kind, folder)
+        if file == "config.json":
+            config = json.loads((folder / file).read_text())
+            edit(config)
+            (folder / file).write_text(json.dumps(config))
+            return
+        with np.load(folder / file) as archive:
+            arrays = dict(archive)
+        edit(arrays)
+        np.savez(folder / file, **arrays)
+    return run
+
+
+def fourth_round_cases() -> list[Case]:
+    """The families of the fourth reliability round (issue 65): CoNLL files and span lists aligned with the
+    treebank's sentences, files no reading fits, files keeping some punctuation, the grammars' configs and fixtures,
+    and ensembles of files that disagree on the sentences."""
+    two = ["--treebank", "{T}/two.mrg"]
+    tiny = ["--treebank", "{T}/tiny.mrg"]
+    sf = "{T}/sf/best.pt"
+    neural, compound = str(ROOT / "configs/neural-pcfg-ptb.yaml"), str(ROOT / "configs/compound-pcfg-ptb.yaml")
+    pcfg = ["--out", "{T}/out", "--max-steps", "1", "--no-progress"]
+    ensemble = ["ensemble", "{T}/a.txt", "{T}/b.txt", *two, "--output", "{T}/ens.txt"]
+    both = "(X (X The) (X cat) (X sat))\n(X (X Dogs) (X ran) (X home))\n"
+    golden = ["check-golden", "{T}/fx"]
+    return [
+        # CoNLL files: their sentences matched with the treebank's by their words
+        Case("alignment", "a CoNLL system whose sentences are swapped", ["parse-eval", "{T}/s.conll", *two],
+             {"two.mrg": TWO, "s.conll": _conll(DOGS, THE_CAT)}, check=_says("100.0  100.0", "not 100")),
+        Case("alignment", "--gold-dependencies whose sentences are swapped",
+             ["parse-eval", "{T}/s.conll", *two, "--gold-dependencies", "{T}/g.conll"],
+             {"two.mrg": TWO, "s.conll": _conll(THE_CAT, DOGS), "g.conll": _conll(DOGS, THE_CAT)},
+             check=_says("100.0  100.0", "not 100")),
+        Case("alignment", "a CoNLL sentence whose words match none", ["parse-eval", "{T}/s.conll", *two],
+             {"two.mrg": TWO, "s.conll": _conll(THE_CAT, [("Birds", 2), ("flew", 0)])},
+             blame="s.conll:5: no sentence of the treebank", check=answered),
+        Case("alignment", "a CoNLL file in the treebank's order, a sentence of other words",
+             ["parse-eval", "{T}/s.conll", *two], {"two.mrg": TWO, "s.conll": _conll(THE_CAT, [
+                 ("Birds", 2), ("flew", 0), ("away", 2)])}, check=_says("dependencies against", "no dependencies")),
+        Case("alignment", "a CoNLL system with --max-length 3", ["parse-eval", "{T}/s.conll", *two, "--max-length",
+                                                                 "3"],
+             {"two.mrg": TWO, "s.conll": _conll(THE_CAT, DOGS, [(w, 0) for w in ("a", "b", "c", "d")])},
+             check=_says("1 lines of more than 3 words skipped", "the length limit unsaid")),
+        # span lists without words: their ends as their spans say
+        Case("alignment", "span lists without words, ends exclusive ([0, n])", ["parse-eval", "{T}/s.jsonl", *tiny],
+             {"s.jsonl": json.dumps(TINY_SPANS) + "\n"}, check=_row("{T}/s.jsonl", "100.0")),
+        Case("alignment", "span lists without words, ends inclusive ([0, n - 1])", ["parse-eval", "{T}/s.jsonl",
+                                                                                   *tiny],
+             {"s.jsonl": json.dumps([[a, b - 1] for a, b in TINY_SPANS]) + "\n"},
+             check=_row("{T}/s.jsonl", "100.0")),
+        Case("alignment", "span lists without words whose ends nothing says", ["parse-eval", "{T}/s.jsonl", *tiny],
+             {"s.jsonl": "[[0, 2], [3, 5]]\n"}, blame="its spans do not say where a span ends"),
+        # a system file no reading fits
+        Case("alignment", "a system file of white space only", ["parse-eval", "{T}/s.txt", *tiny],
+             {"s.txt": "  \n\t\n"}, blame="white space only"),
+        Case("alignment", "a CoNLL file separated by spaces, named .txt", ["parse-eval", "{T}/s.txt", *tiny],
+             {"s.txt": _conll(THE_CAT).replace("\t", " ")}, blame="10 separated by spaces"),
+        # a line keeping some of the punctuation and symbols (Mikolov's text keeps $ and drops commas)
+        Case("alignment", "a line keeping $ and dropping commas", ["parse-eval", "{T}/s.txt", "--treebank",
+                                                                    "{T}/money.mrg"],
+             {"money.mrg": MONEY, "s.txt": "(X (X the fee) too (X was (X $ N)))\n"}, blame="--words li reads"),
+        Case("alignment", "a line keeping $ and dropping commas, --drop-punctuation",
+             ["parse-eval", "{T}/s.txt", "--treebank", "{T}/money.mrg", "--drop-punctuation"],
+             {"money.mrg": MONEY, "s.txt": "(X (X the fee) too (X was (X $ N)))\n"},
+             check=_row("{T}/s.txt", "100.0")),
+        Case("alignment", "a CoNLL file given to parse-eval beside a StructFormer", ["parse-eval", sf, "{T}/s.conll",
+                                                                                    *two],
+             {"two.mrg": TWO, "s.conll": _conll(DOGS, THE_CAT)}, check=_says("100.0  100.0", "not 100")),
+        # the grammars' configs
+        *[Case("pcfg", f"{Path(config).name}: --set {setting}", ["train", config, "--set", setting, *pcfg],
+               blame=blame)
+          for config, setting, blame in (
+              (neural, "model.nonterminals=0", "model.nonterminals"),
+              (neural, "model.preterminals=many", "model.preterminals"),
+              (neural, "model.name=nosuch", "model.name"),
+              (neural, "data.final_max_length=10", "final_max_length 10 is below max_length 30"),
+              (compound, "data.length_increment=-1", "data.length_increment"),
+              (compound, "model.z_dim=-1", "model.z_dim"),
+              (compound, "model.h_dim=0", "model.h_dim"),
+              (compound, "data.valid=[nosuch]", "nosuch"),
+              (compound, "data.batch_size=0", "data.batch_size"))],
+        Case("pcfg", "a grammar config with a field of the wrong kind", ["train", "{T}/c.yaml", *pcfg],
+             {"c.yaml": Path(compound).read_text().replace("nonterminals: 30", "nonterminals: [30]")},
+             blame="model.nonterminals"),
+        # check-golden on a Compound PCFG fixture with a broken array
+        Case("pcfg fixture", "compound-pcfg: tokens_1 1-D", golden, setup=[_golden_copy(
+            "compound-pcfg", "outputs.npz", lambda a: a.update(tokens_1=a["tokens_1"][0]))],
+             blame="tokens_1: 1-D [5]; expected 2-D token ids [batch, length]"),
+        Case("pcfg fixture", "compound-pcfg: token ids past the vocabulary", golden, setup=[_golden_copy(
+            "compound-pcfg", "outputs.npz", lambda a: a.update(tokens_0=a["tokens_0"] + 1000))],
+             blame="tokens_0: ids from"),
+        Case("pcfg fixture", "compound-pcfg: eps_0 missing", golden, setup=[_golden_copy(
+            "compound-pcfg", "outputs.npz", lambda a: a.pop("eps_0"))], blame="eps_0: missing"),
+        Case("pcfg fixture", "compound-pcfg: eps_0 of another shape", golden, setup=[_golden_copy(
+            "compound-pcfg", "outputs.npz", lambda a: a.update(eps_0=a["eps_0"][:, :2]))],
+             blame="eps_0: float32 [2, 2]; expected floats [batch 2, z_dim 4]"),
+        Case("pcfg fixture", "compound-pcfg: a NaN weight", golden, setup=[_golden_copy(
+            "compound-pcfg", "params.npz", lambda a: a["t_emb"].__setitem__((0, 0), float("nan")))],
+             blame="params.npz: t_emb holds 1 NaN"),
+        Case("pcfg fixture", "compound-pcfg: t_emb of another shape", golden, setup=[_golden_copy(
+            "compound-pcfg", "params.npz", lambda a: a.update(t_emb=a["t_emb"][:3]))], blame="t_emb: shape (3, 16)"),
+        Case("pcfg fixture", "compound-pcfg: outputs.npz a text file", golden, setup=[_golden_copy(
+            "compound-pcfg", "config.json", lambda c: None), lambda root: (root / "fx/outputs.npz").write_text("x")],
+             blame="outputs.npz: not a readable .npz archive"),
+        # ensembles of files that disagree on the sentences
+        Case("ensemble", "a file lacking a sentence", ensemble,
+             {"two.mrg": TWO, "a.txt": both, "b.txt": "(X (X Dogs) (X ran) (X home))\n"},
+             check=_lines_in("ens.txt", 2)),
+        Case("ensemble", "files in other orders", ensemble,
+             {"two.mrg": TWO, "a.txt": both, "b.txt": "\n".join(reversed(both.splitlines())) + "\n"},
+             check=_lines_in("ens.txt", 2)),
+        Case("ensemble", "files with no sentence in common", ensemble,
+             {"two.mrg": TWO, "a.txt": "(X The (X cat sat))\n", "b.txt": "(X Dogs (X ran home))\n"},
+             check=_lines_in("ens.txt", 2)),
+        Case("ensemble", "a file with a sentence of other words", ensemble,
+             {"two.mrg": TWO, "a.txt": both, "b.txt": both + "(X (X Birds) (X flew))\n"}, blame="b.txt:3"),
+        Case("ensemble", "a file with a sentence twice", ensemble,
+             {"two.mrg": TWO, "a.txt": both, "b.txt": both + "(X (X The) (X cat) (X sat))\n"},
+             blame="b.txt:3: no sentence of the treebank without a tree yet"),
+        Case("ensemble", "a CoNLL file as a system", ["ensemble", "{T}/a.txt", "{T}/s.conll", *two, "--output",
+                                                      "{T}/ens.txt"],
+             {"two.mrg": TWO, "a.txt": both, "s.conll": _conll(THE_CAT, DOGS)}, blame="a CoNLL file"),
+        Case("ensemble", "a file of white space only", ensemble, {"two.mrg": TWO, "a.txt": both, "b.txt": " \n"},
+             blame="white space only"),
     ]
 
 
@@ -946,6 +1108,8 @@ def main() -> int:
             print(f"[{number}/{len(selected)}] {case.name}: {kind} ({seconds:.1f} s)", file=sys.stderr)
             shutil.rmtree(root, ignore_errors=True)
         print("\n" + ", ".join(f"{kind}: {n}" for kind, n in sorted(counts.items())))
+        expected = counts.get("clear error", 0) + counts.get("ok", 0)
+        print(f"\n{len(selected)} cases, {expected} as expected (a clear error, or a correct answer)")
     return 0
 
 

@@ -91,6 +91,11 @@ TASK_NAMES = ", ".join(sorted(all_tasks()))  # whatever tasks the registry holds
     ({"task": "lm", "optim": {"name": "rmsprop"}}, "optim.name: unknown 'rmsprop' \\(expected one of: sgd, adam"),
     ({"task": "lm", "model": {"name": "onlstm", "fused": True}}, "unknown key 'model.fused'"),
     ([1, 2], "expected a mapping"),
+    # a grammar's curriculum that shrinks (both were accepted: issue 65)
+    ({"task": "pcfg", "data": {"length_increment": -1}}, "data.length_increment: Input should be greater than or "
+                                                          "equal to 0"),
+    ({"task": "pcfg", "data": {"final_max_length": 10}}, "data: final_max_length 10 is below max_length 30, the "
+                                                         "curriculum's first length"),
 ])
 def test_invalid_values(raw, message):
     with pytest.raises(TreenetsError, match=message):

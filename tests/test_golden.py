@@ -254,7 +254,10 @@ def _broken_copy(golden_root, tmp_path, name, change_config=None, change_inputs=
 
 @pytest.mark.parametrize(("name", "change_config", "change_inputs", "message"), [
     ("onlstm-lm", None, lambda i: i.update(tokens=i["tokens"] + 10_000), "inputs.npz: tokens: ids from"),
-    ("onlstm-lm", None, lambda i: i.update(tokens=i["tokens"][:, 0]), "tokens: 1-D"),
+    ("onlstm-lm", None, lambda i: i.update(tokens=i["tokens"][:, 0]), "tokens: 1-D [11]; expected 2-D token ids "
+     "[time, batch]"),
+    ("structformer-mlm", None, lambda i: i.update(tokens=i["tokens"][0]), "tokens: 1-D [13]; expected 2-D token ids "
+     "[batch, length]"),
     ("onlstm-lm", lambda c: c.pop("nhid"), None, "missing key 'nhid'"),
     ("structformer-mlm", lambda c: c.update(vocab=c["vocab"][:3]), None, "vocab has 3 words"),
     ("ordered-memory-logic", lambda c: c.update(vocab=c["vocab"][:2]), None, "vocab has 2 symbols"),
@@ -268,3 +271,41 @@ def test_a_fixture_that_does_not_fit_its_config_is_a_clear_error(golden_root, tm
     assert main(["check-golden", str(folder)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "internal error" not in err and message in err, err
+
+
+def test_a_grammar_fixture_whose_tokens_are_1d_says_the_shape_expected(golden_root, tmp_path, capsys):
+    """A Compound PCFG fixture keeps its token ids in outputs.npz, a [batch, length] array per batch (issue 65)."""
+    import shutil
+
+    folder = tmp_path / "compound-pcfg"
+    shutil.copytree(golden_root / "compound-pcfg", folder)
+    with np.load(folder / "outputs.npz") as archive:
+        outputs = dict(archive)
+    outputs["tokens_1"] = outputs["tokens_1"][0]
+    np.savez(folder / "outputs.npz", **outputs)
+    assert main(["check-golden", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"treenets: error: {folder / 'outputs.npz'}: tokens_1: 1-D [5]; expected 2-D token ids [batch, " \
+                  "length]\n", err
+
+
+@pytest.mark.parametrize(("array", "change", "message"), [
+    ("outputs", lambda a: a.pop("eps_0"), "outputs.npz: eps_0: missing (expected floats [batch 2, z_dim 4])"),
+    ("params", lambda a: a["t_emb"].__setitem__((0, 0), np.nan), "params.npz: t_emb holds 1 NaN or infinite value(s); "
+     "expected finite weights"),
+])
+def test_a_grammar_fixture_without_its_noise_or_with_nan_weights_is_named(golden_root, tmp_path, capsys, array, change,
+                                                                         message):
+    """Before: "does not fit kind 'compound-pcfg': 'eps_0'" (a KeyError's text) and "list index out of range" (the
+    Viterbi trees of NaN scores), naming neither file nor array (issue 65)."""
+    import shutil
+
+    folder = tmp_path / "compound-pcfg"
+    shutil.copytree(golden_root / "compound-pcfg", folder)
+    with np.load(folder / f"{array}.npz") as archive:
+        arrays = dict(archive)
+    change(arrays)
+    np.savez(folder / f"{array}.npz", **arrays)
+    assert main(["check-golden", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"treenets: error: {folder}/{message}\n", err

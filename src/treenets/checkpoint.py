@@ -75,6 +75,8 @@ def remove_temporaries(folder: str | Path) -> list[Path]:
 REQUIRED = {"model": ("config", "vocab", "model"),
             "train-state": ("config", "vocab", "model", "optimizer", "trainer", "ranks")}
 _EXPECTED = "expected a checkpoint written by treenets (best.pt, last.pt)"
+# torch.save writes a zip archive, or a pickle in its legacy format: a file that begins otherwise is no torch file.
+TORCH_FILE_STARTS = (b"PK\x03\x04", b"\x80")
 
 
 def _first_line(exc: Exception) -> str:
@@ -113,8 +115,7 @@ def load(path: str | Path, task: str | None = None) -> dict:
         raise TreenetsError(f"{path}: cannot read the checkpoint ({exc.strerror})") from None
     if not head:
         raise TreenetsError(f"{path}: empty file (0 bytes); {_EXPECTED}")
-    # torch.save writes a zip archive, or a pickle in its legacy format: anything else is no torch file at all.
-    if not head.startswith((b"PK\x03\x04", b"\x80")):
+    if not head.startswith(TORCH_FILE_STARTS):
         raise TreenetsError(f"{path}: not a treenets checkpoint, nor any torch file (it begins with {head!r}); "
                             f"{_EXPECTED}")
     try:

@@ -32,15 +32,19 @@ def system_trees(refs: list[str], sentences, treebank, fmt: str = "auto", drop_p
                  batch_size: int = 64, device="cpu", decode: str | None = None) -> list[list]:
     """Each system's tree of every sentence (nested lists over the sentence's positions; None where it has none),
     read as `parse-eval` reads its systems."""
-    from treenets.parsing import _check_decoder, _file_notes, is_tree_file
+    from treenets.parsing import _check_decoder, _file_notes, system_kind
     from treenets.predictors.ensemble import EnsembleParser
     from treenets.predictors.lm import LanguageModel
     from treenets.trees.evaluation import evaluate_file, evaluate_model
     from treenets.zoo import ensemble_folder
 
+    kinds = [system_kind(ref) for ref in refs]  # (a file no reading fits: said before any work)
+    if "conll" in kinds:
+        raise TreenetsError(f"{refs[kinds.index('conll')]}: a CoNLL file of dependency trees; an ensemble combines "
+                            "constituency trees (expected files of trees, or models)")
     found = []
-    for ref in refs:
-        if is_tree_file(ref):
+    for ref, kind in zip(refs, kinds):
+        if kind == "trees":
             result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit, fmt,
                                               drop_punctuation)
             for line in _file_notes(predicted, sentences, treebank.length_limit):

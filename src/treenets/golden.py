@@ -54,6 +54,10 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
 
 def _compare_model(kind: FixtureKind, directory: Path, config: dict, config_path: Path) -> list[Comparison]:
     arrays = {name.removesuffix(".npz"): _load_npz(directory / name) for name in kind.files}
+    for name, values in arrays.get("params", {}).items():  # (a NaN weight fails far from its cause)
+        if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+            raise TreenetsError(f"{directory / 'params.npz'}: {name} holds {int((~np.isfinite(values)).sum()):,} NaN "
+                                "or infinite value(s); expected finite weights")
     expected = arrays["outputs"] = _load_npz(directory / "outputs.npz")
     try:
         got = kind.run(config, arrays, config_path)

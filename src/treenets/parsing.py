@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from treenets.checkpoint import TORCH_FILE_STARTS
 from treenets.console import note
 from treenets.data.treebanks import GoldTreebank
 from treenets.errors import TreenetsError
@@ -24,6 +25,7 @@ from treenets.predictors.lm import LanguageModel, Layer, Parse
 from treenets.report import parsing_section, write_report
 from treenets.text import invisible
 from treenets.trees.conventions import CONVENTIONS
+from treenets.trees.dependencies import CONLL_COLUMNS
 from treenets.trees.dependency_scoring import dependency_rows, dependency_table, is_conll_file, read_system_heads
 from treenets.trees.dependency_scoring import gold_dependencies as gold_dependency_trees
 from treenets.trees.draw import arc_art, ascii_art, bracketed, write_svg
@@ -43,7 +45,7 @@ from treenets.trees.evaluation import (
     write_outputs,
 )
 from treenets.trees.formats import FORMATS
-from treenets.trees.predicted import STDIN, PredictedTrees
+from treenets.trees.predicted import FILE_KINDS, STDIN, FileReading
 from treenets.trees.walk import depth
 from treenets.zoo import ensemble_folder
 
@@ -206,12 +208,46 @@ def is_tree_file(ref: str) -> bool:
         return fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"(", b"[", b"{")
 
 
-def _file_notes(predicted: PredictedTrees, sentences: list, max_length: int | None) -> list[str]:
+def system_kind(ref: str) -> str:
+    """What a system given to `parse-eval` or `ensemble` is: `conll`, a CoNLL file of dependency trees
+    (`is_conll_file`); `trees`, a file of trees (`is_tree_file`); or `model` (a checkpoint, a model folder, a zoo
+    name).
+
+    Raises:
+        TreenetsError: naming a file that is none of them (no torch file either), and why each reading failed.
+    """
+    if is_conll_file(ref):
+        return "conll"
+    if is_tree_file(ref):
+        return "trees"
+    path = Path(ref)
+    if not path.is_file():
+        return "model"
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if head.startswith(TORCH_FILE_STARTS):
+        return "model"
+    expected = "expected a file of trees, a CoNLL file of dependency trees or a treenets checkpoint"
+    if not head.strip():
+        what = "white space only" if head else "empty file (0 bytes)"
+        raise TreenetsError(f"{path}: {what}: no system in it ({expected})")
+    first = next(line for line in head.decode("utf-8", errors="replace").splitlines() if line.strip())
+    tabs, spaces = len(first.split("\t")), len(first.split())
+    raise TreenetsError(
+        f"{path}: no reading fits it ({expected}): not a file of trees ({', '.join(FORMATS)}), whose first "
+        f"character is '(', '[' or '{{', not {first.strip()[0]!r}; not a CoNLL file: its first line has {tabs} "
+        f"tab-separated column{'s' if tabs > 1 else ''} where CoNLL has {len(CONLL_COLUMNS)}"
+        + (f" ({spaces} separated by spaces: CoNLL separates them by tabs)" if spaces == len(CONLL_COLUMNS) else "")
+        + f"; not a treenets checkpoint, nor any torch file: it begins with {head[:4]!r}, where a torch file begins "
+        "with PK or \\x80")
+
+
+def _file_notes(predicted: FileReading, sentences: list, max_length: int | None) -> list[str]:
     """What was read of a file: its format, how its lines matched the sentences (`Matching.summary`), the lines
     that could not be placed, the gold sentences it has a tree for and those it lacks (the first named), and its
     lines skipped for their length."""
     total, missing, matching = sum(1 for s in sentences if s.words), predicted.missing, predicted.matching
-    notes = [f"{predicted.path}: {FORMATS[matching.format]}; {matching.summary()}"]
+    notes = [f"{predicted.path}: {FILE_KINDS[matching.format]}; {matching.summary()}"]
     if matching.unplaced:
         lines = [f"line {number} ({len(fits)} sentences: {', '.join(fits[:3])}{', ...' if len(fits) > 3 else ''})"
                  for number, fits in list(matching.unplaced.items())[:5]]
@@ -261,21 +297,29 @@ def evaluate_parsing(refs: list[str], treebank: GoldTreebank, layer: str = "all"
 
     def gold_heads():
         nonlocal gold
-        gold = gold or gold_dependency_trees(sentences, treebank.rule, gold_dependencies)
+        if gold is None:
+            gold = gold_dependency_trees(sentences, treebank.rule, gold_dependencies, treebank.length_limit)
+            if gold.reading is not None:  # how its sentences were matched, on stderr
+                for line in _file_notes(gold.reading, sentences, treebank.length_limit):
+                    note(line)
         return gold
 
-    for ref in refs:
-        if is_conll_file(ref):
-            dependency_files.append(dependencies_only(ref, read_system_heads(ref, sentences, gold_heads())))
-            dependency_systems.append((ref, dependency_files[-1].heads))
-            continue
-        if is_tree_file(ref):
-            result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit, fmt,
-                                              drop_punctuation)
-            results.append(result)
-            compared.append(result)
-            matched[id(result)] = predicted.matching.record()
-            file_notes = _file_notes(predicted, sentences, treebank.length_limit)
+    kinds = [system_kind(ref) for ref in refs]  # (a file no reading fits: said before any work)
+    if gold_dependencies:  # (read first: its errors before any system's work)
+        gold_heads()
+    for ref, kind in zip(refs, kinds):
+        if kind != "model":
+            if kind == "conll":
+                reading = read_system_heads(ref, sentences, treebank.describe_words(), treebank.length_limit)
+                dependency_files.append(dependencies_only(ref, reading.heads))
+                dependency_systems.append((ref, reading.heads))
+            else:
+                result, reading = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit,
+                                                fmt, drop_punctuation)
+                results.append(result)
+                compared.append(result)
+                matched[id(result)] = reading.matching.record()
+            file_notes = _file_notes(reading, sentences, treebank.length_limit)
             for line in file_notes[:-1]:  # how it was read, on stderr; what was scored, with the table
                 note(line)
             notes.append(file_notes[-1])

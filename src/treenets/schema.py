@@ -13,6 +13,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
 PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveFloat = Annotated[float, Field(gt=0.0)]
 NonNegativeFloat = Annotated[float, Field(ge=0.0)]
 

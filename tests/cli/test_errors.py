@@ -263,3 +263,24 @@ def test_a_set_of_a_list_whose_item_is_wrong_is_named(capsys):
     assert main(["train", "structformer-ptb-small", "--set", "model.relations=[parent,uncle]", "--out",
                  "unused", "--max-steps", "1"]) == 2
     _one_error_line(capsys.readouterr().err, "--set model.relations=[parent,uncle]: model.relations.1")
+
+
+@pytest.mark.parametrize(("content", "fragments"), [
+    ("  \n\n \t\n", ["white space only: no system in it (expected a file of trees, a CoNLL file of dependency "
+                     "trees or a treenets checkpoint)"]),
+    ("1 The _ DT DT _ 2 det _ _\n2 cat _ NN NN _ 0 root _ _\n",
+     ["no reading fits it", "not a file of trees (bracketed, jsonl, spans), whose first character is '(', '[' or "
+      "'{', not '1'", "not a CoNLL file: its first line has 1 tab-separated column where CoNLL has 10 (10 separated "
+      "by spaces: CoNLL separates them by tabs)", "not a treenets checkpoint, nor any torch file: it begins with "
+      "b'1 Th', where a torch file begins with PK or \\x80"]),
+])
+@pytest.mark.parametrize("command", ["parse-eval", "ensemble"])
+def test_a_system_file_no_reading_fits_says_what_was_tried(tmp_path, capsys, content, fragments, command):
+    """A system that is a file, and no checkpoint, was called "not a treenets checkpoint" alone (issue 65)."""
+    (tmp_path / "tiny.mrg").write_text("( (S (NP (DT The) (NN cat)) (VP (VBD sat))) )\n")
+    (tmp_path / "right.txt").write_text("(X The (X cat sat))\n")
+    (tmp_path / "system.txt").write_text(content)
+    argv = [command, tmp_path / "right.txt", tmp_path / "system.txt", "--treebank", tmp_path / "tiny.mrg"]
+    argv += ["--output", tmp_path / "ens.txt"] if command == "ensemble" else []
+    assert main([str(a) for a in argv]) == 2
+    _one_error_line(capsys.readouterr().err, f"{tmp_path / 'system.txt'}: ", *fragments)

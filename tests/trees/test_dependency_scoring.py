@@ -9,7 +9,7 @@ import pytest
 
 from treenets.cli import main
 from treenets.errors import TreenetsError
-from treenets.trees.dependencies import DependencySentence, conll_text
+from treenets.trees.dependencies import DependencySentence, conll_text, heads_among
 from treenets.trees.dependency_scoring import (
     dependency_rows,
     gold_dependencies,
@@ -42,11 +42,11 @@ def test_head_rule_gold_scores_itself_perfectly_over_kept_words_or_all_tokens(tr
     # a system's CoNLL file with every token (punctuation too), and one with the kept words only
     every = tmp_path / "every.conll"
     every.write_text(conll_text(gold.trees))
-    assert read_system_heads(str(every), sentences, gold) == kept
+    assert read_system_heads(str(every), sentences).heads == kept
     only = tmp_path / "only.conllu"
     only.write_text(conll_text([DependencySentence(s.words, ["NN"] * len(s.words), h)
                                 for s, h in zip(sentences, kept)]))
-    assert read_system_heads(str(only), sentences, gold) == kept
+    assert read_system_heads(str(only), sentences).heads == kept
     assert is_conll_file(str(every)) and is_conll_file(str(only)) and not is_conll_file(str(path))
 
 
@@ -68,18 +68,62 @@ def test_a_gold_conll_file_replaces_the_head_rules_and_must_fit_the_treebank(tre
     from_file = gold_dependencies(sentences, PTB, str(given))
     assert [t.heads for t in from_file.trees] == [t.heads for t in rules.trees] and str(given) in from_file.origin
     given.write_text(conll_text(rules.trees[:2]))
-    with pytest.raises(TreenetsError, match="2 sentences, but the treebank has 3 with words to score"):
+    with pytest.raises(TreenetsError, match=r"gold.conllx: no dependency tree for 1 of the treebank's 3 sentences with "
+                                            r"words to score \(the first: .*tiny.mrg:3 'prices rose N %'\)"):
         gold_dependencies(sentences, PTB, str(given))
 
 
-def test_a_system_file_that_does_not_fit_is_named(treebank, tmp_path):
+def test_a_sentence_of_a_system_file_that_fits_none_is_named(treebank, tmp_path):
     _, sentences = treebank
     gold = gold_dependencies(sentences, PTB)
     short = tmp_path / "short.conll"
-    short.write_text(conll_text([DependencySentence(["a", "b"], ["DT", "NN"], [2, 0])] * 3))
-    with pytest.raises(TreenetsError, match=r"short.conll:1: 2 tokens, but .*tiny.mrg:1 has 6 words to score "
-                                            r"\(7 tokens with punctuation\)"):
-        read_system_heads(str(short), sentences, gold)
+    short.write_text(conll_text([gold.trees[2], DependencySentence(["a", "b"], ["DT", "NN"], [2, 0]), gold.trees[0]]))
+    with pytest.raises(TreenetsError, match=r"short.conll:6: no sentence of the treebank without a tree yet has its "
+                                            r"words: 'a b' \(2 words\); expected \(after the tree of line 1, the "
+                                            r"closest sentence without a tree\): .*tiny.mrg:1 'The cat sat on the mat"):
+        read_system_heads(str(short), sentences)
+
+
+def test_conll_sentences_are_matched_with_the_treebanks_in_any_order(treebank, tmp_path):
+    # Before: read position by position, the sentences of a file in another order were scored against others' heads
+    path, sentences = treebank
+    gold = gold_dependencies(sentences, PTB)
+    kept = [t.kept_heads(PTB) for t in gold.trees]
+    swapped = tmp_path / "swapped.conll"
+    swapped.write_text(conll_text([gold.trees[2], gold.trees[0], gold.trees[1]]))
+    reading = read_system_heads(str(swapped), sentences)
+    assert reading.heads == kept and score_heads(reading.heads, gold).dda == 1.0
+    assert reading.matching.summary() == "1 sentence matched exactly, 2 after dropping punctuation; words matched " \
+                                         "only by a normalisation or placeholder: 5 punctuation dropped"
+    # the gold file too, in its own order
+    from_file = gold_dependencies(sentences, PTB, str(swapped))
+    assert [t.heads for t in from_file.trees] == [t.heads for t in gold.trees]
+    assert score_heads(kept, from_file).dda == 1.0 and from_file.reading.lines == 3
+    # a sentence keeping some of its punctuation (the quotes, not the comma or the period): its heads over the words
+    second = gold.trees[1]
+    some = [p for p, word in enumerate(second.words) if word not in {",", "."}]
+    partial = DependencySentence([second.words[p] for p in some], [second.tags[p] for p in some],
+                                 heads_among(second.heads, some))
+    swapped.write_text(conll_text([partial]))
+    reading = read_system_heads(str(swapped), sentences)
+    assert reading.heads[1] == kept[1] and reading.missing == [0, 2]
+
+
+def test_conll_sentences_longer_than_the_limit_are_skipped_and_counted(treebank, tmp_path, capsys):
+    path, sentences = treebank
+    gold = gold_dependencies(sentences, PTB)
+    system = tmp_path / "system.conll"
+    system.write_text(conll_text(gold.trees))
+    # Before: "3 sentences, but the treebank has 2 with words", the length limit unsaid
+    assert main(["parse-eval", str(system), "--treebank", str(path), "--max-length", "4"]) == 0
+    captured = capsys.readouterr()
+    assert "system.conll: trees for 2 of 2 sentences; 1 lines of more than 4 words skipped" in captured.out
+    assert "system.conll: CoNLL dependency trees; 1 sentence matched exactly, 1 after dropping punctuation" in \
+        captured.err
+    assert main(["parse-eval", str(system), "--treebank", str(path), "--max-length", "4", "--gold-dependencies",
+                 str(system)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-6].startswith(f"dependencies against {system}") and printed[-4].split()[-2:] == ["100.0", "100.0"]
 
 
 def test_baselines_beside_the_systems(treebank):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from treenets.errors import TreenetsError
-from treenets.trees.formats import inclusive_ends, read_lines, tree_from_spans
+from treenets.trees.formats import read_lines, span_ends, tree_from_spans
 
 
 def read(lines: list, fmt: str = "auto"):
@@ -70,13 +70,33 @@ def test_where_span_lists_end():
     def lines(*spans):
         return read([list(map(list, s)) for s in spans])[1]
 
-    assert not inclusive_ends(lines([(0, 3), (1, 3)]), [3], "f")  # ends after the last word: a slice
-    assert inclusive_ends(lines([(0, 2), (1, 1)]), [3], "f")  # a span of one word, [1, 1]
-    assert inclusive_ends(lines([(0, 2), (0, 1)], [(0, 3)]), [3, 4], "f")  # the whole sentence as [0, n - 1]
-    assert not inclusive_ends(lines([(0, 2)], [(1, 3)]), [3, 5], "f")  # nothing says otherwise: a slice
+    def inclusive(*spans, lengths):
+        return span_ends(lines(*spans), lengths, "f")[0]
+
+    assert not inclusive([(0, 3), (1, 3)], lengths=[3])  # ends after the last word: a slice
+    assert inclusive([(0, 2), (1, 1)], lengths=[3])  # a span of one word, [1, 1]
+    assert inclusive([(0, 2), (0, 1)], [(0, 3)], lengths=[3, 4])  # the whole sentence as [0, n - 1]
+    assert span_ends(lines([(0, 4), (1, 3)], [(0, 2)]), [4, 2], "f") == (
+        False, "line 1's span [0, 4] ends after the last of its 4 words")
     with pytest.raises(TreenetsError, match=r"^f:2: a span ends after the last word .* at f:1 a span ends at its "
                                             r"own last word"):
-        inclusive_ends(lines([(1, 1)], [(0, 4)]), [3, 4], "f")
+        span_ends(lines([(1, 1)], [(0, 4)]), [3, 4], "f")
+
+
+def test_span_lists_whose_ends_no_span_says():
+    def lines(*spans):
+        return read([list(map(list, s)) for s in spans], "spans")[1]
+
+    # Before: read as slices, whatever the trees; both readings fit these, and give other trees: refused
+    with pytest.raises(TreenetsError, match=r"^f: its spans do not say where a span ends .* the two readings give "
+                                            r"other trees \(at line 1: \[\[0, 2\]\]\); expected each line to give its "
+                                            r"whole sentence, \[0, n\] \(end exclusive, as a slice\) or \[0, n - 1\]"):
+        span_ends(lines([(0, 2)], [(1, 3)]), [3, 5], "f")
+    # Read inclusive, [0, 2] and [2, 4] cross (both hold word 2); as slices they are two phrases side by side
+    assert span_ends(lines([(0, 2), (2, 4)]), [5], "f") == (
+        False, "no span says, and read with inclusive ends spans cross or lie outside their sentence")
+    # Flat trees (no span but one word's and the whole sentence's) are the same trees either way
+    assert span_ends(lines([], []), [3, 1], "f") == (False, "no span says, and both readings give the same trees")
 
 
 @pytest.mark.parametrize(("lines", "fmt", "message"), [

@@ -245,6 +245,30 @@ def test_a_file_that_keeps_punctuation_is_refused_with_the_choices_that_read_it(
                        with_punctuation)
 
 
+def test_a_line_that_keeps_some_punctuation_and_symbols_and_drops_others(tmp_path):
+    # Mikolov's PTB text keeps `$` and drops commas: before, no sentence fitted (`word 4 is '$'`), with
+    # --drop-punctuation too (its match took every punctuation token or none)
+    path = tmp_path / "gold.trees"
+    path.write_text("(TOP (S (NP (DT The) (NN fee)) (, ,) (ADVP (RB too)) (, ,) (VP (VBD was) (NP ($ $) (CD 5))) "
+                    "(. .)))\n(TOP (S (NP (PRP It)) (VP (VBD was) (ADJP (JJ low))) (. .)))\n")
+    sentences = load_gold(path)
+    line = "(X (X (X the) (X fee)) (X too) (X (X was) (X (X $) (X N))))"
+    with pytest.raises(TreenetsError) as info:
+        read_predicted(write(tmp_path, [line]), sentences)
+    assert str(info.value) == (
+        f"{tmp_path / 'system.txt'}:1: the line keeps 1 word(s) that the treebank's word rule drops ('$': punctuation "
+        f"or symbols) and is otherwise {path}:1 (5 words); --words li reads the treebank with its symbol $ (Li et al. "
+        "2020's setting without punctuation); or --drop-punctuation drops them from the file's trees, as DIORA's "
+        "evalb.py and EVALB's COLLINS.prm do")
+    predicted = read_predicted(write(tmp_path, ["(X it (X was low) (X .))", line]), sentences, drop_punctuation=True)
+    assert predicted.trees == [[["the", "fee"], "too", ["was", "N"]], ["it", ["was", "low"]]]
+    assert predicted.matching.sentences == {"punctuation": 2} and predicted.matching.words == {
+        "case": 2, "numbers": 1, "punctuation": 2}
+    # With the treebank's `$` (Li et al.'s rule), the line is the sentence's words
+    assert read_predicted(write(tmp_path, [line]), load_gold(path, rule=WORD_RULES["li"])).trees[0] == \
+        [["the", "fee"], "too", ["was", ["$", "N"]]]
+
+
 def test_standard_input_is_a_file(tmp_path, sentences, monkeypatch):
     lines = '{"example_id": "a", "tree": ["go", "home"]}\n{"example_id": "b", "tree": "(X yes)"}\n'
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
@@ -278,6 +302,30 @@ def test_span_lists_are_matched_by_their_words_or_read_in_the_treebanks_order(tm
     with pytest.raises(TreenetsError, match=r"spans.jsonl: 1 span lists without words, where the treebank has 6 "
                                             r"sentences; span lists without words are read as the treebank's "
                                             r"sentences in order"):
+        read_predicted(str(path), sentences)
+
+
+def test_span_lists_without_words_are_read_as_their_spans_say_and_it_is_said(tmp_path, sentences):
+    path = tmp_path / "spans.jsonl"
+    lengths = [len(s.words) for s in sentences]  # 6, 5, 2, 1, 6, 5
+    # Every line's whole sentence [0, n]: ends exclusive, as slices
+    path.write_text("".join(json.dumps([[0, n], [1, n]] if n > 1 else [[0, 1]]) + "\n" for n in lengths))
+    predicted = read_predicted(str(path), sentences)
+    assert predicted.trees[2] == ["go", "home"] and predicted.trees[1] == ["mr.", ["smith", "paid", "N,N", "dollars"]]
+    assert predicted.matching.summary().startswith(
+        "span ends read exclusive, as slices ([0, n] the whole sentence): line 1's span [0, 6] ends after the last "
+        "of its 6 words; 6 sentences in the treebank's order")
+    # Every line's whole sentence [0, n - 1]: inclusive
+    path.write_text("".join(json.dumps([[0, n - 1], [1, n - 1]] if n > 2 else [[0, n - 1]] if n > 1 else []) + "\n"
+                            for n in lengths))
+    predicted = read_predicted(str(path), sentences)
+    assert predicted.trees[1] == ["mr.", ["smith", "paid", "N,N", "dollars"]]
+    assert predicted.matching.summary().startswith("span ends read inclusive ([0, n - 1] the whole sentence): every "
+                                                   "line gives its whole sentence as [0, n - 1]; 6 sentences")
+    # No span says, and the readings give other trees: refused (before: read as slices)
+    path.write_text("".join(json.dumps([[0, 2]] if n > 2 else []) + "\n" for n in lengths))
+    with pytest.raises(TreenetsError, match=r"spans.jsonl: its spans do not say where a span ends .* the two readings "
+                                            r"give other trees \(at line 1: \[\[0, 2\]\]\)"):
         read_predicted(str(path), sentences)
 
 

@@ -174,6 +174,29 @@ def test_a_file_that_keeps_punctuation_scores_as_its_trees_without_it(tmp_path, 
                                                               for i in present)
 
 
+def test_mikolovs_text_keeping_its_symbols_scores_as_its_trees_without_them(tmp_path, section):
+    """Mikolov's PTB text keeps `$` and `#` and drops the other punctuation: before, such a line fitted no sentence
+    (`word 9 is '$'`), even with `drop_punctuation`, which matched only lines keeping every punctuation token."""
+    sentences, shapes = section
+    lines, present, symbols = [], [i for i, s in enumerate(sentences) if s.words], 0
+    for i in present:
+        leaves = sentences[i].leaves
+        chosen = [p for p, (_, tag, keep) in enumerate(leaves) if keep or tag in ("$", "#")]
+        words = [mikolov(leaves[p][0]) if leaves[p][2] else leaves[p][0] for p in chosen]
+        kept = [q for q, p in enumerate(chosen) if leaves[p][2]]
+        symbols += len(chosen) - len(kept)
+        lines.append(bracketed(with_words(attach_dropped(with_words(shapes[i], kept), kept, words), words)))
+    random.Random(11).shuffle(lines)
+    path = file_of(tmp_path, lines)
+    with pytest.raises(TreenetsError, match=r":\d+: the line keeps 1 word\(s\) that the treebank's word rule drops "
+                                            r"\('\$': punctuation or symbols\) and is otherwise"):
+        read_predicted(path, sentences)
+    predicted = read_predicted(path, sentences, drop_punctuation=True)
+    own = [with_words(shape, s.forms) if s.words else None for shape, s in zip(shapes, sentences)]
+    assert predicted.missing == [] and scores(predicted.trees, sentences) == scores(own, sentences)
+    assert predicted.matching.words["punctuation"] == symbols > 100
+
+
 def test_one_sentence_whose_words_truly_differ(tmp_path, section):
     """In the treebank's order with every sentence, the line is placed by that order and said; with a sentence
     missing, or shuffled, nothing says where it goes: today's error, naming it."""

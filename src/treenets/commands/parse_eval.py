@@ -42,11 +42,12 @@ class ParseEval(Command):
                                  "b)), ((a b) c)), JSON lines of trees (DIORA's) or of span lists; matched with the "
                                  "treebank's sentences by their words, under the normalisations docs/parsing.md "
                                  "lists (case, numbers, brackets, <unk>); or CoNLL files of dependency trees (.conll, "
-                                 ".conllu: a sentence per treebank sentence, in its order)")
+                                 ".conllu: the treebank's sentences, matched with them by their words too)")
         add_tree_files(parser)
         parser.add_argument("--gold-dependencies", metavar="FILE",
-                            help="a CoNLL file of the treebank's sentences (in its order) to score dependencies "
-                                 "against; default: the treebank's trees converted by Collins' head rules")
+                            help="a CoNLL file of the treebank's sentences (matched with them by their words) to "
+                                 "score dependencies against; default: the treebank's trees converted by Collins' "
+                                 "head rules")
         add_treebank(parser)
         add_conventions(parser)
         parser.add_argument("--layer", default="all",

@@ -56,20 +56,37 @@ def fixture_arg(config: dict, key: str, path):
     return config[key]
 
 
-def fixture_ids(arrays: dict, key: str, ndim: int, vocab_size: int, path, file: str = "inputs.npz"):
-    """The token ids `arrays[key]` of a fixture's `file`, checked: present, integers, `ndim` dimensions, each in
-    [0, vocab_size) (the config's vocabulary); a clear error naming the file, the array and what was expected.
-    `path` is the fixture's `config.json`."""
+def fixture_floats(arrays: dict, key: str, shape: dict[str, int], path, file: str = "outputs.npz"):
+    """The floating-point array `arrays[key]` of a fixture's `file`, checked: present, floats, of `shape` (each
+    axis's name and size, for the messages: `{"batch": 2, "z_dim": 4}`); a clear error naming the file, the array and
+    what was expected. `path` is the fixture's `config.json`."""
     import numpy as np
 
     where = f"{Path(path).parent / file}: {key}"
+    expected = "floats [" + ", ".join(f"{name} {size}" for name, size in shape.items()) + "]"
     if key not in arrays:
-        raise TreenetsError(f"{where}: missing (expected {ndim}-D token ids)")
+        raise TreenetsError(f"{where}: missing (expected {expected})")
+    values = arrays[key]
+    if not np.issubdtype(values.dtype, np.floating) or values.shape != tuple(shape.values()):
+        raise TreenetsError(f"{where}: {values.dtype} {list(values.shape)}; expected {expected}")
+    return values
+
+
+def fixture_ids(arrays: dict, key: str, axes: tuple[str, ...], vocab_size: int, path, file: str = "inputs.npz"):
+    """The token ids `arrays[key]` of a fixture's `file`, checked: present, integers, one dimension for each of
+    `axes` (their names, for the messages: `("time", "batch")`), each in [0, vocab_size) (the config's vocabulary);
+    a clear error naming the file, the array and what was expected. `path` is the fixture's `config.json`."""
+    import numpy as np
+
+    where = f"{Path(path).parent / file}: {key}"
+    expected = f"{len(axes)}-D token ids [{', '.join(axes)}]"
+    if key not in arrays:
+        raise TreenetsError(f"{where}: missing (expected {expected})")
     ids = arrays[key]
     if not np.issubdtype(ids.dtype, np.integer):
         raise TreenetsError(f"{where}: {ids.dtype} values; expected integer token ids")
-    if ids.ndim != ndim:
-        raise TreenetsError(f"{where}: {ids.ndim}-D {list(ids.shape)}; expected {ndim}-D token ids")
+    if ids.ndim != len(axes):
+        raise TreenetsError(f"{where}: {ids.ndim}-D {list(ids.shape)}; expected {expected}")
     if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
         raise TreenetsError(f"{where}: ids from {ids.min()} to {ids.max()}; expected 0 to {vocab_size - 1} (the "
                             f"config's vocabulary of {vocab_size})")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from pydantic import model_validator
 
 from treenets.config import TrainConfig
 from treenets.data.batching import Batch, EpochOrder
@@ -33,7 +34,7 @@ from treenets.nn.registry import config_union
 from treenets.nn.utils import unwrap
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.pcfg import GrammarModel
-from treenets.schema import PositiveInt, Section
+from treenets.schema import NonNegativeInt, PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Perplexity
@@ -60,10 +61,17 @@ class PCFGDataConfig(Section):
     batch_size: PositiveInt = 4  # [batch_size] sentences of one length a batch
     eval_batch_size: PositiveInt = 16
     max_length: PositiveInt = 30  # [max_length] the curriculum's first epoch: sentences of at most this many words
-    length_increment: int = 1  # [len_incr] words more each epoch
+    length_increment: NonNegativeInt = 1  # [len_incr] words more each epoch
     final_max_length: PositiveInt = 40  # [final_max_length]
     # how the model reads text typed by a person: raw sentences into the words of this corpus (treenets.text)
     normalizer: NormalizerName = "ptb"
+
+    @model_validator(mode="after")
+    def _curriculum_grows(self):
+        if self.final_max_length < self.max_length:
+            raise ValueError(f"final_max_length {self.final_max_length} is below max_length {self.max_length}, the "
+                             "curriculum's first length (expected the length it grows to, at least its first)")
+        return self
 
 
 class PCFGConfig(Section):

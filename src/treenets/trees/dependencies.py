@@ -128,15 +128,21 @@ class DependencySentence:
             TreenetsError: naming the sentence's source if its heads are not a tree (several roots are allowed).
         """
         check_tree(self.heads, self.where, single_root=False)
-        kept = self.kept(rule)
-        rank = {0: 0} | {position + 1: k + 1 for k, position in enumerate(kept)}  # token -> kept word, 1-based
-        result = []
-        for position in kept:
-            head = self.heads[position]
-            while head not in rank:
-                head = self.heads[head - 1]
-            result.append(rank[head])
-        return result
+        return heads_among(self.heads, self.kept(rule))
+
+
+def heads_among(heads: Sequence[int], kept: Sequence[int]) -> list[int]:
+    """The head of each token at the 0-based positions `kept` among those tokens (1-based, 0 for the root), from
+    the `heads` of a tree over every token: a head that is not kept is followed up to its first head that is, the
+    root if none is."""
+    rank = {0: 0} | {position + 1: k + 1 for k, position in enumerate(kept)}  # token -> kept word, 1-based
+    result = []
+    for position in kept:
+        head = heads[position]
+        while head not in rank:
+            head = heads[head - 1]
+        result.append(rank[head])
+    return result
 
 
 def word_rule_for(sentences: Iterable[DependencySentence]) -> WordRule:

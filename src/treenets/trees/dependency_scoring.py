@@ -5,15 +5,17 @@ attachment accuracy beside the baselines (left and right chains, random projecti
 StructFormer's evaluation excludes it (`treenets.trees.dependencies.AttachmentScores`).
 
 A system's heads are over the words the treebank's word rule keeps (`GoldSentence.words`), one list per gold
-sentence (None where it has none). A CoNLL file of a system holds one sentence per gold sentence with words, in the
-treebank's order, each with the treebank's kept words only, or with all of its tokens (punctuation too: then a head
-on a token the rule drops is followed up to a kept word, as for the gold trees).
+sentence (None where it has none). The sentences of a CoNLL file (a system's, or the gold one of `--gold-dependencies`)
+are matched with the treebank's by their words as a file of trees is (`treenets.trees.predicted.align_lines`: in any
+order, under the same normalisations, what was matched how counted), each with the treebank's kept words only or with
+some or all of its punctuation and symbols too (a system's head on such a token is followed up to a kept word, as for
+the gold trees).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from treenets.errors import TreenetsError
@@ -21,6 +23,7 @@ from treenets.files import read_text
 from treenets.trees.dependencies import (
     AttachmentScores,
     DependencySentence,
+    heads_among,
     left_chain,
     parse_conll,
     random_projective_tree,
@@ -28,7 +31,9 @@ from treenets.trees.dependencies import (
     right_chain,
     word_rule_for,
 )
+from treenets.trees.formats import Line
 from treenets.trees.head_rules import dependencies_by_head_rules
+from treenets.trees.predicted import Alignment, FileReading, Matching, align_lines
 from treenets.trees.ptb import GoldSentence, WordRule
 
 CONLL_SUFFIXES = (".conll", ".conllu", ".conllx")
@@ -38,11 +43,13 @@ BASELINES = {"left chain": left_chain, "right chain": right_chain}
 @dataclass
 class GoldDependencies:
     """The gold dependency tree of every gold sentence (None for one without words), the rule telling which of
-    their tokens are scored, and where they came from (for the table and `summary.json`)."""
+    their tokens are scored, where they came from (for the table and `summary.json`), and for a CoNLL file what was
+    read of it (`reading`: how its sentences were matched with the treebank's)."""
 
     trees: list[DependencySentence | None]
     rule: WordRule
     origin: str
+    reading: FileReading | None = None
 
     def kept_heads(self, i: int) -> list[int] | None:
         """The gold heads of sentence `i` over its words (the tokens `rule` keeps; 1-based, 0 for the root), None
@@ -59,14 +66,15 @@ class GoldDependencies:
         return {"dda": scores.dda, "uda": scores.uda}
 
 
-def gold_dependencies(sentences: list[GoldSentence], rule: WordRule, conll: str | None = None) -> GoldDependencies:
+def gold_dependencies(sentences: list[GoldSentence], rule: WordRule, conll: str | None = None,
+                      max_length: int | None = None) -> GoldDependencies:
     """The gold dependencies of `sentences`: their trees converted by Collins' head rules, or with `conll` that
-    file's sentences, one for each sentence with words in the treebank's order (its words scored by its tags:
-    `word_rule_for`).
+    file's sentences (its words scored by its tags: `word_rule_for`), matched with the treebank's by those words
+    (`align_conll`; with `max_length`, the treebank's sentences are those of at most that many words).
 
     Raises:
-        TreenetsError: naming the file when it has another number of sentences, or a sentence another number of
-            words to score than the treebank's.
+        TreenetsError: naming the file when it lacks a sentence of the treebank, and the line of a sentence that
+            fits none, or that has another number of words to score than its treebank sentence.
     """
     present = [i for i, s in enumerate(sentences) if s.words]
     trees: list[DependencySentence | None] = [None] * len(sentences)
@@ -75,18 +83,40 @@ def gold_dependencies(sentences: list[GoldSentence], rule: WordRule, conll: str 
             trees[i] = dependencies_by_head_rules(sentences[i].tree, sentences[i].source)
         return GoldDependencies(trees, rule, "the gold trees converted by Collins (1999)'s head rules")
     given = read_conll(conll)
-    if len(given) != len(present):
-        raise TreenetsError(f"{conll}: {len(given):,} sentences, but the treebank has {len(present):,} with words to "
-                            "score (--gold-dependencies: a CoNLL file of the treebank's sentences, in its order)")
     rule = word_rule_for(given)
-    for i, tree in zip(present, given):
+    alignment, reading = align_conll(conll, given, [[t.words[p] for p in t.kept(rule)] for t in given], sentences,
+                                     max_length=max_length)
+    if alignment.missing:
+        first = sentences[alignment.missing[0]]
+        raise TreenetsError(f"{conll}: no dependency tree for {len(alignment.missing):,} of the treebank's "
+                            f"{len(present):,} sentences with words to score (the first: {first.source} "
+                            f"{' '.join(first.words)[:80]!r}); --gold-dependencies: a CoNLL file of the treebank's "
+                            "sentences")
+    for k, (i, _) in alignment.placed.items():
+        tree = given[k]
         scored = len(tree.kept(rule))
         if scored != len(sentences[i].words):
             raise TreenetsError(f"{tree.where}: {scored} words to score (rule '{rule.name}': {rule.summary}), but "
                                 f"{sentences[i].source} has {len(sentences[i].words)}: "
                                 f"{' '.join(sentences[i].words)[:80]!r}")
         trees[i] = tree
-    return GoldDependencies(trees, rule, f"{conll} (rule '{rule.name}': {rule.summary})")
+    return GoldDependencies(trees, rule, f"{conll} (rule '{rule.name}': {rule.summary})", reading)
+
+
+def align_conll(path: str, trees: list[DependencySentence], words: list[list[str]], sentences: list[GoldSentence],
+                words_rule: str = "", max_length: int | None = None) -> tuple[Alignment, FileReading]:
+    """The sentences of CoNLL file `path` (`trees`, each read as its `words`) placed on the treebank's `sentences`
+    as the lines of a file of trees are (`align_lines`: a sentence that keeps punctuation or symbols the word rule
+    drops fits with them; with `max_length`, one of more words that fits none is skipped and counted), and what was
+    read of the file.
+
+    Raises:
+        TreenetsError: naming the line of a sentence whose words are no gold sentence left (`align_lines`).
+    """
+    matching = Matching("conll")
+    alignment = align_lines(path, [Line(tree.source.line) for tree in trees], words, sentences, matching,
+                            words_rule, max_length, drop_punctuation=True)
+    return alignment, FileReading(path, alignment.missing, len(alignment.placed), alignment.longer, matching)
 
 
 def is_conll_file(ref: str) -> bool:
@@ -103,29 +133,30 @@ def is_conll_file(ref: str) -> bool:
     return first.count("\t") == 9
 
 
-def read_system_heads(path: str, sentences: list[GoldSentence], gold: GoldDependencies) -> list[list[int] | None]:
-    """The heads of a system's CoNLL file over each gold sentence's words (see the module's doc).
+@dataclass
+class SystemHeads(FileReading):
+    """A system's CoNLL file: the heads of each gold sentence over its words (`heads[i]`, 1-based, 0 for the root;
+    None where the file has no tree for it), and what was read of it."""
+
+    heads: list = field(default_factory=list)
+
+
+def read_system_heads(path: str, sentences: list[GoldSentence], words_rule: str = "",
+                      max_length: int | None = None) -> SystemHeads:
+    """The heads of a system's CoNLL file over each gold sentence's words, its sentences matched with the
+    treebank's by their words (`align_conll`; `words_rule` names the word rule in messages).
 
     Raises:
-        TreenetsError: naming the file and sentence when the counts of sentences or words do not match.
+        TreenetsError: naming the file, or the line of a sentence whose words are no gold sentence left.
     """
     system = parse_conll(read_text(path, "a CoNLL file of dependency trees"), path)
-    present = [i for i, s in enumerate(sentences) if s.words]
-    if len(system) != len(present):
-        raise TreenetsError(f"{path}: {len(system):,} sentences, but the treebank has {len(present):,} with words; "
-                            "a system's CoNLL file holds one sentence per treebank sentence, in its order")
+    alignment, reading = align_conll(path, system, [tree.words for tree in system], sentences, words_rule,
+                                     max_length)
     heads: list[list[int] | None] = [None] * len(sentences)
-    for i, tree in zip(present, system):
-        words, tokens = sentences[i].words, gold.trees[i]
-        if len(tree.words) == len(words):
-            heads[i] = list(tree.heads)
-        elif len(tree.words) == len(tokens.words):  # every token: the gold's tags tell the scored ones
-            heads[i] = DependencySentence(tree.words, tokens.tags, tree.heads, tree.source).kept_heads(gold.rule)
-        else:
-            raise TreenetsError(f"{tree.where}: {len(tree.words)} tokens, but {sentences[i].source} has "
-                                f"{len(words)} words to score ({len(tokens.words)} tokens with punctuation): "
-                                f"{' '.join(words)[:80]!r}")
-    return heads
+    for k, (i, dropped) in alignment.placed.items():
+        tree = system[k]
+        heads[i] = heads_among(tree.heads, [p for p in range(len(tree.words)) if p not in set(dropped)])
+    return SystemHeads(reading.path, reading.missing, reading.lines, reading.longer, reading.matching, heads)
 
 
 def score_heads(heads: list[list[int] | None], gold: GoldDependencies) -> AttachmentScores:

@@ -8,10 +8,10 @@ sentences by `treenets.trees.predicted`).
   or a bare nested list a line. A list of one word is that word, as a bracket around one word is.
 - `spans`: span lists, one sentence a line: `[[0, 5], [1, 3], [1, 2]]` (the words are the treebank's, its
   sentences in order), or `{"words": [...], "spans": [...]}` (also `tokens`, or `sentence` as a string). A span
-  `[start, end]` covers words `start` to `end - 1`, as a Python slice, unless the file's spans end at the last
-  word (`[0, n - 1]` for the whole sentence, `[i, i]` for one word): then `end` is the last word's. Spans of one
-  word, and spans given twice, add nothing; the whole sentence is the root whether listed or not; spans that
-  cross are an error.
+  `[start, end]` covers words `start` to `end - 1`, as a Python slice, or words `start` to `end`, as the file's
+  spans say (`span_ends`: `[0, n]` or `[0, n - 1]` for the whole sentence, `[i, i]` for one word); a file whose
+  spans do not say, and that the two readings give other trees, is refused. Spans of one word, and spans given
+  twice, add nothing; the whole sentence is the root whether listed or not; spans that cross are an error.
 
 `read_lines` detects the format from the first line (`(`: bracketed; JSON: trees or span lists by what it holds)
 unless it is named, and checks every line against it.
@@ -276,22 +276,51 @@ def read_lines(text: str, path: str, fmt: str = "auto") -> tuple[str, list[Line]
     return fmt, [_json_line(line, number, path, fmt) for number, line in numbered]
 
 
-def inclusive_ends(lines: list[Line], lengths: list[int], path: str) -> bool:
-    """Whether a file's spans give the last word of a span (`[0, n - 1]`) rather than the one after it (`[0, n]`,
-    a Python slice), from the spans of each line over a sentence of `lengths[k]` words: a span that ends after
-    the last word says the one after it; a span of one word (`[i, i]`), or the whole sentence as `[0, n - 1]` in
-    every line of two words or more with no span ending after the last word, say the last word.
+def span_ends(lines: list[Line], lengths: list[int], path: str) -> tuple[bool, str]:
+    """Whether a file's spans give the last word of a span (`[0, n - 1]`, inclusive) rather than the one after it
+    (`[0, n]`, a Python slice), and what said so, from the spans of each line over a sentence of `lengths[k]`
+    words: a span that ends after the last word (`[i, n]`) says the one after it; a span of one word (`[i, i]`),
+    or the whole sentence as `[0, n - 1]` in every line of two words or more, say the last word. Where no span says,
+    the reading that makes no spans cross in any line; where both do, the slice if both give the same trees.
 
     Raises:
-        TreenetsError: naming the lines whose spans say one and the other.
+        TreenetsError: naming the lines whose spans say one and the other; or, where no span says and both
+            readings give trees but other ones, the file and a line they differ in.
     """
-    exclusive = next((line for line, n in zip(lines, lengths) if any(end == n for _, end in line.spans)), None)
+    exclusive = next(((line, n) for line, n in zip(lines, lengths) if any(end == n for _, end in line.spans)), None)
     inclusive = next((line for line in lines if any(start == end for start, end in line.spans)), None)
     if inclusive is not None and exclusive is not None:
-        raise TreenetsError(f"{exclusive.where(path)}: a span ends after the last word (end exclusive, as a slice), "
-                            f"where at {inclusive.where(path)} a span ends at its own last word (end inclusive); "
-                            "expected one convention in a file")
-    if exclusive is not None or inclusive is not None:
-        return inclusive is not None
+        raise TreenetsError(f"{exclusive[0].where(path)}: a span ends after the last word (end exclusive, as a "
+                            f"slice), where at {inclusive.where(path)} a span ends at its own last word (end "
+                            "inclusive); expected one convention in a file")
+    if exclusive is not None:
+        line, n = exclusive
+        start, end = next(span for span in line.spans if span[1] == n)
+        return False, f"line {line.number}'s span [{start}, {end}] ends after the last of its {n} words"
+    if inclusive is not None:
+        start, end = next(span for span in inclusive.spans if span[0] == span[1])
+        return True, f"line {inclusive.number}'s span [{start}, {end}] is one word"
     long = [(line, n) for line, n in zip(lines, lengths) if n > 1]
-    return bool(long) and all((0, n - 1) in line.spans for line, n in long)
+    if long and all((0, n - 1) in line.spans for line, n in long):
+        return True, "every line gives its whole sentence as [0, n - 1]"
+
+    def trees(shift: int) -> list | None:  # every line's tree with its ends read `end + shift` (None: spans cross)
+        try:
+            return [tree_from_spans(list(range(n)), [(start, end + shift) for start, end in line.spans], "")
+                    for line, n in zip(lines, lengths)]
+        except TreenetsError:
+            return None
+
+    as_slices, as_inclusive = trees(0), trees(1)
+    if as_slices is None or as_inclusive is None:  # the reading that fits (none: the slices', whose error is said)
+        inclusive = as_slices is None and as_inclusive is not None
+        return inclusive, f"no span says, and read {'as slices' if inclusive else 'with inclusive ends'} spans cross " \
+                          "or lie outside their sentence"
+    if as_slices == as_inclusive:
+        return False, "no span says, and both readings give the same trees"
+    line = next(line for line, one, other in zip(lines, as_slices, as_inclusive) if one != other)
+    raise TreenetsError(f"{path}: its spans do not say where a span ends (none ends after its sentence's last word, "
+                        "none is one word written [i, i], and not every line gives its whole sentence), and the two "
+                        f"readings give other trees (at line {line.number}: {[list(s) for s in line.spans][:4]}); "
+                        "expected each line to give its whole sentence, [0, n] (end exclusive, as a slice) or "
+                        "[0, n - 1] (inclusive)")

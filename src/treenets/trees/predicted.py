@@ -19,15 +19,19 @@ sentences it fits at the strictest step. The lines may come in any order:
   else it is not placed, and said (`unplaced`);
 - a file with exactly one line for each sentence, each line fitting its sentence in the treebank's order or no
   sentence at all but of its length, is read in that order (its lines of other words counted as `order`);
-- a line that keeps the words the word rule drops (punctuation: `,` `.`; `$`, `#`) fits a sentence with them:
-  refused with a message naming them and the choices that read it, or with `drop_punctuation` those words are
-  dropped from the line's tree (a node left with one child replaced by it);
-- span lists without words are the treebank's sentences in order;
+- a line that keeps some or all of the words the word rule drops (punctuation: `,` `.`; `$`, `#`: Mikolov's PTB
+  text keeps `$` and `#` alone) fits a sentence with them, compared with the punctuation and symbols left out of
+  both sides and mapped back on the sentence's leaves: refused with a message naming them and the choices that
+  read it, or with `drop_punctuation` those words are dropped from the line's tree (a node left with one child
+  replaced by it);
+- span lists without words are the treebank's sentences in order, their ends read as their spans say
+  (`formats.span_ends`, said in `Matching.ends`);
 - any other line is an error naming the line, the sentence expected there (of those without a tree, the one whose
   first words are most like the line's) and the first word that differs.
 
 Every sentence is counted by the loosest step its words needed, and every word matched only by a normalisation or
-a placeholder by its step (`Matching`).
+a placeholder by its step (`Matching`). `align_lines` places any file's lines so, given their words: the sentences
+of a CoNLL file too (`treenets.trees.dependency_scoring`).
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ from dataclasses import dataclass, field
 from treenets.errors import TreenetsError
 from treenets.files import read_text
 from treenets.limits import check_lines
-from treenets.trees.formats import FORMATS, Line, can_be_labelled, inclusive_ends, read_lines
-from treenets.trees.ptb import GoldSentence
+from treenets.trees.formats import FORMATS, Line, can_be_labelled, read_lines, span_ends
+from treenets.trees.ptb import WORD_RULES, GoldSentence
 from treenets.trees.walk import fold
 from treenets.trees.wordforms import NUMBERS, STEPS, is_placeholder, keys, match_step
 
@@ -58,12 +62,19 @@ WORD_PHRASES = {
 }
 # Tags of the Penn Treebank's punctuation and symbols, which `--words li-punct` keeps
 PTB_PUNCTUATION = frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "#", "$", "SYM"})
+# The word rules of a Penn Treebank that keep some of its punctuation and symbols: a line that keeps the same ones
+# is read by it
+PTB_RULES_KEEPING = {"li-punct": "with its punctuation (Li et al. 2020's setting)",
+                     "li": "with its symbol $ (Li et al. 2020's setting without punctuation)"}
 STDIN = "-"
+# What a file matched with the gold sentences holds, as stderr names it: trees in a format of `formats.FORMATS`, or
+# CoNLL's dependency trees (`treenets.trees.dependency_scoring`)
+FILE_KINDS = {**FORMATS, "conll": "CoNLL dependency trees"}
 
 
 @dataclass
 class Matching:
-    """How a file's lines were matched with the gold sentences: its `format` (`formats.FORMATS`), the sentences
+    """How a file's lines were matched with the gold sentences: its `format` (`FILE_KINDS`), the sentences
     by the loosest step their words needed (`sentences`, class of `CLASSES` -> count), the words matched only by
     a normalisation or placeholder by step (`words`; `punctuation`: words dropped from the trees, `order`: words
     that differ in lines placed by the file's order), and the lines that fit several sentences and could not be
@@ -73,13 +84,16 @@ class Matching:
     sentences: Counter = field(default_factory=Counter)
     words: Counter = field(default_factory=Counter)
     unplaced: dict[int, list[str]] = field(default_factory=dict)
+    ends: str = ""  # span lists: how their ends were read, and what said so (`formats.span_ends`)
 
     def summary(self) -> str:
-        """`1,862 sentences matched exactly, 550 after normalising numbers, 3 by <unk>; words: 612 numbers, ...`"""
+        """`1,862 sentences matched exactly, 550 after normalising numbers, 3 by <unk>; words: 612 numbers, ...`,
+        after how the ends of span lists were read."""
         counted = [c for c in CLASSES if self.sentences[c]]
         noun = "sentence" if counted and self.sentences[counted[0]] == 1 else "sentences"
-        text = ", ".join(f"{self.sentences[c]:,} {noun + ' ' if k == 0 else ''}{PHRASES[c]}"
-                         for k, c in enumerate(counted))
+        text = f"{self.ends}; " if self.ends else ""
+        text += ", ".join(f"{self.sentences[c]:,} {noun + ' ' if k == 0 else ''}{PHRASES[c]}"
+                          for k, c in enumerate(counted))
         if self.words:
             text += "; words matched only by a normalisation or placeholder: " + ", ".join(
                 f"{self.words[c]:,} {WORD_PHRASES[c]}" for c in WORD_PHRASES if self.words[c])
@@ -95,16 +109,37 @@ class Matching:
 
 
 @dataclass
-class PredictedTrees:
-    """A file's trees in the order of the gold sentences (`trees[i]` None where the file has none for sentence
-    i: `missing`, the indices of the gold sentences with words that it lacks), and how its lines were matched."""
+class FileReading:
+    """What was read of a file of another system's sentences (trees, or dependency trees) matched with the gold
+    sentences: the file as messages name it (`path`), the indices of the gold sentences with words that it lacks
+    (`missing`), how many of its lines were placed on a sentence (`lines`) and how many were skipped for having more
+    words than the sentences scored may have (`longer`), and how its lines were matched."""
 
     path: str
-    trees: list
     missing: list[int]
     lines: int
-    longer: int = 0  # lines skipped for having more words than the sentences scored may have
+    longer: int = 0
     matching: Matching = field(default_factory=lambda: Matching("bracketed"))
+
+
+@dataclass
+class PredictedTrees(FileReading):
+    """A file's trees in the order of the gold sentences (`trees[i]` None where the file has none for sentence i),
+    and what was read of it."""
+
+    trees: list = field(default_factory=list)
+
+
+@dataclass
+class Alignment:
+    """A file's lines placed on the gold sentences: `placed`, line index -> (sentence index, the positions of the
+    line's words that stand for leaves the word rule drops: punctuation and symbols the line keeps, to be left out);
+    the gold sentences with words that no line was placed on (`missing`); the lines skipped for their length
+    (`longer`)."""
+
+    placed: dict[int, tuple[int, list[int]]]
+    missing: list[int]
+    longer: int
 
 
 def read_input(path: str, expected: str) -> str:
@@ -121,11 +156,14 @@ def read_input(path: str, expected: str) -> str:
 
 @dataclass
 class _Fit:
-    """How a line fits one sentence: each word's step, and the positions of the sentence's leaves the line has
-    beyond its words (`dropped`: punctuation the word rule drops), None unless it fits only with them."""
+    """How a line fits one sentence: the step of each word that stands for a kept word (`steps`); for a line that
+    keeps some of the leaves the word rule drops (punctuation and symbols), the positions of its words that stand
+    for them (`dropped`) and the leaf each of its words stands for (`leaves`), None for a line of the kept words
+    alone."""
 
     steps: list[int]
     dropped: list[int] | None = None
+    leaves: list[int] | None = None
 
     @property
     def loosest(self) -> int:
@@ -134,57 +172,97 @@ class _Fit:
 
 class _Gold:
     """The gold sentences indexed for matching: by their words' `numbers` keys (a line without placeholders fits
-    only sentences of its keys), by length, and with their dropped words (punctuation) for lines that keep them."""
+    only sentences of its keys), by length, and for the lines that keep some of the punctuation and symbols the
+    word rule drops, by the same without the forms of punctuation and symbols (`bare`, both sides alike)."""
 
     def __init__(self, sentences: list[GoldSentence]):
         self.sentences = sentences
         self.keys = [[keys(form) for form in s.forms] for s in sentences]
         self.full = [[(keys(word), kept) for word, _, kept in s.leaves] for s in sentences]
+        # The forms of the leaves the word rule drops anywhere in the treebank: punctuation and symbols
+        self.symbols = {k[NUMBERS] for leaves in self.full for k, kept in leaves if not kept}
+        self.bare = [[(form, k) for form, k in zip(s.forms, self.keys[i]) if k[NUMBERS] not in self.symbols]
+                     for i, s in enumerate(sentences)]
         self.by_key: dict[tuple, list[int]] = {}
         self.by_length: dict[int, list[int]] = {}
-        self.full_by_key: dict[tuple, list[int]] = {}
-        self.full_by_length: dict[int, list[int]] = {}
+        self.bare_by_key: dict[tuple, list[int]] = {}
+        self.bare_by_length: dict[int, list[int]] = {}
         for i, s in enumerate(sentences):
             if not s.words:
                 continue
             self.by_key.setdefault(tuple(k[NUMBERS] for k in self.keys[i]), []).append(i)
             self.by_length.setdefault(len(s.words), []).append(i)
             if len(self.full[i]) > len(self.keys[i]):
-                self.full_by_key.setdefault(tuple(k[NUMBERS] for k, _ in self.full[i]), []).append(i)
-                self.full_by_length.setdefault(len(self.full[i]), []).append(i)
+                self.bare_by_key.setdefault(tuple(k[NUMBERS] for _, k in self.bare[i]), []).append(i)
+                self.bare_by_length.setdefault(len(self.bare[i]), []).append(i)
 
-    def fit(self, words: list[str], word_keys: list[tuple], i: int, full: bool = False) -> _Fit | None:
-        """How `words` fit sentence `i` (`full`: its every leaf, the dropped ones too), or None."""
-        golds = self.full[i] if full else [(k, True) for k in self.keys[i]]
-        if len(golds) != len(words):
+    def fit(self, words: list[str], word_keys: list[tuple], i: int) -> _Fit | None:
+        """How `words` fit the kept words of sentence `i`, or None."""
+        if len(self.keys[i]) != len(words):
             return None
-        steps, dropped = [], []
-        for position, (word, word_key, (gold_key, kept)) in enumerate(zip(words, word_keys, golds)):
+        steps = []
+        for word, word_key, gold_key in zip(words, word_keys, self.keys[i]):
             step = match_step(word, gold_key[0], word_key, gold_key)
-            if step is None:
+            if step is None:  # (most sentences of a line's length differ early)
                 return None
-            if kept:
-                steps.append(step)
-            else:
-                dropped.append(position)
-        return _Fit(steps, dropped if full else None)
+            steps.append(step)
+        return _Fit(steps)
+
+    def fit_leaves(self, words: list[str], word_keys: list[tuple], i: int) -> _Fit | None:
+        """How `words` fit the leaves of sentence `i`, each kept word standing for a word and each leaf the word
+        rule drops for a word or for none (the punctuation and symbols a line kept or left out), or None."""
+        leaves = self.full[i]
+        n, m = len(words), len(leaves)
+        step = [[match_step(word, gold_key[0], word_key, gold_key) for gold_key, _ in leaves]
+                for word, word_key in zip(words, word_keys)]
+        # rest[j][l]: whether words j.. stand for leaves l.., every kept one among them standing for a word
+        rest = [[False] * (m + 1) for _ in range(n + 1)]
+        rest[n][m] = True
+        for leaf in range(m - 1, -1, -1):
+            rest[n][leaf] = rest[n][leaf + 1] and not leaves[leaf][1]
+        for j in range(n - 1, -1, -1):
+            for leaf in range(m - 1, -1, -1):
+                rest[j][leaf] = (step[j][leaf] is not None and rest[j + 1][leaf + 1]) or (
+                    not leaves[leaf][1] and rest[j][leaf + 1])
+        if not rest[0][0]:
+            return None
+        fit, j = _Fit([], [], []), 0
+        for leaf, (_, kept) in enumerate(leaves):  # each word for the first leaf it can stand for
+            if j < n and step[j][leaf] is not None and rest[j + 1][leaf + 1]:
+                if kept:
+                    fit.steps.append(step[j][leaf])
+                else:
+                    fit.dropped.append(j)
+                fit.leaves.append(leaf)
+                j += 1
+        return fit
+
+    def _bare_fit(self, words: list[str], word_keys: list[tuple], bare: list[int], i: int) -> bool:
+        """Whether the words at positions `bare` (the line's words but its punctuation and symbols) fit the bare
+        words of sentence `i`, word by word."""
+        return len(bare) == len(self.bare[i]) and all(
+            match_step(words[j], form, word_keys[j], k) is not None for j, (form, k) in zip(bare, self.bare[i]))
 
     def candidates(self, words: list[str]) -> dict[int, _Fit]:
-        """The sentences `words` fit at the strictest step any fits (or with their dropped words, when none fits
-        without), with how."""
+        """The sentences `words` fit at the strictest step any fits (or with some of their punctuation and symbols,
+        when none fits without), with how."""
         word_keys = [keys(w) for w in words]
         placeholders = any(is_placeholder(w) for w in words)
-        for full, by_key, by_length in ((False, self.by_key, self.by_length),
-                                        (True, self.full_by_key, self.full_by_length)):
-            # (a line without placeholders fits the sentences of its `numbers` forms, unless a word needs the
-            # forms that keep the case, `tNc`: then, as with placeholders, every sentence of its length is looked at)
-            pool = [] if placeholders else by_key.get(tuple(k[NUMBERS] for k in word_keys), [])
-            pool = pool or by_length.get(len(words), [])
-            fits = {i: fit for i in pool if (fit := self.fit(words, word_keys, i, full)) is not None}
-            if fits:
-                best = min(fit.loosest for fit in fits.values())
-                return {i: fit for i, fit in fits.items() if fit.loosest == best}
-        return {}
+        # (a line without placeholders fits the sentences of its `numbers` forms, unless a word needs the forms that
+        # keep the case, `tNc`: then, as with placeholders, every sentence of its length is looked at)
+        pool = [] if placeholders else self.by_key.get(tuple(k[NUMBERS] for k in word_keys), [])
+        fits = {i: fit for i in pool or self.by_length.get(len(words), [])
+                if (fit := self.fit(words, word_keys, i)) is not None}
+        bare = [j for j, k in enumerate(word_keys) if k[NUMBERS] not in self.symbols]
+        if not fits and len(bare) < len(words):  # a line that keeps punctuation or symbols the word rule drops
+            pool = [] if placeholders else self.bare_by_key.get(tuple(word_keys[j][NUMBERS] for j in bare), [])
+            fits = {i: fit for i in pool or self.bare_by_length.get(len(bare), [])
+                    if self._bare_fit(words, word_keys, bare, i)
+                    and (fit := self.fit_leaves(words, word_keys, i)) is not None}
+        if not fits:
+            return {}
+        best = min(fit.loosest for fit in fits.values())
+        return {i: fit for i, fit in fits.items() if fit.loosest == best}
 
     def forms(self, i: int) -> tuple:
         return tuple(self.sentences[i].forms)
@@ -277,9 +355,9 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
                    max_length: int | None = None, fmt: str = "auto", drop_punctuation: bool = False
                    ) -> PredictedTrees:
     """The trees of file `path` (`-`: standard input) in format `fmt` (`formats.FORMATS`, or `auto`: detected),
-    matched with `sentences` by their words (see the module's doc). With `max_length` (the sentences are those of
-    a treebank of at most that many words), a line of more words that fits no sentence is skipped and counted
-    (`longer`). `words_rule` names the word rule in messages.
+    matched with `sentences` by their words (see the module's doc and `align_lines`). With `max_length` (the
+    sentences are those of a treebank of at most that many words), a line of more words that fits no sentence is
+    skipped and counted (`longer`). `words_rule` names the word rule in messages.
 
     Raises:
         TreenetsError: naming the line of a malformed tree, of a tree whose words are no gold sentence left
@@ -291,12 +369,10 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
     check_lines(text.split("\n"), name)
     fmt, lines = read_lines(text, name, fmt)
     matching = Matching(fmt)
-    present = [i for i, s in enumerate(sentences) if s.words]
-    trees: list = [None] * len(sentences)
     if fmt == "spans":
         if any(line.given is None for line in lines):
-            return _in_treebank_order(name, lines, sentences, present, matching, max_length)
-        if inclusive_ends(lines, [len(line.given) for line in lines], name):
+            return _in_treebank_order(name, lines, sentences, matching, max_length)
+        if _read_ends(lines, [len(line.given) for line in lines], name, matching):
             for line in lines:
                 line.spans = [(start, end + 1) for start, end in line.spans]
     gold = _Gold(sentences)
@@ -316,28 +392,48 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
     if bracketed and labelled:
         found = sum(bool(reading(k, True)[1]) for k in range(len(lines)))
         labelled = found == len(lines) or found >= sum(bool(reading(k, False)[1]) for k in range(len(lines)))
-    kept, longer = [], 0
-    for k in range(len(lines)):
-        words, candidates = reading(k, labelled)
-        if not candidates and max_length is not None and len(words) > max_length:
-            longer += 1
-            continue
-        kept.append(k)
-    entries = [reading(k, labelled)[1] for k in kept]
-    for k, candidates in zip(kept, entries):
-        fit = next(iter(candidates.values()), None)
+    words, candidates = zip(*(reading(k, labelled) for k in range(len(lines))))
+    alignment = align_lines(name, lines, list(words), sentences, matching, words_rule, max_length, drop_punctuation,
+                            gold, list(candidates))
+    trees: list = [None] * len(sentences)
+    for k, (i, dropped) in alignment.placed.items():
+        tree = lines[k].build(labelled, words[k], name)
+        trees[i] = _without(tree, set(dropped)) if dropped else tree
+    return PredictedTrees(name, alignment.missing, len(alignment.placed), alignment.longer, matching, trees)
+
+
+def align_lines(name: str, lines: list[Line], words: list[list[str]], sentences: list[GoldSentence],
+                matching: Matching, words_rule: str = "", max_length: int | None = None,
+                drop_punctuation: bool = False, gold: _Gold | None = None, candidates: list[dict] | None = None
+                ) -> Alignment:
+    """Place the lines of file `name` (`lines`, for their numbers; `words`, each line's words) on `sentences` by
+    their words, as the module's doc says, counting in `matching` how each sentence was matched. With `max_length`
+    (the sentences are those of a treebank of at most that many words), a line of more words that fits no sentence
+    is skipped and counted. `gold` and `candidates` (each line's, `_Gold.candidates`) may be given when computed
+    already.
+
+    Raises:
+        TreenetsError: naming the line whose words are no gold sentence left (saying which sentence was expected
+            there, and the first word that differs), or one that keeps punctuation the word rule drops (without
+            `drop_punctuation`); or the file, when none of its lines could be placed.
+    """
+    gold = gold or _Gold(sentences)
+    candidates = candidates if candidates is not None else [gold.candidates(w) for w in words]
+    present = [i for i, s in enumerate(sentences) if s.words]
+    kept = [k for k in range(len(lines)) if candidates[k] or max_length is None or len(words[k]) <= max_length]
+    entries = [candidates[k] for k in kept]
+    for k, fits in zip(kept, entries):
+        fit = next(iter(fits.values()), None)
         if fit is not None and fit.dropped and not drop_punctuation:
-            i = next(iter(candidates))
-            raise TreenetsError(_punctuation(lines[k].where(name), reading(k, labelled)[0], fit, sentences[i],
+            raise TreenetsError(_punctuation(lines[k].where(name), words[k], fit, sentences[next(iter(fits))],
                                              words_rule))
 
-    def fits_or_differs(k: int, candidates: dict, i: int) -> bool:
+    def fits_or_differs(k: int, fits: dict, i: int) -> bool:
         """Whether sentence i is one line k fits at its strictest step, or the line fits none but has as many
         words."""
-        return i in candidates or not candidates and len(reading(k, labelled)[0]) == len(sentences[i].words)
+        return i in fits or not fits and len(words[k]) == len(sentences[i].words)
 
-    by_order = len(kept) == len(present) and all(map(fits_or_differs, kept, entries, present))
-    if by_order:
+    if len(kept) == len(present) and all(map(fits_or_differs, kept, entries, present)):  # in the treebank's order
         placement = dict(zip(kept, present))
         unplaced: list[int] = []
     else:
@@ -346,40 +442,47 @@ def read_predicted(path: str, sentences: list[GoldSentence], words_rule: str = "
             previous = max((k for k in placed.sentence_of if k < failed), default=None)
             after = placed.sentence_of[previous] + 1 if previous is not None else 0
             raise TreenetsError(_unmatched(
-                lines[kept[failed]].where(name), reading(kept[failed], labelled)[0], sentences, gold,
+                lines[kept[failed]].where(name), words[kept[failed]], sentences, gold,
                 [j is not None for j in placed.line_of], after,
                 lines[kept[previous]].number if previous is not None else None, words_rule))
         placement = {kept[k]: i for k, i in placed.sentence_of.items()}
         unplaced = [kept[k] for k in unplaced_entries]
         if not placement and unplaced:
-            fits = reading(unplaced[0], labelled)[1]
+            fits = candidates[unplaced[0]]
             raise TreenetsError(f"{name}: none of its {len(unplaced):,} lines could be placed: each fits several "
                                 f"sentences and the file's order does not say which (line {lines[unplaced[0]].number}"
                                 f" fits {len(fits)}: {', '.join(str(sentences[i].source) for i in list(fits)[:3])}"
                                 f"{', ...' if len(fits) > 3 else ''})")
+    placements = {}
     for k, i in placement.items():
-        words, candidates = reading(k, labelled)
-        fit = candidates.get(i)
-        tree = lines[k].build(labelled, words, name)
+        fit = candidates[k].get(i)
         if fit is None:  # placed by the file's order, words that differ
             matching.sentences["order"] += 1
-            matching.words["order"] += sum(match_step(w, g) is None for w, g in zip(words, sentences[i].forms))
+            matching.words["order"] += sum(match_step(w, g) is None for w, g in zip(words[k], sentences[i].forms))
         else:
             matching.sentences[CLASSES[fit.loosest]] += 1
             matching.words.update(STEPS[step] for step in fit.steps if step)
             if fit.dropped:
                 matching.words["punctuation"] += len(fit.dropped)
-                tree = _without(tree, set(fit.dropped))
-        trees[i] = tree
-    matching.unplaced = {lines[k].number: [str(sentences[i].source) for i in reading(k, labelled)[1]]
-                         for k in unplaced}
-    missing = [i for i in present if trees[i] is None]
-    return PredictedTrees(name, trees, missing, len(placement), longer, matching)
+        placements[k] = (i, fit.dropped if fit is not None and fit.dropped else [])
+    matching.unplaced = {lines[k].number: [str(sentences[i].source) for i in candidates[k]] for k in unplaced}
+    taken = {i for i, _ in placements.values()}
+    return Alignment(placements, [i for i in present if i not in taken], len(lines) - len(kept))
 
 
-def _in_treebank_order(name: str, lines: list[Line], sentences: list[GoldSentence], present: list[int],
-                       matching: Matching, max_length: int | None) -> PredictedTrees:
+def _read_ends(lines: list[Line], lengths: list[int], name: str, matching: Matching) -> bool:
+    """Whether the span lists of a file end at their last word (`formats.span_ends`), said in `matching`."""
+    inclusive, why = span_ends(lines, lengths, name)
+    reading = "inclusive ([0, n - 1] the whole sentence)" if inclusive else "exclusive, as slices ([0, n] the whole " \
+        "sentence)"
+    matching.ends = f"span ends read {reading}: {why}"
+    return inclusive
+
+
+def _in_treebank_order(name: str, lines: list[Line], sentences: list[GoldSentence], matching: Matching,
+                       max_length: int | None) -> PredictedTrees:
     """Span lists without words: each line is the next sentence of the treebank."""
+    present = [i for i, s in enumerate(sentences) if s.words]
     given = next((line for line in lines if line.given is not None), None)
     if given is not None:
         without = next(line for line in lines if line.given is None)
@@ -390,13 +493,13 @@ def _in_treebank_order(name: str, lines: list[Line], sentences: list[GoldSentenc
         raise TreenetsError(f"{name}: {len(lines):,} span lists without words, where the treebank has "
                             f"{len(present):,} sentences{limit}; span lists without words are read as the treebank's "
                             "sentences in order, one a line (give each line its words to match them in any order)")
-    inclusive = inclusive_ends(lines, [len(sentences[i].words) for i in present], name)
+    inclusive = _read_ends(lines, [len(sentences[i].words) for i in present], name, matching)
     trees: list = [None] * len(sentences)
     for line, i in zip(lines, present):
         spans = [(start, end + 1) for start, end in line.spans] if inclusive else line.spans
         trees[i] = Line(line.number, line.name, spans=spans).build(False, sentences[i].words, name)
     matching.sentences["treebank"] = len(present)
-    return PredictedTrees(name, trees, [], len(lines), 0, matching)
+    return PredictedTrees(name, [], len(lines), 0, matching, trees)
 
 
 def _punctuation(where: str, words: list[str], fit: _Fit, sentence: GoldSentence, words_rule: str) -> str:
@@ -406,10 +509,12 @@ def _punctuation(where: str, words: list[str], fit: _Fit, sentence: GoldSentence
     shown = " ".join(f"{w!r}" for w in dict.fromkeys(dropped))
     message = (f"{where}: the line keeps {len(dropped)} word(s) that the treebank's word rule drops ({shown}: "
                f"punctuation or symbols) and is otherwise {sentence.source} ({len(sentence.words)} words)")
-    choices = ["--drop-punctuation drops them from the file's trees, as DIORA's evalb.py and EVALB's COLLINS.prm "
-               "do"]
-    if tags <= PTB_PUNCTUATION:
-        choices.insert(0, "--words li-punct reads the treebank with its punctuation (Li et al. 2020's setting)")
+    line_leaves = set(fit.leaves)
+    choices = [f"--words {name} reads the treebank {what}" for name, what in PTB_RULES_KEEPING.items()
+               if tags <= PTB_PUNCTUATION and all(WORD_RULES[name].keeps(tag) == (leaf in line_leaves)
+                                                 for leaf, (_, tag, _) in enumerate(sentence.leaves))]
+    choices.append("--drop-punctuation drops them from the file's trees, as DIORA's evalb.py and EVALB's "
+                   "COLLINS.prm do")
     return message + f"; {'; or '.join(choices)}" + (f"; {words_rule}" if words_rule else "")
 
 

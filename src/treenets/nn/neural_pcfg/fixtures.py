@@ -16,7 +16,7 @@ import torch
 
 from treenets.nn.chart import viterbi
 from treenets.nn.neural_pcfg.convert import from_official
-from treenets.nn.official import fixture_arg, fixture_ids
+from treenets.nn.official import fixture_arg, fixture_floats, fixture_ids
 
 
 def batches(outputs: dict, path) -> list[int]:
@@ -37,10 +37,13 @@ def pcfg_outputs(model, arrays: dict, path) -> dict:
     compound = model.z_dim > 0
     model.zero_grad()
     for i in batches(outputs, path):
-        tokens = torch.from_numpy(fixture_ids(outputs, f"tokens_{i}", 2, model.vocab_size, path,
+        tokens = torch.from_numpy(fixture_ids(outputs, f"tokens_{i}", ("batch", "length"), model.vocab_size, path,
                                               "outputs.npz")).long()  # [B, n]
         lengths = torch.full((tokens.size(0),), tokens.size(1), dtype=torch.long)
-        extra = {"noise": torch.from_numpy(outputs[f"eps_{i}"]).double()} if compound else {}
+        extra = {}
+        if compound:
+            noise = fixture_floats(outputs, f"eps_{i}", {"batch": tokens.size(0), "z_dim": model.z_dim}, path)
+            extra["noise"] = torch.from_numpy(noise).double()
         run = model(tokens, lengths, **extra)
         (run.nll + run.kl).mean().backward()
         with torch.no_grad():

@@ -18,8 +18,8 @@ def onlstm_lm(config: dict, arrays: dict, path) -> dict[str, np.ndarray]:
     args.update({k: config[k] for k in optional if k in config})
     model = from_official(arrays["params"], **args).double()
     inputs, outputs = arrays["inputs"], {}
-    tokens = fixture_ids(inputs, "tokens", 2, args["ntoken"], path)  # [T, B]
-    tokens2 = fixture_ids(inputs, "tokens2", 2, args["ntoken"], path) if "tokens2" in inputs else None
+    tokens = fixture_ids(inputs, "tokens", ("time", "batch"), args["ntoken"], path)  # [T, B]
+    tokens2 = fixture_ids(inputs, "tokens2", ("time", "batch"), args["ntoken"], path) if "tokens2" in inputs else None
     with torch.no_grad():
         run = model(torch.from_numpy(tokens))
         outputs["logits"] = model.decoder(run.output)

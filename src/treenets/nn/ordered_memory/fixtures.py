@@ -20,7 +20,7 @@ def logic(config: dict, arrays: dict, path) -> dict:
     pad = config.get("pad", args["ntoken"] - 1)  # the official padding index: the last token id
     vocab = fixture_arg(config, "vocab", path)
     ntoken = fixture_arg(args, "ntoken", path)
-    tokens = torch.from_numpy(fixture_ids(arrays["inputs"], "tokens", 2, ntoken, path))  # [T, B]
+    tokens = torch.from_numpy(fixture_ids(arrays["inputs"], "tokens", ("time", "batch"), ntoken, path))  # [T, B]
     if len(vocab) < ntoken - 1:  # (the padding, the last id, has no word)
         raise TreenetsError(f"{path}: vocab has {len(vocab)} symbols; expected one per token id but the padding "
                             f"({ntoken - 1})")

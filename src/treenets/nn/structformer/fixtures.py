@@ -25,7 +25,7 @@ def structformer_mlm(config: dict, arrays: dict, path) -> dict:
     ntokens = fixture_arg(args, "ntokens", path)
     if len(vocab) < ntokens:
         raise TreenetsError(f"{path}: vocab has {len(vocab)} words; expected one per token id ({ntokens})")
-    tokens = torch.from_numpy(fixture_ids(inputs, "tokens", 2, ntokens, path))  # [B, L]
+    tokens = torch.from_numpy(fixture_ids(inputs, "tokens", ("batch", "length"), ntokens, path))  # [B, L]
     outputs, trees, heads = {}, [], []
     with torch.no_grad():
         run = model(tokens)
@@ -33,13 +33,13 @@ def structformer_mlm(config: dict, arrays: dict, path) -> dict:
         outputs.update(distance=run.distance, height=run.height, head=run.parent, block=run.block,
                        cibling=run.sibling, att_mask=run.mask)
         if "masked" in inputs:
-            masked = fixture_ids(inputs, "masked", 2, ntokens, path)
+            masked = fixture_ids(inputs, "masked", ("batch", "length"), ntokens, path)
             masked = model.output_layer(model(torch.from_numpy(masked)).hidden).flatten(0, 1)
             outputs["masked_logits"] = masked
             if "targets" in inputs:
+                targets = fixture_ids(inputs, "targets", ("batch", "length"), ntokens, path)
                 outputs["masked_loss"] = torch.nn.functional.cross_entropy(
-                    masked, torch.from_numpy(fixture_ids(inputs, "targets", 2, ntokens, path)).flatten(),
-                    ignore_index=pad)
+                    masked, torch.from_numpy(targets).flatten(), ignore_index=pad)
         for i, row in enumerate(tokens):
             sentence = row[row != pad][None]
             alone = model(sentence, alone=True)

@@ -20,8 +20,8 @@ def childsum_similarity(config: dict, arrays: dict, path) -> dict[str, np.ndarra
     trees, ids = [], []
     for side in ("a", "b"):
         for k in pairs:
-            tokens = fixture_ids(inputs, f"{side}_tokens_{k}", 1, args["vocab"], path)
-            fixture_ids(inputs, f"{side}_parents_{k}", 1, len(tokens) + 1, path)  # (1-based, 0 the root)
+            tokens = fixture_ids(inputs, f"{side}_tokens_{k}", ("words",), args["vocab"], path)
+            fixture_ids(inputs, f"{side}_parents_{k}", ("words",), len(tokens) + 1, path)  # (1-based, 0 the root)
             parents = " ".join(str(int(p)) for p in inputs[f"{side}_parents_{k}"])
             trees.append(parse_parents(parents, [str(t) for t in tokens], f"{path.parent} {side}_parents_{k}"))
             ids.append(torch.from_numpy(tokens))
