@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +18,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from treenets.nn import chart
+from treenets.nn.backend import kernels, use_backend
 from treenets.nn.chart import Grammar, Marginals, inside, marginals, mbr, viterbi
+
+# Viterbi by its PyTorch code and by the compiled max-plus products (nn/neural_pcfg/chart_cpu.cpp), which the
+# PyTorch code specifies: the same trees, scores and ties
+BACKENDS = ["torch", "cpp"]
+
+
+def _require_kernels(backend: str) -> None:
+    if backend == "cpp" and kernels("chart") is None:
+        pytest.skip("compiled kernels unavailable")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -253,11 +269,14 @@ def test_inside_and_its_gradients_are_the_sum_over_every_tree(case):
         torch.testing.assert_close(g, e, rtol=0, atol=1e-8)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None)
 @given(grammars)
-def test_viterbi_is_the_best_of_every_tree(case):
+def test_viterbi_is_the_best_of_every_tree(backend, case):
+    _require_kernels(backend)
     grammar, lengths = make(case)
-    trees = viterbi(grammar, lengths)
+    with use_backend(backend):
+        trees = viterbi(grammar, lengths)
     for b, (tree, ref) in enumerate(zip(trees, brute_forces(grammar, lengths))):
         assert tree.score == pytest.approx(ref.best_score, abs=1e-9)
         assert tree.label_scores == pytest.approx(ref.label_scores, abs=1e-9)
@@ -294,9 +313,11 @@ def test_marginals_and_mbr_are_those_of_every_tree(case):
 # --- ties: Kim's order, exactly (integer log scores: every sum is exact) -------------------------------------------
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.integers(1, 3), st.integers(2, 7), st.booleans())
-def test_viterbi_ties_follow_kims_order(seed, nt, t, n, factored):
+def test_viterbi_ties_follow_kims_order(backend, seed, nt, t, n, factored):
+    _require_kernels(backend)
     """Scores drawn from a few integers, so that many trees tie exactly: the chosen tree is the one of Kim's
     per-cell loop (the lowest split, then the lowest left symbol, then the lowest right symbol)."""
     g = torch.Generator().manual_seed(seed)
@@ -309,7 +330,8 @@ def test_viterbi_ties_follow_kims_order(seed, nt, t, n, factored):
         grammar = Grammar(ints(1, nt), ints(1, n, t), left=ints(1, nt, s), right=ints(1, nt, s))
     else:
         grammar = Grammar(ints(1, nt), ints(1, n, t), ints(1, nt, s, s))
-    tree = viterbi(grammar, torch.tensor([n]))[0]
+    with use_backend(backend):
+        tree = viterbi(grammar, torch.tensor([n]))[0]
     score, root, spans, tags, label_scores = kim_order_viterbi(
         grammar.roots[0].tolist(), grammar.terms[0].tolist(), full_rules(grammar)[0].tolist(), n, nt, t)
     assert (tree.score, tree.root, tree.spans, tree.tags, tree.label_scores) == (score, root, spans, tags,
@@ -618,3 +640,39 @@ def test_cuda_matches_the_cpu(factored):
     torch.testing.assert_close(m_gpu.labels.cpu(), m_cpu.labels, rtol=1e-4, atol=1e-4)
     for a, b in zip(viterbi(on_gpu, lengths), viterbi(grammar, lengths)):
         assert a.score == pytest.approx(b.score, abs=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_compiled_max_plus_products_are_the_pytorch_ones(dtype):
+    """The kernels against the PyTorch functions they replace, float for float, on scores with -inf (cells of no
+    tree, impossible rules: a -ffast-math build must not read them as -FLT_MAX) and with ties (integers)."""
+    _require_kernels("cpp")
+    compiled = kernels("chart")
+    g = torch.Generator().manual_seed(7)
+    nt, s, splits, cells = 5, 9, 3, 4
+    for draw in (lambda *shape: torch.randn(*shape, generator=g, dtype=dtype),
+                 lambda *shape: torch.randint(-2, 1, shape, generator=g).to(dtype)):
+        lefts, rights, rules = draw(2, cells, splits, nt), draw(2, cells, splits, nt), draw(2, nt, nt * nt)
+        lefts[1] = -math.inf  # a sentence shorter than the width: no tree in any cell
+        rights[0, 1, :, 2] = -math.inf
+        rules[0, 2, 3:7] = -math.inf
+        symbols = torch.arange(nt)
+        pair_keys = (symbols[:, None] * s + symbols[None, :]).reshape(nt * nt)
+        want = chart._viterbi_middle(lefts, rights, splits + 3, cells, rules[:, None], pair_keys, s)
+        got = compiled.viterbi_middle(lefts, rights, rules, s)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+        x, y = draw(2, 6, 4), draw(2, 4, 7)
+        x[0, :, 0], y[1, 2:], x[1, 3] = -math.inf, -math.inf, -math.inf
+        want, got = chart._max_plus(x, y), compiled.max_plus(x, y)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not torch.cpu._is_avx512_supported(),
+                    reason="the AVX2 build is played on an AVX-512 CPU (on an AVX2 one the tests above run it)")
+def test_the_avx2_build_of_the_chart_kernels_gives_the_same_trees():
+    """What an AVX2-only CPU runs (-march=x86-64-v3), built and checked here too."""
+    environment = dict(os.environ, TREENETS_MARCH="x86-64-v3")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                           "compiled_max_plus or (ties and cpp)"], env=environment, capture_output=True, text=True,
+                          cwd=Path(__file__).parent)
+    assert done.returncode == 0 and " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-3000:]

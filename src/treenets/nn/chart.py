@@ -90,6 +90,8 @@ from dataclasses import dataclass
 
 import torch
 
+from treenets.nn.backend import kernels_for
+
 # The most elements one temporary of Viterbi's may hold (its maximum over split points and over the children's
 # symbols, [sentences, cells, NT, NT * NT]); above it the cells are taken in chunks.
 _VITERBI_CHUNK_ELEMENTS = 1 << 20
@@ -474,8 +476,11 @@ def _best_and_key(values: torch.Tensor, keys: torch.Tensor) -> tuple[torch.Tenso
     return best, torch.where(tied, keys, torch.full((), biggest, dtype=torch.int64, device=keys.device)).amin(-1)
 
 
-def _max_plus(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """max_k x[b, i, k] + y[b, k, m] and its first argmax k ([b, n, M] each), in chunks of positions."""
+def _max_plus(x: torch.Tensor, y: torch.Tensor, kernels=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """max_k x[b, i, k] + y[b, k, m] and its first argmax k ([b, n, M] each), in chunks of positions (or by the
+    compiled `kernels`, the same sums and ties)."""
+    if kernels is not None:
+        return kernels.max_plus(x, y)
     batch, n, k = x.shape
     rows = max(1, _VITERBI_CHUNK_ELEMENTS // max(1, batch * k * y.shape[-1]))
     parts = [(x[:, i:i + rows, :, None] + y[:, None]).max(dim=2) for i in range(0, n, rows)]
@@ -492,10 +497,14 @@ def viterbi(grammar: Grammar, lengths) -> list[ViterbiTree]:
     nt, t = grammar.nt, grammar.t
     s = nt + t
     with _no_autocast(grammar.roots.device):
+        # the max-plus products compiled (nn/neural_pcfg/chart_cpu.cpp) where the backend runs kernels: the
+        # PyTorch code below is their specification
+        tables = (grammar.left, grammar.right) if grammar.factored else (grammar.rules,)
+        kernels = kernels_for("chart", terms, *tables)
         if grammar.factored:
-            chart, pointers = _viterbi_factored(grammar, terms, longest)
+            chart, pointers = _viterbi_factored(grammar, terms, longest, kernels)
         else:
-            chart, pointers = _viterbi_rules(grammar, terms, longest)
+            chart, pointers = _viterbi_rules(grammar, terms, longest, kernels)
     roots = grammar.roots.detach()
     pointers = [None, None] + [p.cpu().numpy() for p in pointers[2:]]
     trees = []
@@ -530,16 +539,17 @@ def _backtrack(pointers, b: int, n: int, root: int, nt: int, s: int):
     return spans, tags
 
 
-def _viterbi_rules(grammar: Grammar, terms: torch.Tensor, longest: int):
+def _viterbi_rules(grammar: Grammar, terms: torch.Tensor, longest: int, kernels=None):
     rules, nt = grammar.rules.detach(), grammar.nt
     batch, _, s, _ = rules.shape
     t = s - nt
     device = rules.device
     # the edge tables in max-plus: G_left[i, A, C] = max_B terms[i, B] + rules[A, NT + B, C] with its first B,
     # over every C (NT, then T for width 2); G_right[i, A, B] = max_C rules[A, B, NT + C] + terms[i, C]
-    g_left, first_b = _max_plus(terms, rules[:, :, nt:, :].permute(0, 2, 1, 3).reshape(batch, t, nt * s))
+    g_left, first_b = _max_plus(terms, rules[:, :, nt:, :].permute(0, 2, 1, 3).reshape(batch, t, nt * s), kernels)
     g_left, first_b = g_left.view(batch, longest, nt, s), first_b.view(batch, longest, nt, s)
-    g_right, first_c = _max_plus(terms, rules[:, :, :nt, nt:].permute(0, 3, 1, 2).reshape(batch, t, nt * nt))
+    g_right, first_c = _max_plus(terms, rules[:, :, :nt, nt:].permute(0, 3, 1, 2).reshape(batch, t, nt * nt),
+                                 kernels)
     g_right, first_c = g_right.view(batch, longest, nt, nt), first_c.view(batch, longest, nt, nt)
     middle = rules[:, None, :, :nt, :nt].reshape(batch, 1, nt, nt * nt)  # [b, 1, A, (B, C)]
     symbols = torch.arange(nt, device=device)
@@ -564,7 +574,8 @@ def _viterbi_rules(grammar: Grammar, terms: torch.Tensor, longest: int):
         groups = [_best_and_key(found, (nt + first_b[:, :cells, :, :nt]) * s + symbols)]
         if w >= 4:
             lefts, rights = _next_splits(lefts, rights, chart[w - 2], chart[w - 2], cells)
-            groups.append(_viterbi_middle(lefts, rights, w, cells, middle, pair_keys, s))
+            groups.append(kernels.viterbi_middle(lefts, rights, middle[:, 0], s) if kernels is not None
+                          else _viterbi_middle(lefts, rights, w, cells, middle, pair_keys, s))
         # split k = w - 2 (a preterminal on the right): G_right[t, A, B] + best[s, t - 1, B]
         found = g_right[:, w - 1:] + shorter[:, :cells, None, :]
         groups.append(_best_and_key(found, (w - 2) * s * s + symbols * s + nt + first_c[:, w - 1:]))
@@ -602,14 +613,14 @@ def _viterbi_middle(lefts, rights, w: int, cells: int, middle: torch.Tensor, pai
     return torch.cat(bests, dim=1), torch.cat(keys, dim=1)
 
 
-def _viterbi_factored(grammar: Grammar, terms: torch.Tensor, longest: int):
+def _viterbi_factored(grammar: Grammar, terms: torch.Tensor, longest: int, kernels=None):
     nt = grammar.nt
     s = nt + grammar.t
     left, right = grammar.left.detach(), grammar.right.detach()
 
     def best_child(production: torch.Tensor, cell: torch.Tensor, offset: int):
         # max_B cell[s, B] + production[A, B] and its first B (as a symbol): [b, cells, NT] each
-        found, index = _max_plus(cell, production.transpose(1, 2))
+        found, index = _max_plus(cell, production.transpose(1, 2), kernels)
         return found, index + offset
 
     as_left = [None, best_child(left[:, :, nt:], terms, nt)]

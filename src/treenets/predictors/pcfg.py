@@ -157,6 +157,13 @@ class GrammarModel(LanguageModel):
         return torch.nn.utils.rnn.pad_sequence(ids, batch_first=True).to(self.device), lengths
 
     @torch.no_grad()
+    def _grammar(self, tokens: list[list[str]]):
+        """The grammar of each sentence (a Compound PCFG's with z at its posterior mean, as Kim's code parses), and
+        the lengths: its rules alone, without the inside algorithm of the likelihood."""
+        ids, lengths = self._batch(tokens)
+        z = self.net.encode(ids, lengths)[0] if self.net.z_dim else None
+        return self.net.grammar(ids, z), lengths
+
     def trees_of_tokens(self, tokens: list[list[str]], decode: str = "viterbi", batch_size: int = 64):
         """For sentences already read: each one's (spans, tags, score) by `decode`, in batches of similar length.
         A one-word sentence is its word alone under the root (no span of two words; its tag the preterminal
@@ -166,14 +173,11 @@ class GrammarModel(LanguageModel):
         result = [None] * len(tokens)
         order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
         for i in [i for i in order if len(tokens[i]) == 1]:
-            ids, lengths = self._batch([tokens[i]])
-            z = self.net.encode(ids, lengths)[0] if self.net.z_dim else None
-            result[i] = ([], [int(self.net.grammar(ids, z).terms[0, 0].argmax())], math.nan)
+            result[i] = ([], [int(self._grammar([tokens[i]])[0].terms[0, 0].argmax())], math.nan)
         longer = [i for i in order if len(tokens[i]) >= 2]
         for start in range(0, len(longer), batch_size):
             chunk = longer[start : start + batch_size]
-            ids, lengths = self._batch([tokens[i] for i in chunk])
-            grammar = self.net(ids, lengths, use_mean=True).grammar
+            grammar, lengths = self._grammar([tokens[i] for i in chunk])
             if decode == "viterbi":
                 found = [(tree.spans, tree.tags, tree.score) for tree in viterbi(grammar, lengths)]
             else:

@@ -1,0 +1,152 @@
+// Viterbi's max-plus products for the grammars' charts (treenets/nn/chart.py), in C++: PyTorch has no max-plus
+// matrix product, so its Viterbi materialises every candidate ([cells, A, B x C] sums, their keys, sorts and
+// gathers) and spends its time moving memory. Here each candidate is summed and compared once, in registers.
+// The PyTorch code in chart.py is the specification: the same sums in the same order (so the same floats), the
+// same maxima and the same ties (the smallest key); tests check both agree.
+//
+// max_plus(x [b, n, k], y [b, k, m]) -> values [b, n, m] = max_k x[b, i, k] + y[b, k, j] and its first k.
+//   (The edge tables of chart.py: a preterminal child contracted with its rule block.)
+//
+// viterbi_middle(lefts [b, c, K, NT], rights [b, c, K, NT], rules [b, A, NT * NT], s)
+//   -> best [b, c, A] = max over (k, B, C) of (lefts[k, B] + rights[k, C]) + rules[A, B, C]
+//      key  [b, c, A] = (k + 1) * s * s + B * s + C of the smallest such (k, B, C) among those reaching it
+//   (The splits of a width whose children are both nonterminals: split index k + 1, as chart.py keys them.)
+#include <limits>
+#include <vector>
+
+#include "common.h"
+
+using at::Tensor;
+using namespace treenets;
+
+namespace {
+
+template <typename T>
+void max_plus_rows(const T* xs, const T* ys, T* vs, int64_t* is, int64_t batch, int64_t n, int64_t k, int64_t m) {
+  at::parallel_for(0, batch * n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const T* xr = xs + row * k;
+      const T* yb = ys + (row / n) * k * m;
+      T* v = vs + row * m;
+      int64_t* index = is + row * m;
+      for (int64_t j = 0; j < m; ++j) v[j] = xr[0] + yb[j];
+      for (int64_t kk = 1; kk < k; ++kk) {
+        const T xv = xr[kk];
+        const T* yr = yb + kk * m;
+#pragma omp simd
+        for (int64_t j = 0; j < m; ++j) {
+          const T candidate = xv + yr[j];
+          const bool better = candidate > v[j];  // strictly: the first k keeps a tie
+          v[j] = better ? candidate : v[j];
+          index[j] = better ? kk : index[j];
+        }
+      }
+    }
+  });
+}
+
+std::tuple<Tensor, Tensor> max_plus(const Tensor& x_in, const Tensor& y_in) {
+  const char* fn = "max_plus";
+  check_float(x_in, 3, fn, "x");
+  check_float(y_in, 3, fn, "y");
+  TORCH_CHECK(y_in.scalar_type() == x_in.scalar_type() && y_in.size(0) == x_in.size(0) &&
+                  y_in.size(1) == x_in.size(2) && x_in.size(2) > 0,
+              fn, ": expected x [b, n, k] and y [b, k, m] of one dtype with k > 0, got ", shape_text(x_in.sizes()),
+              " and ", shape_text(y_in.sizes()));
+  const Tensor x = x_in.contiguous(), y = y_in.contiguous();
+  const int64_t batch = x.size(0), n = x.size(1), k = x.size(2), m = y.size(2);
+  Tensor values = at::empty({batch, n, m}, x.options());
+  Tensor indices = at::zeros({batch, n, m}, x.options().dtype(at::kLong));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "max_plus", [&] {
+    max_plus_rows(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), values.data_ptr<scalar_t>(),
+                  indices.data_ptr<int64_t>(), batch, n, k, m);
+  });
+  return {values, indices};
+}
+
+template <typename T>
+void viterbi_middle_cells(const T* ls, const T* rs, const T* rule_data, T* bs, int64_t* ks, int64_t batch,
+                          int64_t cells, int64_t splits, int64_t nt, int64_t a_n, int64_t s) {
+  const int64_t pairs_n = nt * nt;
+  at::parallel_for(0, batch * cells, 1, [&](int64_t begin, int64_t end) {
+    // per (B, C) of a cell: the best split's left + right, and its rank k * NT * NT + B * NT + C, which orders the
+    // candidates as their keys do (int32, as wide as a float32 lane: the reductions below vectorise)
+    std::vector<T> pairs(pairs_n);
+    std::vector<int32_t> ranks(pairs_n);
+    for (int64_t cell = begin; cell < end; ++cell) {
+      const T* left = ls + cell * splits * nt;
+      const T* right = rs + cell * splits * nt;
+      // each (B, C): max over the splits of left + right, the first split among ties (chart.py's max(dim=2))
+      for (int64_t k = 0; k < splits; ++k) {
+        for (int64_t bb = 0; bb < nt; ++bb) {
+          const T l = left[k * nt + bb];
+          const T* r = right + k * nt;
+          T* p = pairs.data() + bb * nt;
+          int32_t* rank = ranks.data() + bb * nt;
+          const int32_t first = static_cast<int32_t>(k * pairs_n + bb * nt);
+#pragma omp simd
+          for (int64_t c = 0; c < nt; ++c) {
+            const T candidate = l + r[c];
+            const bool better = k == 0 || candidate > p[c];
+            p[c] = better ? candidate : p[c];
+            rank[c] = better ? first + static_cast<int32_t>(c) : rank[c];
+          }
+        }
+      }
+      // each A: the maximum over (B, C) of pairs + rules[A, B, C], then the smallest rank reaching it
+      const T* rule_b = rule_data + (cell / cells) * a_n * pairs_n;
+      const T* pv = pairs.data();
+      const int32_t* rv = ranks.data();
+      for (int64_t a = 0; a < a_n; ++a) {
+        const T* rule = rule_b + a * pairs_n;
+        // (from the first candidate, not -infinity, and no OpenMP reduction, whose start would be -FLT_MAX: a
+        // -ffast-math build assumes no infinity, and a cell of no tree is -inf everywhere)
+        T top = pv[0] + rule[0];
+        for (int64_t q = 1; q < pairs_n; ++q) top = std::max(top, pv[q] + rule[q]);
+        int32_t smallest = std::numeric_limits<int32_t>::max();
+#pragma omp simd reduction(min : smallest)
+        for (int64_t q = 0; q < pairs_n; ++q) {
+          const int32_t candidate = pv[q] + rule[q] == top ? rv[q] : std::numeric_limits<int32_t>::max();
+          smallest = std::min(smallest, candidate);
+        }
+        const int64_t k = smallest / pairs_n, bb = smallest % pairs_n / nt, c = smallest % nt;
+        bs[cell * a_n + a] = top;
+        ks[cell * a_n + a] = (k + 1) * s * s + bb * s + c;
+      }
+    }
+  });
+}
+
+std::tuple<Tensor, Tensor> viterbi_middle(const Tensor& lefts_in, const Tensor& rights_in, const Tensor& rules_in,
+                                          int64_t s) {
+  const char* fn = "viterbi_middle";
+  check_float(lefts_in, 4, fn, "lefts");
+  check_float(rights_in, 4, fn, "rights");
+  check_float(rules_in, 3, fn, "rules");
+  const int64_t batch = lefts_in.size(0), cells = lefts_in.size(1), splits = lefts_in.size(2), nt = lefts_in.size(3);
+  const int64_t pairs_n = nt * nt, a_n = rules_in.size(1);
+  TORCH_CHECK(rights_in.sizes() == lefts_in.sizes() && rules_in.size(0) == batch && rules_in.size(2) == pairs_n &&
+                  splits > 0 && rights_in.scalar_type() == lefts_in.scalar_type() &&
+                  rules_in.scalar_type() == lefts_in.scalar_type() && s >= nt &&
+                  splits * pairs_n < std::numeric_limits<int32_t>::max(),
+              fn, ": expected lefts and rights [b, c, K, NT] (K > 0) and rules [b, A, NT * NT] of one dtype, s >= NT, "
+              "got ", shape_text(lefts_in.sizes()), ", ", shape_text(rights_in.sizes()), ", ",
+              shape_text(rules_in.sizes()), ", s ", s);
+  const Tensor lefts = lefts_in.contiguous(), rights = rights_in.contiguous(), rules = rules_in.contiguous();
+  Tensor best = at::empty({batch, cells, a_n}, lefts.options());
+  Tensor keys = at::empty({batch, cells, a_n}, lefts.options().dtype(at::kLong));
+  AT_DISPATCH_FLOATING_TYPES(lefts.scalar_type(), "viterbi_middle", [&] {
+    viterbi_middle_cells(lefts.data_ptr<scalar_t>(), rights.data_ptr<scalar_t>(), rules.data_ptr<scalar_t>(),
+                         best.data_ptr<scalar_t>(), keys.data_ptr<int64_t>(), batch, cells, splits, nt, a_n, s);
+  });
+  return {best, keys};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
+  const auto without_gil = py::call_guard<py::gil_scoped_release>();
+  module.def("max_plus", &max_plus, "max_k x[b, i, k] + y[b, k, j] and its first k", without_gil);
+  module.def("viterbi_middle", &viterbi_middle, "Viterbi over the NT x NT splits of one width's cells",
+             without_gil);
+}
