@@ -31,19 +31,20 @@ def test_kernels_shows_each_kernel_and_builds_those_asked_for(extensions, capsys
     folders = {name: extensions / backend.build_name(name) for name in backend.model_kernels()}
     assert main(["kernels"]) == 0
     out, err = capsys.readouterr()
-    expected = [f"{name:<8}  not built  {folders[name]}" for name in backend.model_kernels()]
+    width = max(map(len, folders))  # the names in a column as wide as the longest
+    expected = [f"{name:<{width}}  not built  {folders[name]}" for name in backend.model_kernels()]
     assert out.splitlines() == expected and err == ""
     assert main(["kernels", "build", "treelstm"]) == 0
     out, err = capsys.readouterr()
-    assert out == f"treelstm  built      {folders['treelstm']}\n"
+    assert out == f"treelstm  built      {folders['treelstm']}\n"  # (alone: as wide as its name)
     assert err.startswith("treenets: building the treelstm CPU kernels for this machine, once: about half a minute")
     assert main(["kernels"]) == 0
     assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()] == [
-        ["onlstm", "not"], ["prpn", "not"], ["treelstm", "built"]]
+        ["onlstm", "not"], ["prpn", "not"], ["treelstm", "built"], ["pcfg_chart", "not"]]
     assert main(["kernels", "build"]) == 0  # all of them; the one built is not built again
     out, err = capsys.readouterr()
-    assert [line.split()[1] for line in out.splitlines()] == ["built"] * 3
-    assert "onlstm" in err and "prpn" in err and "treelstm" not in err
+    assert [line.split()[1] for line in out.splitlines()] == ["built"] * 4
+    assert "onlstm" in err and "prpn" in err and "pcfg_chart" in err and "treelstm" not in err
 
 
 def test_kernels_that_cannot_be_built_are_an_error(extensions, monkeypatch, capsys):
@@ -59,7 +60,7 @@ def test_kernels_that_cannot_be_built_are_an_error(extensions, monkeypatch, caps
         f"'{backend.build_name('onlstm')}'")
     assert main(["kernels", "build", "lstm"]) == 2
     assert capsys.readouterr().err == ("treenets: error: unknown kernels 'lstm' (expected one of: onlstm, prpn, "
-                                       "treelstm)\n")
+                                       "treelstm, pcfg_chart)\n")
 
 
 def test_training_and_evaluations_over_data_sets_may_build_the_kernels_and_a_parse_may_not(monkeypatch):

@@ -10,7 +10,6 @@ import os
 import platform
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,13 +21,13 @@ from treenets.nn import chart
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.chart import Grammar, Marginals, inside, marginals, mbr, viterbi
 
-# Viterbi by its PyTorch code and by the compiled max-plus products (nn/neural_pcfg/chart_cpu.cpp), which the
+# Viterbi by its PyTorch code and by the compiled max-plus products (nn/neural_pcfg/pcfg_chart_cpu.cpp), which the
 # PyTorch code specifies: the same trees, scores and ties
 BACKENDS = ["torch", "cpp"]
 
 
 def _require_kernels(backend: str) -> None:
-    if backend == "cpp" and kernels("chart") is None:
+    if backend == "cpp" and kernels("pcfg_chart") is None:
         pytest.skip("compiled kernels unavailable")
 
 
@@ -647,7 +646,7 @@ def test_the_compiled_max_plus_products_are_the_pytorch_ones(dtype):
     """The kernels against the PyTorch functions they replace, float for float, on scores with -inf (cells of no
     tree, impossible rules: a -ffast-math build must not read them as -FLT_MAX) and with ties (integers)."""
     _require_kernels("cpp")
-    compiled = kernels("chart")
+    compiled = kernels("pcfg_chart")
     g = torch.Generator().manual_seed(7)
     nt, s, splits, cells = 5, 9, 3, 4
     for draw in (lambda *shape: torch.randn(*shape, generator=g, dtype=dtype),
@@ -669,10 +668,11 @@ def test_the_compiled_max_plus_products_are_the_pytorch_ones(dtype):
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not torch.cpu._is_avx512_supported(),
                     reason="the AVX2 build is played on an AVX-512 CPU (on an AVX2 one the tests above run it)")
-def test_the_avx2_build_of_the_chart_kernels_gives_the_same_trees():
-    """What an AVX2-only CPU runs (-march=x86-64-v3), built and checked here too."""
+def test_the_avx2_build_of_the_chart_kernels_gives_the_same_trees(tmp_path):
+    """What an AVX2-only CPU runs (-march=x86-64-v3), built and checked here too (run from `tmp_path`: the run's
+    hypothesis database stays there)."""
     environment = dict(os.environ, TREENETS_MARCH="x86-64-v3")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
                            "compiled_max_plus or (ties and cpp)"], env=environment, capture_output=True, text=True,
-                          cwd=Path(__file__).parent)
+                          cwd=tmp_path)
     assert done.returncode == 0 and " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-3000:]

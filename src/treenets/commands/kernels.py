@@ -9,7 +9,8 @@ from treenets.commands import Command, register
 class Kernels(Command):
     name, order = "kernels", 140
     help = "show or build the compiled C++ kernels of the CPU"
-    description = ("Without ACTION: each kernel (onlstm, prpn, treelstm), whether it is built for this machine, "
+    description = ("Without ACTION: each kernel (onlstm, prpn, treelstm; pcfg_chart, the grammars' Viterbi), whether "
+                   "it is built for this machine, "
                    "this torch installation and these sources, and its folder. `build`: build the kernels not "
                    "built yet (about half a minute each, once). Training and the evaluations over a data set (eval, "
                    "parse-eval, syneval, export) build the kernels they run; a parse or a prediction uses the "

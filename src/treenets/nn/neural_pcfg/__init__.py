@@ -11,7 +11,7 @@ register(Model(
     name="neural-pcfg", title="Neural PCFG (Kim et al., ACL 2019)", package=__name__, order=70,
     configs={"pcfg": (NeuralPCFGConfig,)},
     # the max-plus products of every grammar's Viterbi (treenets.nn.chart), the Compound and SimplePCFG's too
-    kernels=(Kernel("chart", Path(__file__).with_name("chart_cpu.cpp")),),
+    kernels=(Kernel("pcfg_chart", Path(__file__).with_name("pcfg_chart_cpu.cpp")),),
     convert="convert:from_official",
     fixtures={"neural-pcfg": "fixtures:neural_pcfg"},
     fixture_files=("params.npz",), fixture_inputs=("tokens_", "eps_"),  # the inputs travel in outputs.npz
