@@ -20,24 +20,9 @@ from treenets.errors import TreenetsError
 from treenets.nn.chart import marginals, mbr, viterbi
 from treenets.predictors.lm import LanguageModel, Layer, Parse, _batch_size, _sentences
 from treenets.text import Dropped
+from treenets.trees.ensemble import nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
-
-
-def nested_from_spans(words: list[str], spans) -> list | str:
-    """The binary tree over `words` whose nodes of two or more words are `spans` ((start, end inclusive, ...)), as
-    nested lists of words (a lone word for one)."""
-    children = {(s, t): None for s, t, *_ in spans}
-
-    def node(s: int, t: int):
-        if s == t:
-            return words[s]
-        for split in range(s, t):  # the left child's span is a node (or a word)
-            if (split == s or (s, split) in children) and (split + 1 == t or (split + 1, t) in children):
-                return [node(s, split), node(split + 1, t)]
-        raise ValueError(f"spans {sorted(children)} are not a binary tree over {len(words)} words")
-
-    return node(0, len(words) - 1) if words else []
 
 
 def labelled_bracketing(words: list[str], spans, tags, nonterminal: str = "NT", preterminal: str = "T") -> str:
@@ -95,7 +80,7 @@ class GrammarParse(Parse):
     score: float = math.nan  # Viterbi: the tree's log-probability; MBR: its summed span marginals
 
     def __post_init__(self):
-        self.nested = nested_from_spans(self.words, self.spans)
+        self.nested = nested_from_spans(self.words, [(s, t + 1) for s, t, _ in self.spans])  # (ends exclusive)
 
     def at(self, layer: Layer) -> GrammarParse:
         """The one tree there is."""
