@@ -21,8 +21,9 @@ from treenets.nn import chart
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.chart import Grammar, Marginals, inside, marginals, mbr, viterbi
 
-# Viterbi by its PyTorch code and by the compiled max-plus products (nn/neural_pcfg/pcfg_chart_cpu.cpp), which the
-# PyTorch code specifies: the same trees, scores and ties
+# The PyTorch code and the compiled kernels (nn/neural_pcfg/pcfg_chart_cpu.cpp: Viterbi's max-plus products, the
+# factored inside's sums over split points with its hand-written backward), which the PyTorch code specifies: the
+# same trees, scores and ties, the same log Z, gradients and marginals
 BACKENDS = ["torch", "cpp"]
 
 
@@ -41,27 +42,37 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(params=BACKENDS)
+def chart_backend(request):
+    """The test run under each backend (the kernels' where they can be built)."""
+    _require_kernels(request.param)
+    with use_backend(request.param):
+        yield request.param
+
+
 # --- random grammars ---------------------------------------------------------------------------------------------
 
 
 def random_grammar(seed: int, batch: int, n: int, nt: int, t: int, factored: bool, dtype=torch.float64,
-                   vocab: int = 7, scale: float = 2.0) -> Grammar:
+                   vocab: int = 7, scale: float = 2.0, shared: bool = False) -> Grammar:
     """Normalised log-probabilities from random logits: roots over NT, rules over S * S per parent (or left and
-    right over S each), and emissions over a vocabulary of which random words make the terms."""
+    right over S each), and emissions over a vocabulary of which random words make the terms. `shared`: one grammar
+    for the batch (roots and productions of batch 1), the terms still per sentence."""
     g = torch.Generator().manual_seed(seed)
     s = nt + t
+    grammars = 1 if shared else batch
 
     def logits(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
 
-    roots = logits(batch, nt).log_softmax(-1)
+    roots = logits(grammars, nt).log_softmax(-1)
     emissions = logits(batch, t, vocab).log_softmax(-1)  # log p(word | preterminal)
     words = torch.randint(vocab, (batch, n), generator=g)
     terms = emissions.gather(2, words[:, None, :].expand(batch, t, n)).transpose(1, 2)  # [B, n, T]
     if factored:
-        left, right = logits(batch, nt, s).log_softmax(-1), logits(batch, nt, s).log_softmax(-1)
+        left, right = logits(grammars, nt, s).log_softmax(-1), logits(grammars, nt, s).log_softmax(-1)
         return Grammar(roots.to(dtype), terms.to(dtype), left=left.to(dtype), right=right.to(dtype))
-    rules = logits(batch, nt, s * s).log_softmax(-1).view(batch, nt, s, s)
+    rules = logits(grammars, nt, s * s).log_softmax(-1).view(grammars, nt, s, s)
     return Grammar(roots.to(dtype), terms.to(dtype), rules.to(dtype))
 
 
@@ -204,6 +215,7 @@ def kim_order_viterbi(roots: list, terms: list, rules: list, n: int, nt: int, t:
 def tree_score(grammar: Grammar, b: int, spans, tags) -> float:
     """The log probability of the tree given by its spans and tags, after checking that they make one binary tree
     over the sentence listed in reverse pre-order."""
+    grammar = grammar.expanded()
     rules = full_rules(grammar)[b].detach()
     nt, n = grammar.nt, len(tags)
     labels = {(s, e): a for s, e, a in spans}
@@ -238,26 +250,32 @@ grammars = st.fixed_dictionaries({
     "lengths": st.lists(st.integers(2, 5), min_size=1, max_size=3),
     "pad": st.integers(0, 1),
     "factored": st.booleans(),
+    "shared": st.booleans(),
 })
 
 
 def make(case) -> tuple[Grammar, torch.Tensor]:
     n = max(case["lengths"]) + case["pad"]
-    grammar = random_grammar(case["seed"], len(case["lengths"]), n, case["nt"], case["t"], case["factored"])
+    grammar = random_grammar(case["seed"], len(case["lengths"]), n, case["nt"], case["t"], case["factored"],
+                             shared=case["shared"])
     return grammar, torch.tensor(case["lengths"])
 
 
 def brute_forces(grammar: Grammar, lengths) -> list[SimpleNamespace]:
+    grammar = grammar.expanded()  # (a shared grammar's tensors: the same for every sentence)
     rules = full_rules(grammar)
     return [brute_force(grammar.roots[b], grammar.terms[b], rules[b], int(n)) for b, n in enumerate(lengths)]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None)
 @given(grammars)
-def test_inside_and_its_gradients_are_the_sum_over_every_tree(case):
+def test_inside_and_its_gradients_are_the_sum_over_every_tree(backend, case):
+    _require_kernels(backend)
     grammar, lengths = make(case)
     params = leaves(grammar)
-    log_z = inside(grammar, lengths)
+    with use_backend(backend):
+        log_z = inside(grammar, lengths)
     assert log_z.shape == (len(lengths),) and log_z.dtype == torch.float64
     got = torch.autograd.grad(log_z.sum(), params)
     references = brute_forces(grammar, lengths)
@@ -284,11 +302,14 @@ def test_viterbi_is_the_best_of_every_tree(backend, case):
             assert (tree.spans, tree.tags, tree.root) == (ref.spans, ref.tags, ref.root)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None)
 @given(grammars)
-def test_marginals_and_mbr_are_those_of_every_tree(case):
+def test_marginals_and_mbr_are_those_of_every_tree(backend, case):
+    _require_kernels(backend)
     grammar, lengths = make(case)
-    got = marginals(grammar, lengths)
+    with use_backend(backend):
+        got = marginals(grammar, lengths)
     batch, n = grammar.terms.shape[:2]
     references = brute_forces(grammar, lengths)
     expected = Marginals(spans=torch.zeros(batch, n, n, dtype=torch.float64),
@@ -394,7 +415,7 @@ def test_hand_computed_three_words_one_nonterminal():
 
 @pytest.mark.parametrize("factored", [False, True])
 @pytest.mark.parametrize("fill", [math.nan, -math.inf])
-def test_a_sentence_in_a_batch_is_the_sentence_alone(factored, fill):
+def test_a_sentence_in_a_batch_is_the_sentence_alone(chart_backend, factored, fill):
     lengths = [7, 2, 5, 3, 6]
     grammar = random_grammar(11, len(lengths), 9, 3, 4, factored)  # N = 9 > every length
     for b, n in enumerate(lengths):
@@ -454,7 +475,7 @@ def reference_inside(roots, terms, rules, n):
 
 
 @pytest.mark.parametrize("factored", [False, True])
-def test_longer_sentences_against_a_plain_cky(factored):
+def test_longer_sentences_against_a_plain_cky(chart_backend, factored):
     """Sentences of up to 9 words (many middle splits), beyond the brute force's reach."""
     lengths = [9, 6, 8]
     grammar = random_grammar(3, len(lengths), 9, 3, 4, factored)
@@ -506,7 +527,7 @@ def test_marginals_are_distributions_and_work_under_no_grad():
 
 
 @pytest.mark.parametrize("factored", [False, True])
-def test_forbidden_rules_give_exact_results_and_finite_gradients(factored):
+def test_forbidden_rules_give_exact_results_and_finite_gradients(chart_backend, factored):
     """Rules of -inf (whole blocks: a scaled sum of zero, clamped before its log) and roots of -inf: the brute force's
     values, gradients without NaN, -inf label scores where a label has no tree."""
     lengths = [5, 4, 2]
@@ -539,7 +560,7 @@ def test_forbidden_rules_give_exact_results_and_finite_gradients(factored):
 
 
 @pytest.mark.parametrize("factored", [False, True])
-def test_an_impossible_word_gives_a_very_small_finite_log_z(factored):
+def test_an_impossible_word_gives_a_very_small_finite_log_z(chart_backend, factored):
     """A word of probability zero under every preterminal: no tree, but the clamp keeps the chart finite: log Z
     far below log(1e-308) yet finite, every gradient finite, the other sentences untouched."""
     lengths = [6, 5]
@@ -559,7 +580,7 @@ def test_an_impossible_word_gives_a_very_small_finite_log_z(factored):
 
 
 @pytest.mark.parametrize("factored", [False, True])
-def test_float32_is_stable_on_a_long_sentence(factored):
+def test_float32_is_stable_on_a_long_sentence(chart_backend, factored):
     """60 words, NT = 30, T = 60: rules from a log_softmax over S * S (or S), terms from a log_softmax over a
     vocabulary of 10,000."""
     g = torch.Generator().manual_seed(0)
@@ -666,13 +687,34 @@ def test_the_compiled_max_plus_products_are_the_pytorch_ones(dtype):
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_compiled_factored_inside_is_its_pytorch_code_in_float32(shared):
+    """SimplePCFG's inside (`_FactoredInside`: the split sums compiled, the backward by hand) against its PyTorch
+    code at a trained grammar's scale (float32, 20 words, 24/40 symbols, peaked productions): log Z, every gradient
+    and the marginals to 1e-5 of their scale."""
+    _require_kernels("cpp")
+    lengths = [20, 13, 17]
+    grammar = random_grammar(9, 3, 20, 24, 40, factored=True, dtype=torch.float32, vocab=50, scale=4.0,
+                             shared=shared)
+    results = {}
+    for backend in BACKENDS:
+        params = leaves(grammar)
+        with use_backend(backend):
+            log_z = inside(grammar, lengths)
+            weights = torch.tensor([1.0, -2.0, 0.5])  # each sentence's gradient weighed otherwise
+            grads = torch.autograd.grad((log_z * weights).sum(), params)
+            results[backend] = (log_z.detach(), *grads, marginals(grammar, lengths).labels)
+    for want, got in zip(results["torch"], results["cpp"]):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-5 * max(1.0, want.abs().max().item()))
+
+
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not torch.cpu._is_avx512_supported(),
                     reason="the AVX2 build is played on an AVX-512 CPU (on an AVX2 one the tests above run it)")
-def test_the_avx2_build_of_the_chart_kernels_gives_the_same_trees(tmp_path):
+def test_the_avx2_build_of_the_chart_kernels_gives_the_same_trees_and_sums(tmp_path):
     """What an AVX2-only CPU runs (-march=x86-64-v3), built and checked here too (run from `tmp_path`: the run's
     hypothesis database stays there)."""
     environment = dict(os.environ, TREENETS_MARCH="x86-64-v3")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                           "compiled_max_plus or (ties and cpp)"], env=environment, capture_output=True, text=True,
-                          cwd=tmp_path)
+                           "compiled or (ties and cpp) or (every_tree and cpp)"], env=environment, capture_output=True,
+                          text=True, cwd=tmp_path)
     assert done.returncode == 0 and " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-3000:]

@@ -88,10 +88,12 @@ def test_every_distribution_sums_to_one(compound):
         grammar = _run(net, tokens, lengths).grammar
         emissions = net.emissions(_z(net, tokens, lengths))
     nt, s = net.nonterminals, net.nonterminals + net.preterminals
+    # what reads no sentence is one tensor for the batch (the roots; the neural grammar's productions)
+    assert grammar.roots.shape == (1, nt)
+    assert grammar.left.shape == grammar.right.shape == ((3 if compound else 1), nt, s)
+    grammar = grammar.expanded()
     ones = torch.ones(tokens.size(0), nt, dtype=torch.float64)
-    assert grammar.roots.shape == (3, nt)
     torch.testing.assert_close(grammar.roots.exp().sum(-1), ones[:, 0])  # the roots over NT
-    assert grammar.left.shape == grammar.right.shape == (3, nt, s)
     torch.testing.assert_close(grammar.left.exp().sum(-1), ones)  # each parent's left children over S
     torch.testing.assert_close(grammar.right.exp().sum(-1), ones)  # and its right children over S
     assert emissions.shape == ((3 if compound else 1), net.preterminals, VOCAB)
@@ -179,7 +181,7 @@ def test_a_plain_reference_of_the_equations_gives_the_same_log_probabilities(com
         z = _z(net, tokens, lengths)
     for b, n in enumerate(lengths.tolist()):
         roots, left, right, emissions = reference_distributions(params, nt, t, VOCAB, None if z is None else z[b])
-        g = run.grammar
+        g = run.grammar.expanded()
         torch.testing.assert_close(g.roots[b], torch.tensor(roots, dtype=torch.float64), rtol=0, atol=1e-12)
         torch.testing.assert_close(g.left[b], torch.tensor(left, dtype=torch.float64), rtol=0, atol=1e-12)
         torch.testing.assert_close(g.right[b], torch.tensor(right, dtype=torch.float64), rtol=0, atol=1e-12)
@@ -215,7 +217,7 @@ def test_a_batch_of_several_lengths_gives_each_sentence_what_it_has_alone(compou
             torch.testing.assert_close(together.nll[b : b + 1], alone.nll, rtol=0, atol=1e-10)
             torch.testing.assert_close(together.kl[b : b + 1], alone.kl, rtol=0, atol=1e-10)
             for name in ("roots", "left", "right"):
-                torch.testing.assert_close(getattr(together.grammar, name)[b : b + 1],
+                torch.testing.assert_close(getattr(together.grammar.expanded(), name)[b : b + 1],
                                            getattr(alone.grammar, name), rtol=0, atol=1e-12)
             torch.testing.assert_close(together.grammar.terms[b : b + 1, :n], alone.grammar.terms, rtol=0, atol=1e-12)
             mean_alone = net(tokens[b : b + 1, :n], lengths[b : b + 1], use_mean=True)

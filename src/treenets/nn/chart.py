@@ -106,6 +106,13 @@ class Grammar:
     rules: torch.Tensor | None = None  # [B, NT, S, S]: log p(A -> B C) (Kim's layout), or
     left: torch.Tensor | None = None  # [B, NT, S]: log p(B as left child | A) and
     right: torch.Tensor | None = None  # [B, NT, S]: log p(C as right child | A); log p(A -> B C) = left + right
+    # roots, rules, left and right may have a batch of 1 instead of B: one grammar for every sentence (a grammar
+    # that reads no sentence), whose gradient is then summed over the batch once, not materialised per sentence
+
+    @property
+    def batch(self) -> int:
+        """B, the number of sentences."""
+        return self.terms.shape[0]
 
     def __post_init__(self):
         self.validate()
@@ -131,12 +138,12 @@ class Grammar:
             raise ValueError(f"roots must be a tensor [B, NT], got {_shape(self.roots)}")
         if not isinstance(self.terms, torch.Tensor) or self.terms.dim() != 3:
             raise ValueError(f"terms must be a tensor [B, N, T], got {_shape(self.terms)}")
-        b, nt = self.roots.shape
+        b, nt = self.terms.shape[0], self.roots.shape[1]
         t = self.terms.shape[2]
         s = nt + t
-        if self.terms.shape[0] != b:
-            raise ValueError(f"terms must be [B, N, T] with B = {b} (roots is [B, NT] = {list(self.roots.shape)}), "
-                             f"got {list(self.terms.shape)}")
+        if self.roots.shape[0] not in (1, b):
+            raise ValueError(f"terms must be [B, N, T] with B = {self.roots.shape[0]} (roots is [B, NT] = "
+                             f"{list(self.roots.shape)}), got {list(self.terms.shape)}")
         if nt < 1 or t < 1:
             raise ValueError(f"a grammar needs at least one nonterminal and one preterminal: roots is "
                              f"{list(self.roots.shape)} [B, NT], terms {list(self.terms.shape)} [B, N, T]")
@@ -149,14 +156,15 @@ class Grammar:
                              f"[B, NT, S] = {[b, nt, s]} (S = NT + T = {nt} + {t})")
         named = {"roots": self.roots, "terms": self.terms}
         if has_rules:
-            if not isinstance(self.rules, torch.Tensor) or tuple(self.rules.shape) != (b, nt, s, s):
+            if not isinstance(self.rules, torch.Tensor) or tuple(self.rules.shape) not in ((b, nt, s, s),
+                                                                                        (1, nt, s, s)):
                 raise ValueError(f"rules must be [B, NT, S, S] = {[b, nt, s, s]} (S = NT + T = {nt} + {t}), "
                                  f"got {_shape(self.rules)}")
             named["rules"] = self.rules
         else:
             for name in ("left", "right"):
                 value = getattr(self, name)
-                if not isinstance(value, torch.Tensor) or tuple(value.shape) != (b, nt, s):
+                if not isinstance(value, torch.Tensor) or tuple(value.shape) not in ((b, nt, s), (1, nt, s)):
                     raise ValueError(f"{name} must be [B, NT, S] = {[b, nt, s]} (S = NT + T = {nt} + {t}), "
                                      f"got {_shape(value)}")
                 named[name] = value
@@ -166,6 +174,13 @@ class Grammar:
             if value.dtype != self.roots.dtype or value.device != self.roots.device:
                 raise ValueError(f"{name} is {value.dtype} on {value.device}, roots {self.roots.dtype} on "
                                  f"{self.roots.device}: all of a grammar's tensors need one dtype and device")
+
+
+    def expanded(self) -> Grammar:
+        """The grammar with a batch of B everywhere: the tensors of batch 1 expanded (views, no copy)."""
+        b = self.batch
+        return Grammar(*(None if x is None else x.expand(b, *x.shape[1:])
+                         for x in (self.roots, self.terms, self.rules, self.left, self.right)))
 
 
 @dataclass
@@ -232,7 +247,7 @@ def _prepare(grammar: Grammar, lengths) -> tuple[list[int], int, torch.Tensor]:
     if not isinstance(grammar, Grammar):
         raise ValueError(f"grammar must be a Grammar, got {type(grammar).__name__}")
     grammar.validate()
-    values = _check_lengths(lengths, grammar.roots.shape[0], grammar.terms.shape[1])
+    values = _check_lengths(lengths, grammar.batch, grammar.terms.shape[1])
     longest = max(values)
     terms = grammar.terms[:, :longest]
     positions = torch.arange(longest, device=terms.device)
@@ -322,9 +337,15 @@ def _inside(grammar: Grammar, lengths, label_offsets: torch.Tensor | None = None
         sane_terms = _prepare(Grammar(grammar.roots, terms, grammar.rules, grammar.left, grammar.right), values)[2]
     with _no_autocast(grammar.roots.device):
         if grammar.factored:
-            tops = _inside_factored(grammar, sane_terms, longest, label_offsets)
+            # the sums over split points compiled, the backward written by hand (`_FactoredInside`) where the
+            # backend runs the kernels; the PyTorch code below is its specification
+            kernels = kernels_for("pcfg_chart", sane_terms, grammar.left, grammar.right)
+            if kernels is not None:
+                return _FactoredInside.apply(grammar.roots, sane_terms, grammar.left, grammar.right, label_offsets,
+                                             values, kernels), values
+            tops = _inside_factored(grammar.expanded(), sane_terms, longest, label_offsets)
         else:
-            tops = _inside_rules(grammar, sane_terms, longest, label_offsets)
+            tops = _inside_rules(grammar.expanded(), sane_terms, longest, label_offsets)
         # tops[w - 2] = beta[0, w - 1, :]: the cell of the whole sentence for the sentences of length w
         index = torch.tensor(values, device=grammar.roots.device) - 2
         batch = torch.arange(len(values), device=grammar.roots.device)
@@ -436,6 +457,162 @@ def _inside_factored(grammar: Grammar, terms: torch.Tensor, longest: int, label_
     return tops
 
 
+def _chart_row(batch: int, n: int, width: int) -> int:
+    """The first row of `width` in a flat chart [rows, X] of `batch` sentences of n positions: each width's cells
+    [batch, n - width + 1] one after the other, the narrowest first (`_FactoredInside`; the kernels' `chart_row`)."""
+    return batch * ((width - 1) * (n + 1) - (width - 1) * width // 2)
+
+
+def _products(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x [b, c, X] @ y[b'].T for y [b', NT, X] with b' = b, or b' = 1 for every sentence (one 2-D product)."""
+    if y.size(0) == 1:
+        return (x.reshape(-1, x.size(-1)) @ y[0].T).view(*x.shape[:-1], y.size(1))
+    return torch.bmm(x, y.transpose(1, 2))
+
+
+def _scaled_block(production: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """exp(production - m) and m [b', NT, 1], the maximum of each parent's row (`_ScaledProduct`'s my)."""
+    m = _finite_max(production, -1)
+    return torch.exp(production - m), m
+
+
+class _FactoredInside(torch.autograd.Function):
+    """log Z of SimplePCFG's factored grammar (`_inside_factored`, its specification: the same sums, the same
+    floats to rounding) with a hand-written backward (the outside pass), the sums over split points compiled
+    (`split_logsumexp` of the pcfg_chart kernels): no [cells, K, NT] stripe is copied, forward or backward, and the
+    productions' gradients are one matrix product over every width's cells.
+
+    The chart is flat (`_chart_row`): per width w the cells beta_w [b, n - w + 1, NT] and the children's terms
+    as_left_w = log(exp(beta_w - mb_w) @ exp(left_NT - ml).T) + mb_w + ml (as_right with right), mb_w each cell's
+    maximum over A and ml each parent's over B (width 1: the terms and the preterminal block). Backward, widths
+    from the widest: a cell's gradient is the root's (where it is a sentence's whole span) plus its projections',
+    P_w * (dQ_left @ E_left + dQ_right @ E_right) with dQ = d(as_left) / Q (zero where Q was clamped); then the split
+    points' gradients exp(as_left + as_right - beta) * d(beta) reach the narrower children."""
+
+    @staticmethod
+    def forward(ctx, roots, terms, left, right, label_offsets, values, kernels):
+        batch, n, t = terms.shape
+        nt = roots.shape[1]
+        rows = _chart_row(batch, n, n + 1)
+        charts = {name: terms.new_empty(rows, nt) for name in ("as_left", "as_right", "cells", "scaled", "q_left",
+                                                               "q_right")}
+        # width 1: the preterminals' terms projected by the preterminal blocks
+        e_left_t, m_left_t = _scaled_block(left[:, :, nt:])
+        e_right_t, m_right_t = _scaled_block(right[:, :, nt:])
+        e_left, m_left = _scaled_block(left[:, :, :nt])
+        e_right, m_right = _scaled_block(right[:, :, :nt])
+        term_max = _finite_max(terms, -1)
+        term_scaled = torch.exp(terms - term_max)  # [b, n, T]
+        for name, e, m, out in (("q_left", e_left_t, m_left_t, "as_left"), ("q_right", e_right_t, m_right_t,
+                                                                              "as_right")):
+            q = charts[name][:batch * n].view(batch, n, nt)
+            q.copy_(_products(term_scaled, e))
+            charts[out][:batch * n].view(batch, n, nt).copy_(_safe_log(q) + term_max + m.transpose(1, 2))
+        for w in range(2, n + 1):
+            first, cells = _chart_row(batch, n, w), n - w + 1
+            kernels.split_logsumexp(charts["as_left"], charts["as_right"], charts["cells"], batch, n, w)
+            cell = charts["cells"][first:first + batch * cells].view(batch, cells, nt)
+            if label_offsets is not None:
+                cell += _offsets(label_offsets, w, cells)
+            if w < n:
+                cell_max = _finite_max(cell, -1)
+                scaled = charts["scaled"][first:first + batch * cells].view(batch, cells, nt)
+                torch.exp(cell - cell_max, out=scaled)
+                for name, e, m, out in (("q_left", e_left, m_left, "as_left"), ("q_right", e_right, m_right,
+                                                                                  "as_right")):
+                    q = charts[name][first:first + batch * cells].view(batch, cells, nt)
+                    q.copy_(_products(scaled, e))
+                    charts[out][first:first + batch * cells].view(batch, cells, nt).copy_(
+                        _safe_log(q) + cell_max + m.transpose(1, 2))
+        whole_rows = torch.tensor([_chart_row(batch, n, v) + b * (n - v + 1) for b, v in enumerate(values)],
+                                  device=terms.device)
+        scores = charts["cells"][whole_rows] + roots  # [B, NT]: the whole sentence's cell and its root
+        log_z = torch.logsumexp(scores, dim=-1)
+        ctx.charts, ctx.whole_rows, ctx.kernels = charts, whole_rows, kernels
+        ctx.blocks = (e_left_t, e_right_t, e_left, e_right, term_scaled)
+        ctx.shapes = (batch, n, nt, roots.shape[0], left.shape[0], label_offsets is not None)
+        ctx.save_for_backward(scores, log_z)
+        return log_z
+
+    @staticmethod
+    def backward(ctx, grad_log_z):
+        scores, log_z = ctx.saved_tensors
+        charts, kernels = ctx.charts, ctx.kernels
+        e_left_t, e_right_t, e_left, e_right, term_scaled = ctx.blocks
+        batch, n, nt, root_batch, production_batch, has_offsets = ctx.shapes
+        tiny = torch.finfo(scores.dtype).tiny
+        grad_whole = torch.exp(scores - log_z[:, None]) * grad_log_z[:, None]  # [B, NT]: softmax over the roots
+        grad_roots = grad_whole.sum(0, keepdim=True) if root_batch == 1 else grad_whole
+        grads = {name: torch.zeros_like(charts["cells"]) for name in ("cells", "as_left", "as_right")}
+        grads["cells"].index_put_((ctx.whole_rows,), grad_whole, accumulate=True)
+        dq = {"q_left": torch.zeros_like(charts["cells"]), "q_right": torch.zeros_like(charts["cells"])}
+
+        def to_q(name: str, out: str, first: int, count: int) -> torch.Tensor:
+            # dQ = d(as_*) / Q where Q reached the clamp's floor (else 0, as clamp_min's gradient)
+            q = charts[name][first:first + count]
+            g = dq[name][first:first + count]
+            torch.where(q >= tiny, grads[out][first:first + count] / q, q.new_zeros(()), out=g)
+            return g
+
+        for w in range(n, 1, -1):
+            first, cells = _chart_row(batch, n, w), n - w + 1
+            count = batch * cells
+            if w < n:
+                g_left = to_q("q_left", "as_left", first, count).view(batch, cells, nt)
+                g_right = to_q("q_right", "as_right", first, count).view(batch, cells, nt)
+                scaled = charts["scaled"][first:first + count].view(batch, cells, nt)
+                back = _back_products(g_left, e_left) + _back_products(g_right, e_right)
+                grads["cells"][first:first + count].view(batch, cells, nt).addcmul_(scaled, back)
+            kernels.split_logsumexp_backward(charts["as_left"], charts["as_right"], charts["cells"], grads["cells"],
+                                             grads["as_left"], grads["as_right"], batch, n, w)
+        g_left_t = to_q("q_left", "as_left", 0, batch * n).view(batch, n, nt)
+        g_right_t = to_q("q_right", "as_right", 0, batch * n).view(batch, n, nt)
+        grad_terms = term_scaled * (_back_products(g_left_t, e_left_t) + _back_products(g_right_t, e_right_t))
+        # the productions: d prod[A, B] = E[A, B] * sum over the chart's cells of dQ[A] * P[B], one product over
+        # every width (widths 2..n-1; width 1 with the preterminal block)
+        middle = slice(_chart_row(batch, n, 2), _chart_row(batch, n, n))
+        grad_left = torch.cat([_weight_products(dq["q_left"][middle], charts["scaled"][middle], batch, n,
+                                                production_batch) * e_left,
+                               _weight_products(g_left_t, term_scaled, batch, n, production_batch, width_one=True)
+                               * e_left_t], dim=-1)
+        grad_right = torch.cat([_weight_products(dq["q_right"][middle], charts["scaled"][middle], batch, n,
+                                                 production_batch) * e_right,
+                                _weight_products(g_right_t, term_scaled, batch, n, production_batch, width_one=True)
+                                * e_right_t], dim=-1)
+        grad_offsets = None
+        if has_offsets:
+            grad_offsets = grads["cells"].new_zeros(batch, n, n, nt)
+            for w in range(2, n + 1):
+                first, cells = _chart_row(batch, n, w), n - w + 1
+                _offsets(grad_offsets, w, cells).copy_(grads["cells"][first:first + batch * cells]
+                                                       .view(batch, cells, nt))
+        return grad_roots, grad_terms, grad_left, grad_right, grad_offsets, None, None
+
+
+def _back_products(dq: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """dq [b, c, NT] @ e[b'] for e [b', NT, X] (b' = b, or 1 for every sentence): the gradient reaching the
+    scaled children."""
+    if e.size(0) == 1:
+        return (dq.reshape(-1, dq.size(-1)) @ e[0]).view(*dq.shape[:-1], e.size(-1))
+    return torch.bmm(dq, e)
+
+
+def _weight_products(dq: torch.Tensor, scaled: torch.Tensor, batch: int, n: int, production_batch: int,
+                     width_one: bool = False) -> torch.Tensor:
+    """sum over cells of dq[cell, A] * scaled[cell, B]: [b', NT, X]. dq and scaled are the flat chart's rows of
+    widths 2..n-1 ([rows, X]), or width 1's [b, n, X] (`width_one`); b' = 1: one product over every row."""
+    if production_batch == 1:
+        return (dq.reshape(-1, dq.size(-1)).T @ scaled.reshape(-1, scaled.size(-1))).unsqueeze(0)
+    if width_one:
+        return torch.bmm(dq.transpose(1, 2), scaled)
+    total = dq.new_zeros(batch, dq.size(-1), scaled.size(-1))
+    for w in range(2, n):  # per width: the rows of each sentence are [b, cells] there
+        first, cells = _chart_row(batch, n, w) - _chart_row(batch, n, 2), n - w + 1
+        total.baddbmm_(dq[first:first + batch * cells].view(batch, cells, -1).transpose(1, 2),
+                       scaled[first:first + batch * cells].view(batch, cells, -1))
+    return total
+
+
 def inside(grammar: Grammar, lengths) -> torch.Tensor:
     """log Z [B]: the log of each sentence's total probability, the sum over all its labelled trees.
 
@@ -450,7 +627,7 @@ def marginals(grammar: Grammar, lengths) -> Marginals:
     gradient is p(span labelled A)) and the terms (their gradient is p(word i under preterminal j)). Detached;
     works under torch.no_grad too."""
     values, longest, _ = _prepare(grammar, lengths)
-    batch, nt = grammar.roots.shape
+    batch, nt = grammar.batch, grammar.nt
     n = grammar.terms.shape[1]
     detached = Grammar(*(None if x is None else x.detach()
                          for x in (grammar.roots, grammar.terms, grammar.rules, grammar.left, grammar.right)))
@@ -502,9 +679,9 @@ def viterbi(grammar: Grammar, lengths) -> list[ViterbiTree]:
         tables = (grammar.left, grammar.right) if grammar.factored else (grammar.rules,)
         kernels = kernels_for("pcfg_chart", terms, *tables)
         if grammar.factored:
-            chart, pointers = _viterbi_factored(grammar, terms, longest, kernels)
+            chart, pointers = _viterbi_factored(grammar.expanded(), terms, longest, kernels)
         else:
-            chart, pointers = _viterbi_rules(grammar, terms, longest, kernels)
+            chart, pointers = _viterbi_rules(grammar.expanded(), terms, longest, kernels)
     roots = grammar.roots.detach()
     pointers = [None, None] + [p.cpu().numpy() for p in pointers[2:]]
     trees = []

@@ -11,6 +11,14 @@
 //   -> best [b, c, A] = max over (k, B, C) of (lefts[k, B] + rights[k, C]) + rules[A, B, C]
 //      key  [b, c, A] = (k + 1) * s * s + B * s + C of the smallest such (k, B, C) among those reaching it
 //   (The splits of a width whose children are both nonterminals: split index k + 1, as chart.py keys them.)
+//
+// split_logsumexp(left, right, cells, batch, n, w): the factored inside algorithm's cells of width w (SimplePCFG),
+//   cells[w][b, s, A] = log sum_{k=1}^{w-1} exp(left[k][b, s, A] + right[w - k][b, s + k, A])
+//   over the chart's flat layout [rows, NT]: width v's rows (b, s), s = 0..n-v, start at `chart_row(batch, n, v)`.
+//   chart.py's `_inside_factored` is the specification (its logsumexp over the stacked split points); here each
+//   cell's split points are read where they lie, with no [cells, K, NT] stripes copied.
+// split_logsumexp_backward(left, right, cells, grad, grad_left, grad_right, batch, n, w): its gradient, added to
+//   grad_left and grad_right (the rows of widths below w): exp(left + right - cell) * grad per split point.
 #include <limits>
 #include <vector>
 
@@ -142,11 +150,124 @@ std::tuple<Tensor, Tensor> viterbi_middle(const Tensor& lefts_in, const Tensor& 
   return {best, keys};
 }
 
+// The first row of width v in the flat chart of `batch` sentences of n positions: the widths are laid out one
+// after the other, each as [batch, n - v + 1] rows (chart.py's `_chart_row`).
+inline int64_t chart_row(int64_t batch, int64_t n, int64_t v) { return batch * ((v - 1) * (n + 1) - (v - 1) * v / 2); }
+
+template <typename T>
+void split_logsumexp_cells(const T* ls, const T* rs, T* out, int64_t batch, int64_t n, int64_t w, int64_t nt) {
+  const int64_t cells = n - w + 1;
+  at::parallel_for(0, batch * cells, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> top(nt), sum(nt);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / cells, s = row % cells;
+      // split k: the left child is width k at s, the right child width w - k at s + k
+      auto left = [&](int64_t k) { return ls + (chart_row(batch, n, k) + b * (n - k + 1) + s) * nt; };
+      auto right = [&](int64_t k) {
+        return rs + (chart_row(batch, n, w - k) + b * (n - w + k + 1) + s + k) * nt;
+      };
+      T* m = top.data();
+      T* acc = sum.data();
+      {
+        const T* l = left(1);
+        const T* r = right(1);
+#pragma omp simd
+        for (int64_t a = 0; a < nt; ++a) m[a] = l[a] + r[a];
+      }
+      for (int64_t k = 2; k < w; ++k) {
+        const T* l = left(k);
+        const T* r = right(k);
+#pragma omp simd
+        for (int64_t a = 0; a < nt; ++a) m[a] = std::max(m[a], l[a] + r[a]);
+      }
+      std::fill(acc, acc + nt, T(0));
+      for (int64_t k = 1; k < w; ++k) {
+        const T* l = left(k);
+        const T* r = right(k);
+#pragma omp simd
+        for (int64_t a = 0; a < nt; ++a) acc[a] += std::exp(l[a] + r[a] - m[a]);
+      }
+      T* o = out + (chart_row(batch, n, w) + row) * nt;
+#pragma omp simd
+      for (int64_t a = 0; a < nt; ++a) o[a] = std::log(acc[a]) + m[a];
+    }
+  });
+}
+
+template <typename T>
+void split_logsumexp_grad_cells(const T* ls, const T* rs, const T* cells_data, const T* grads, T* gls, T* grs,
+                                int64_t batch, int64_t n, int64_t w, int64_t nt) {
+  const int64_t cells = n - w + 1;
+  // a cell's split points write rows no other cell of this width writes: (k, s) on the left, (w - k, s + k) on the
+  // right, one-to-one with (s, k) for a fixed w
+  at::parallel_for(0, batch * cells, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / cells, s = row % cells;
+      const T* cell = cells_data + (chart_row(batch, n, w) + row) * nt;
+      const T* grad = grads + (chart_row(batch, n, w) + row) * nt;
+      for (int64_t k = 1; k < w; ++k) {
+        const int64_t left_at = (chart_row(batch, n, k) + b * (n - k + 1) + s) * nt;
+        const int64_t right_at = (chart_row(batch, n, w - k) + b * (n - w + k + 1) + s + k) * nt;
+        const T* l = ls + left_at;
+        const T* r = rs + right_at;
+        T* gl = gls + left_at;
+        T* gr = grs + right_at;
+#pragma omp simd
+        for (int64_t a = 0; a < nt; ++a) {
+          const T g = std::exp(l[a] + r[a] - cell[a]) * grad[a];
+          gl[a] += g;
+          gr[a] += g;
+        }
+      }
+    }
+  });
+}
+
+void check_chart(const Tensor& t, const char* fn, const char* name, const Tensor& like, int64_t batch, int64_t n,
+                 int64_t w) {
+  check_float(t, 2, fn, name);
+  TORCH_CHECK(t.is_contiguous() && t.scalar_type() == like.scalar_type() && t.sizes() == like.sizes() &&
+                  t.size(0) == chart_row(batch, n, n + 1) && batch > 0 && 2 <= w && w <= n,
+              fn, ": expected ", name, " a contiguous chart [rows, NT] of ", chart_row(batch, n, n + 1),
+              " rows (batch ", batch, ", n ", n, ") like the left chart, and 2 <= w <= n, got ",
+              shape_text(t.sizes()), ", w ", w);
+}
+
+void split_logsumexp(const Tensor& left, const Tensor& right, Tensor& cells, int64_t batch, int64_t n, int64_t w) {
+  const char* fn = "split_logsumexp";
+  check_chart(left, fn, "left", left, batch, n, w);
+  check_chart(right, fn, "right", left, batch, n, w);
+  check_chart(cells, fn, "cells", left, batch, n, w);
+  AT_DISPATCH_FLOATING_TYPES(left.scalar_type(), "split_logsumexp", [&] {
+    split_logsumexp_cells(left.data_ptr<scalar_t>(), right.data_ptr<scalar_t>(), cells.data_ptr<scalar_t>(), batch,
+                          n, w, left.size(1));
+  });
+}
+
+void split_logsumexp_backward(const Tensor& left, const Tensor& right, const Tensor& cells, const Tensor& grad,
+                              Tensor& grad_left, Tensor& grad_right, int64_t batch, int64_t n, int64_t w) {
+  const char* fn = "split_logsumexp_backward";
+  check_chart(left, fn, "left", left, batch, n, w);
+  check_chart(right, fn, "right", left, batch, n, w);
+  check_chart(cells, fn, "cells", left, batch, n, w);
+  check_chart(grad, fn, "grad", left, batch, n, w);
+  check_chart(grad_left, fn, "grad_left", left, batch, n, w);
+  check_chart(grad_right, fn, "grad_right", left, batch, n, w);
+  AT_DISPATCH_FLOATING_TYPES(left.scalar_type(), "split_logsumexp_backward", [&] {
+    split_logsumexp_grad_cells(left.data_ptr<scalar_t>(), right.data_ptr<scalar_t>(), cells.data_ptr<scalar_t>(),
+                               grad.data_ptr<scalar_t>(), grad_left.data_ptr<scalar_t>(),
+                               grad_right.data_ptr<scalar_t>(), batch, n, w, left.size(1));
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   const auto without_gil = py::call_guard<py::gil_scoped_release>();
   module.def("max_plus", &max_plus, "max_k x[b, i, k] + y[b, k, j] and its first k", without_gil);
   module.def("viterbi_middle", &viterbi_middle, "Viterbi over the NT x NT splits of one width's cells",
+             without_gil);
+  module.def("split_logsumexp", &split_logsumexp, "the factored inside algorithm's cells of one width", without_gil);
+  module.def("split_logsumexp_backward", &split_logsumexp_backward, "their gradient, added to the children's",
              without_gil);
 }

@@ -166,8 +166,9 @@ class SimpleNeuralPCFG(nn.Module):
             terms = table[0][tokens]
         else:
             terms = table[torch.arange(batch, device=tokens.device)[:, None], tokens]
-        return Grammar(roots=roots.expand(batch, -1), terms=terms, left=left.expand(batch, -1, -1),
-                       right=right.expand(batch, -1, -1))
+        # the roots and productions as computed, [1, ...] where every sentence shares them: the chart sums their
+        # gradient over the batch once (`treenets.nn.chart.Grammar`)
+        return Grammar(roots=roots, terms=terms, left=left, right=right)
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor, use_mean: bool = False,
                 noise: torch.Tensor | None = None) -> PCFGOutput:
