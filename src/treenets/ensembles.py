@@ -14,12 +14,10 @@ from pathlib import Path
 
 from treenets.console import note
 from treenets.errors import TreenetsError
-from treenets.files import output_file, read_text, write_text_atomic
+from treenets.files import output_file, read_text, refuse_output_over_inputs, write_text_atomic
 from treenets.trees.draw import bracketed
 from treenets.trees.ensemble import combine, nested_from_spans
 from treenets.trees.metrics import node_spans
-
-MODES = ("generative", "selective")
 
 
 def _positions(tree) -> list[tuple[int, int]]:
@@ -28,54 +26,61 @@ def _positions(tree) -> list[tuple[int, int]]:
     return sorted({span for span in nodes if span[1] - span[0] >= 2})
 
 
-def system_trees(refs: list[str], sentences, treebank, fmt: str = "auto", drop_punctuation: bool = False,
+def system_trees(refs: list, sentences, treebank, fmt: str = "auto", drop_punctuation: bool = False,
                  batch_size: int = 64, device="cpu", decode: str | None = None) -> list[list]:
     """Each system's tree of every sentence (nested lists over the sentence's positions; None where it has none),
-    read as `parse-eval` reads its systems."""
+    read as `parse-eval` reads its systems; a model's (`Member`: REF[:layer=L][:decode=D]) from its layer and
+    decoder, else its default layer and `decode` where it has decoders."""
     from treenets.parsing import _check_decoder, _file_notes, system_kind
-    from treenets.predictors.ensemble import EnsembleParser
+    from treenets.predictors.ensemble import EnsembleParser, Member
     from treenets.predictors.lm import LanguageModel
     from treenets.trees.evaluation import evaluate_file, evaluate_model
     from treenets.zoo import ensemble_folder
 
-    kinds = [system_kind(ref) for ref in refs]  # (a file no reading fits: said before any work)
+    members = [Member.read(ref, "ensemble") for ref in refs]
+    kinds = [system_kind(m.ref) for m in members]  # (a file no reading fits: said before any work)
     if "conll" in kinds:
         raise TreenetsError(f"{refs[kinds.index('conll')]}: a CoNLL file of dependency trees; an ensemble combines "
                             "constituency trees (expected files of trees, or models)")
     found = []
-    for ref, kind in zip(refs, kinds):
+    for member, kind in zip(members, kinds):
         if kind == "trees":
-            result, predicted = evaluate_file(ref, sentences, treebank.describe_words(), treebank.length_limit, fmt,
-                                              drop_punctuation)
+            if member.layer or member.decode:
+                raise TreenetsError(f"{member}: a file of trees has no layer or decoder to choose (those are a "
+                                    "model's)")
+            result, predicted = evaluate_file(member.ref, sentences, treebank.describe_words(),
+                                              treebank.length_limit, fmt, drop_punctuation)
             for line in _file_notes(predicted, sentences, treebank.length_limit):
                 note(line)
             trees = result.trees
         else:
-            folder = ensemble_folder(ref)  # an ensemble's folder is a system too
-            lm = EnsembleParser.from_folder(folder, device) if folder else LanguageModel.load(ref, device=device)
-            _check_decoder(lm, ref, decode)
-            results, _, _ = evaluate_model(lm, ref, sentences, [lm.default_layer], "official", batch_size,
-                                           options={"decode": decode} if decode else {})
+            folder = ensemble_folder(member.ref)  # an ensemble's folder is a system too
+            lm = (EnsembleParser.from_folder(folder, device) if folder
+                  else LanguageModel.load(member.ref, device=device))
+            chosen = member.decode or (decode if decode in lm.decoders else None)
+            _check_decoder(lm, str(member), member.decode or decode)
+            layer = lm.layers(member.layer, f"{member}: layer")[0] if member.layer else lm.default_layer
+            results, _, _ = evaluate_model(lm, str(member), sentences, [layer], "official", batch_size,
+                                           options={"decode": chosen} if chosen else {})
             trees = results[0].trees
-        found.append([None if tree is None or tree == [] or not s.words else
-                      nested_from_spans(list(range(len(s.words))), _positions(tree))
-                      for tree, s in zip(trees, sentences)])
+        found.append(over_positions(trees, sentences))
     return found
 
 
-def parse_weights(weights: str | None, count: int) -> list[float]:
-    """`--weights w1,w2,...`: one non-negative number per system (default: 1 each)."""
+def over_positions(trees: list, sentences) -> list:
+    """Trees over the treebank's words as trees over each sentence's positions (None where there is none)."""
+    return [None if tree is None or tree == [] or not s.words else
+            nested_from_spans(list(range(len(s.words))), _positions(tree)) for tree, s in zip(trees, sentences)]
+
+
+def parse_weights(weights: str | None, count: int) -> list[float] | None:
+    """`--weights w1,w2,...` as numbers (None: 1 each); `ensemble_definition` checks them with the members."""
     if weights is None:
-        return [1.0] * count
+        return None
     try:
-        values = [float(w) for w in weights.split(",")]
+        return [float(w) for w in weights.split(",")]
     except ValueError:
         raise TreenetsError(f"--weights {weights}: expected {count} numbers separated by commas") from None
-    if len(values) != count:
-        raise TreenetsError(f"--weights {weights}: {len(values)} weights for {count} systems (one each, in order)")
-    if any(not v >= 0 for v in values) or not any(values):
-        raise TreenetsError(f"--weights {weights}: expected numbers of at least 0, not all 0")
-    return values
 
 
 def ensemble_treebank(refs: list[str], treebank, output: str, mode: str = "generative", weights: str | None = None,
@@ -85,13 +90,15 @@ def ensemble_treebank(refs: list[str], treebank, output: str, mode: str = "gener
     `output` one bracketed tree a line over the treebank's words (as it writes them), in its order; the sentences
     no system parsed are left out and counted. Prints each system's mean agreement (official sentence F1) with the
     ensemble's trees. Returns how many trees were written."""
-    if mode not in MODES:
-        raise TreenetsError(f"--mode {mode}: expected one of {', '.join(MODES)}")
-    if len(refs) < 2:
-        raise TreenetsError("ensemble: give two systems or more (files of trees or models)")
-    values = parse_weights(weights, len(refs))
+    from treenets.predictors.ensemble import ensemble_definition
+
+    members, values, mode = ensemble_definition(refs, parse_weights(weights, len(refs)), mode, "ensemble",
+                                                "--weights")
+    refs = [str(m) for m in members]
     target = output_file(output, "--output")  # (before the work: a folder or an unwritable place is said now)
-    _, sentences = treebank.read(root)
+    path, sentences = treebank.read(root, scored=False)  # (the sentences alone: flat trees will do)
+    inputs = {"--treebank": path, **{f"system {m}": Path(m.ref) for m in members if m.ref != "-"}}
+    refuse_output_over_inputs(target, inputs, "--output")
     trees = system_trees(refs, sentences, treebank, fmt, drop_punctuation, batch_size, device, decode)
     start = time.perf_counter()
     lines, agreements, unparsed = [], [[] for _ in refs], 0
@@ -159,29 +166,32 @@ def _over(tree, words: list[str]):
     return [_over(child, words) for child in tree] if isinstance(tree, list) else words[tree]
 
 
-def save_ensemble(refs: list[str], out: str, name: str, summary: str, weights: str | None = None,
+def save_ensemble(refs: list, out: str, name: str, summary: str, weights: str | None = None,
                   mode: str = "generative", root=None, device="cpu", notes: str | None = None) -> Path:
-    """Write the zoo folder of the ensemble of the models `refs` (zoo names, so that the folder names them):
-    `ensemble.json` (the members, their weights, the mode), `metrics.json` (its headline figures, each member's,
-    and the check the tests recompute: `treenets.cards.check_figures`) and `README.md`, its card, with `notes`
-    (a markdown file: how the ensemble was chosen) as its section "Choice". Returns the folder."""
+    """Write the zoo folder of the ensemble of the models `refs` (zoo names, so that the folder names them, each
+    with its layer or decoder: `Member`): `ensemble.json` (the members, their weights, the mode), `metrics.json`
+    (its headline figures, each member's, and the check the tests recompute: `treenets.cards.check_figures`) and
+    `README.md`, its card, with `notes` (a markdown file: how the ensemble was chosen) as its section "Choice".
+    Returns the folder."""
     import json
 
     from treenets import zoo
     from treenets.cards import check_figures
-    from treenets.predictors.ensemble import CONFIG, EnsembleParser
+    from treenets.predictors.ensemble import CONFIG, EnsembleParser, ensemble_definition
 
-    unknown = [ref for ref in refs if ref not in zoo.registry()]
+    members, values, mode = ensemble_definition(refs, parse_weights(weights, len(refs)), mode, "--save-as",
+                                                "--weights")
+    unknown = [str(m) for m in members if m.ref not in zoo.registry()]
     if unknown:
         raise TreenetsError(f"--save-as: a zoo ensemble's members are zoo models; not: {', '.join(unknown)}")
-    values = parse_weights(weights, len(refs))
+    refs = [str(m) for m in members]
     text = read_text(notes, "--notes") if notes else ""
     folder = Path(out)
     if folder.exists() and any(folder.iterdir()) and not (folder / CONFIG).is_file():
         raise TreenetsError(f"--save-as {folder}: a folder holding other files (expected a new or empty folder, or "
                             "an ensemble's)")
     folder.mkdir(parents=True, exist_ok=True)
-    spec = {"members": list(refs), "weights": values, "mode": mode}
+    spec = {"members": refs, "weights": values, "mode": mode}
     write_text_atomic(folder / CONFIG, json.dumps(spec, indent=1) + "\n")
     figures = measure_ensemble(refs, values, mode, root, device)
     check = check_figures(EnsembleParser.from_folder(folder, device), root)
@@ -191,6 +201,90 @@ def save_ensemble(refs: list[str], out: str, name: str, summary: str, weights: s
     write_text_atomic(folder / "metrics.json", json.dumps(metrics, indent=1) + "\n")
     write_text_atomic(folder / "README.md", ensemble_card(metrics))
     return folder
+
+
+def _variants(ref: str, sentences, treebank, fmt, drop_punctuation, batch_size, device) -> list[tuple]:
+    """The ways system `ref` parses the treebank: (member, its trees over positions, its official sentence-F1),
+    one for a file or a member given with its options; a model's each layer (its rows of distances, their mean)
+    under each decoder, parsed once."""
+    from treenets.parsing import system_kind
+    from treenets.predictors.ensemble import Member
+    from treenets.predictors.lm import LanguageModel
+    from treenets.trees.evaluation import evaluate_model
+    from treenets.zoo import ensemble_folder
+
+    member = Member.read(ref, "--choose-on")
+    if member.layer or member.decode or system_kind(member.ref) != "model" or ensemble_folder(member.ref):
+        trees = system_trees([ref], sentences, treebank, fmt, drop_punctuation, batch_size, device)[0]
+        return [(member, trees, _sentence_f1(trees, sentences))]
+    lm = LanguageModel.load(member.ref, device=device)
+    layers = lm.layers("all")
+    found = []
+    for decode in lm.decoders or (None,):
+        results, _, _ = evaluate_model(lm, member.ref, sentences, layers, "official", batch_size,
+                                       options={"decode": decode} if decode else {})
+        for layer, result in zip(layers, results):
+            variant = Member(member.ref, str(layer) if len(layers) > 1 else None, decode)
+            found.append((variant, over_positions(result.trees, sentences), result.scores.summary()["sentence_f1"]))
+    return found
+
+
+def _sentence_f1(trees: list, sentences) -> float:
+    """The official sentence-F1 of trees over positions (None where there is none)."""
+    from treenets.trees.evaluation import score_trees
+
+    over = [[] if t is None else _over(t, s.words) for t, s in zip(trees, sentences)]
+    return score_trees("", "", over, sentences).scores.summary()["sentence_f1"]
+
+
+def choose_ensemble(refs: list[str], treebank, fmt: str = "auto", drop_punctuation: bool = False,
+                    batch_size: int = 64, device="cpu", root=None) -> tuple[list[str], str]:
+    """`treenets ensemble --choose-on TREEBANK`: the ensemble of the systems `refs` that scores best on `treebank`
+    (a development set: WSJ 22; never the one the figures report). Each model parses it once under each of its
+    layers and decoders, and keeps the way it scores best with alone (a system given as REF:layer=L or
+    REF:decode=D, or a file, is taken as given); then every combination of two or more of them, generative and
+    selective, unweighted, is scored by its official sentence-F1 there. Prints both tables (stdout), ranked, and
+    returns the best (its members as `Member` writes them, its mode); ties go to the fewer members, then the
+    order given."""
+    import itertools
+
+    from treenets.predictors.ensemble import MODES, ensemble_definition
+
+    ensemble_definition(refs, None, "generative", "--choose-on")  # (two systems or more, none twice)
+    _, sentences = treebank.read(root)
+    present = [i for i, s in enumerate(sentences) if s.words]
+    systems = []
+    print(f"| system | sentence-F1 (official) on {treebank.name} | chosen |")
+    print("| --- | ---: | --- |")
+    for ref in refs:
+        variants = _variants(ref, sentences, treebank, "auto" if fmt is None else fmt, drop_punctuation, batch_size,
+                             device)
+        best = max(range(len(variants)), key=lambda k: (variants[k][2], -k))
+        for k, (member, _, f1) in enumerate(variants):
+            print(f"| {member} | {100 * f1:.1f} | {'yes' if k == best else ''} |")
+        systems.append(variants[best])
+    sys.stdout.flush()
+    start, ranked = time.perf_counter(), []
+    for size in range(2, len(systems) + 1):
+        for chosen in itertools.combinations(range(len(systems)), size):
+            for mode in MODES:
+                trees = [None] * len(sentences)
+                for i in present:
+                    positions = list(range(len(sentences[i].words)))
+                    trees[i] = combine(positions, [systems[k][1][i] for k in chosen], [1.0] * size, mode)[0]
+                ranked.append((_sentence_f1(trees, sentences), chosen, mode))
+    ranked.sort(key=lambda row: (-row[0], len(row[1])))  # (stable: then the order of the search)
+    note(f"--choose-on {treebank.name}: {len(ranked)} ensembles of {len(systems)} systems scored in "
+         f"{time.perf_counter() - start:.1f} s")
+    print(f"| rank | members | mode | sentence-F1 (official) on {treebank.name} |")
+    print("| ---: | --- | --- | ---: |")
+    for rank, (f1, chosen, mode) in enumerate(ranked, 1):
+        print(f"| {rank} | {' '.join(str(systems[k][0]) for k in chosen)} | {mode} | {100 * f1:.1f} |")
+    sys.stdout.flush()
+    f1, chosen, mode = ranked[0]
+    members = [str(systems[k][0]) for k in chosen]
+    note(f"chosen on {treebank.name}: {' '.join(members)} --mode {mode} (sentence-F1 {100 * f1:.1f})")
+    return members, mode
 
 
 def ensemble_card(metrics: dict) -> str:

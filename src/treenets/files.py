@@ -172,6 +172,19 @@ def output_file(path: str | os.PathLike, option: str, suffixes: tuple[str, ...] 
     return path
 
 
+def refuse_output_over_inputs(path: str | os.PathLike, inputs: dict, option: str) -> None:
+    """An error naming `option` when `path` is one of the command's `inputs` ({what it is: its path}; the same
+    file under another name, a link, included), which writing it would replace."""
+    target = Path(path)
+    for what, given in inputs.items():
+        source = Path(given)
+        same = (target.exists() and source.exists() and os.path.samefile(target, source)) or \
+            target.resolve() == source.resolve()
+        if same:
+            raise TreenetsError(f"{option} {target}: is {what} ({source}), an input of this command: writing it "
+                                "would replace it (expected another file name)")
+
+
 def plot_file(path: str | os.PathLike, option: str) -> Path:
     """`output_file` for a matplotlib figure: the suffix must be a format matplotlib writes (png, pdf, svg, ...)."""
     from matplotlib.backend_bases import FigureCanvasBase

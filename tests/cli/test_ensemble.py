@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -119,9 +120,12 @@ def test_a_sentence_no_system_parsed_is_left_out_and_said(tmp_path, treebank, ca
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--weights", "1,2,3"], "3 weights for 2 systems"),
+    (["--weights", "1,2,3"], "--weights: 3 weights for 2 members"),
     (["--weights", "1,x"], "expected 2 numbers separated by commas"),
     (["--weights", "0,0"], "not all 0"),
+    (["--weights", "inf,1"], "expected finite numbers of at least 0"),
+    (["--weights", "nan,1"], "expected finite numbers of at least 0"),
+    (["--weights=-1,2"], "expected finite numbers of at least 0"),
 ])
 def test_bad_weights_are_clear_errors(tmp_path, treebank, capsys, argv, message):
     path, sentences = treebank
@@ -147,7 +151,9 @@ def test_parse_ensemble_of_models_draws_the_combined_tree_and_each_members_agree
     assert record["tree"] == bracketed(expected)
     assert [m["agreement"] for m in record["members"]] == pytest.approx(agreement)
     assert main(["parse", "--ensemble", "onlstm-ptb-small", text]) == 2
-    assert "an ensemble needs two models or more" in capsys.readouterr().err
+    assert "an ensemble needs two members or more" in capsys.readouterr().err
+    assert main(["parse", "--ensemble", "onlstm-ptb-small", "onlstm-ptb-small", text]) == 2
+    assert "onlstm-ptb-small given twice" in capsys.readouterr().err
 
 
 def test_an_ensemble_folder_is_a_model_every_command_that_parses_takes(tmp_path, treebank, capsys):
@@ -174,3 +180,108 @@ def test_an_ensemble_folder_is_a_model_every_command_that_parses_takes(tmp_path,
     (folder / "ensemble.json").write_text("{}")
     assert main(["parse", str(folder), text]) == 2
     assert "not an ensemble's description" in capsys.readouterr().err
+
+
+def test_output_naming_an_input_is_refused_and_the_input_kept(tmp_path, treebank, capsys):
+    path, sentences = treebank
+    kept = [s for s in sentences if s.words]
+    files = [write(tmp_path / f"{k}.txt", [bracketed(right_branching(s.forms)) for s in kept]) for k in "ab"]
+    before = [Path(f).read_text() for f in files], path.read_text()
+    for output, what in ((files[0], "system"), (str(path), "--treebank"), (str(tmp_path / "x" / ".." / "b.txt"),
+                                                                           "system")):
+        assert main(["ensemble", *files, "--treebank", str(path), "--output", output]) == 2
+        err = capsys.readouterr().err
+        assert f"--output {output}" in err or "--output" in err and what in err
+        assert "an input of this command" in err
+    assert ([Path(f).read_text() for f in files], path.read_text()) == before
+
+
+def test_a_treebank_of_flat_trees_gives_its_sentences_to_an_ensemble(tmp_path, treebank, capsys):
+    """An ensemble needs only the treebank's sentences: flat trees (no phrase to score) will do."""
+    _, sentences = treebank
+    kept = [s for s in sentences if s.words][:8]
+    flat = write(tmp_path / "flat.txt", ["(S " + " ".join(f"(NN {w})" for w in s.forms) + ")" for s in kept])
+    files = [write(tmp_path / f"{k}.txt", [bracketed(tree(s.forms)) for s in kept])
+             for k, tree in (("r", right_branching), ("l", left_branching))]
+    out = tmp_path / "o.txt"
+    assert main(["ensemble", *files, files[0], "--treebank", flat, "--output", str(out)]) == 2
+    assert "given twice" in capsys.readouterr().err
+    copy = write(tmp_path / "r2.txt", Path(files[0]).read_text().splitlines())
+    assert main(["ensemble", *files, copy, "--treebank", flat, "--output", str(out)]) == 0
+    assert [bracketed(t) for t in read_output(out)] == [bracketed(right_branching(s.forms)) for s in kept]
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small"], "weights": ["1", "1"]}, "expected finite numbers"),
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small"], "weights": [float("nan"), 1]}, "expected finite numbers"),
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small"], "weights": [-1, 2]}, "expected finite numbers"),
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small"], "weights": [0, 0]}, "not all 0"),
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small"], "weights": [1]}, "1 weights for 2 members"),
+    ({"members": "onlstm-ptb-small prpn-ptb-small"}, "members must be a list"),
+    ({"members": ["onlstm-ptb-small", "onlstm-ptb-small"]}, "given twice"),
+    ({"members": ["onlstm-ptb-small", "ptb-small-ensemble"]}, "ptb-small-ensemble is an ensemble"),
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small:depth=2"]}, "unknown option 'depth'"),
+    ({"members": ["onlstm-ptb-small:layer=7", "prpn-ptb-small"]}, "layer 7: expected a layer number from 1 to 3"),
+    ({"members": ["onlstm-ptb-small:decode=mbr", "prpn-ptb-small"]}, "decode=mbr: it has no decoder"),
+    ({"members": ["onlstm-ptb-small", "prpn-ptb-small"], "mode": "best"}, "mode 'best'"),
+])
+def test_an_ensemble_definition_is_checked_the_same_everywhere(tmp_path, capsys, spec, message):
+    """ensemble.json read by `treenets.load` and `parse`, and the same definition given to `parse --ensemble`
+    (members) or `treenets.load`: one check (`ensemble_definition`), naming the file and what was expected."""
+    import treenets
+    from treenets.errors import TreenetsError
+
+    folder = tmp_path / "bad-ensemble"
+    folder.mkdir()
+    (folder / "ensemble.json").write_text(json.dumps(spec))
+    with pytest.raises(TreenetsError, match=re.escape(message)) as caught:
+        treenets.load(str(folder))
+    assert str(folder / "ensemble.json") in str(caught.value)
+    assert main(["parse", str(folder), "The cat sat."]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    if set(spec) == {"members"} and isinstance(spec["members"], list):
+        assert main(["parse", "--ensemble", *spec["members"], "The cat sat."]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_members_parse_with_their_layer_and_decoder(capsys):
+    """REF:layer=L and REF:decode=D: each member's tree is the one the model gives under that layer or decoder."""
+    import treenets
+
+    text = "Dr. Smith paid $1,200.50 for 3 NEW books in 2019!"
+    assert main(["parse", "--ensemble", "onlstm-ptb-small:layer=3", "compound-pcfg-ptb:decode=mbr", "--json",
+                 text]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert [m["model"] for m in record["members"]] == ["onlstm-ptb-small:layer=3", "compound-pcfg-ptb:decode=mbr"]
+    onlstm, grammar = treenets.load("onlstm-ptb-small"), treenets.load("compound-pcfg-ptb")
+    assert record["members"][0]["tree"] == bracketed(onlstm.parse(text, layer=3).nested)
+    assert record["members"][0]["tree"] != bracketed(onlstm.parse(text).nested)  # (layer 2 is the default)
+    assert record["members"][1]["tree"] == bracketed(grammar.parse(text, decode="mbr").nested)
+
+
+def test_choose_on_ranks_every_combination_and_writes_the_best(tmp_path, treebank, capsys):
+    """--choose-on: each model's layers alone (the best kept), every combination ranked; the chosen ensemble's
+    trees (--output) score what its row says, as parse-eval scores them."""
+    path, sentences = treebank
+    kept = [s for s in sentences if s.words]
+    gold = write(tmp_path / "gold.txt", [bracketed(with_words(binarized(s.gold), s.forms)) for s in kept])
+    right = write(tmp_path / "right.txt", [bracketed(right_branching(s.forms)) for s in kept])
+    out = tmp_path / "chosen.txt"
+    assert main(["ensemble", "onlstm-ptb-small", right, gold, "--choose-on", str(path), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    alone = captured.out.split("| rank |")[0]  # the first table: each system alone
+    rows = [line for line in alone.splitlines() if line.startswith("| onlstm-ptb-small:layer=")]
+    assert [row.split(" | ")[0][2:] for row in rows] == [f"onlstm-ptb-small:layer={k}" for k in ("1", "2", "3",
+                                                                                                  "mean")]
+    scores = [float(row.split(" | ")[1]) for row in rows]
+    assert [row.endswith("| yes |") for row in rows] == [s == max(scores) for s in scores]
+    ranked = [line.split(" | ") for line in captured.out.splitlines() if re.match(r"\| \d+ \| ", line)]
+    assert len(ranked) == 8  # 4 combinations of 2 or 3 systems, generative and selective
+    f1 = [float(row[3].rstrip(" |")) for row in ranked]
+    assert f1 == sorted(f1, reverse=True)
+    assert "chosen on" in captured.err and ranked[0][1] in captured.err
+    assert main(["parse-eval", str(out), "--treebank", str(path)]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.startswith(str(out)))
+    assert float(row.split()[1]) == pytest.approx(f1[0], abs=0.051)  # (sent-F1, official)

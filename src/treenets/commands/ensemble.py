@@ -30,15 +30,24 @@ class Ensemble(Command):
                    "another parser's trees (aligned with the treebank's sentences by their words, what was matched "
                    "how said on stderr) or a model, which parses the treebank's sentences. Writes one bracketed "
                    "tree a line over the treebank's words, in its order (the sentences no system parsed left out "
-                   "and counted), which parse-eval scores; prints each system's agreement with the ensemble.")
+                   "and counted), which parse-eval scores; prints each system's agreement with the ensemble. "
+                   "With --choose-on, the ensemble of the systems is chosen on a development treebank first (each "
+                   "model's best layer and decoder, then every combination and mode, ranked).")
 
     def add_options(self, parser):
         parser.add_argument("systems", nargs="+", metavar="SYSTEM",
                             help="files of trees (any format parse-eval reads; - for standard input) or models: "
-                                 + MODEL_HELP)
-        add_treebank(parser)
-        parser.add_argument("--output", type=path_name, required=True, metavar="FILE",
-                            help="the file of the ensemble's trees")
+                                 + MODEL_HELP + "; a model may name how it parses, REF:layer=L and/or "
+                                 "REF:decode=D (e.g. onlstm-ptb-small:layer=2, compound-pcfg-ptb:decode=mbr)")
+        add_treebank(parser, required=False)
+        parser.add_argument("--choose-on", metavar="TREEBANK",
+                            help="choose the ensemble on this treebank (a development set, e.g. wsj22): each model "
+                                 "under each of its layers and decoders alone, its best kept, then every "
+                                 "combination of two systems or more, generative and selective, scored by sentence "
+                                 "F1 and ranked (stdout); --output then holds the chosen ensemble's trees of "
+                                 "--treebank (default: this treebank), --save-as saves it")
+        parser.add_argument("--output", type=path_name, metavar="FILE",
+                            help="the file of the ensemble's trees (required without --choose-on)")
         parser.add_argument("--mode", choices=["generative", "selective"], default="generative",
                             help="generative: the best binary tree (default); selective: the best system tree")
         parser.add_argument("--weights", metavar="W,W,...",
@@ -61,10 +70,22 @@ class Ensemble(Command):
     def run(self, args):
         from pathlib import Path
 
-        from treenets.ensembles import ensemble_treebank, save_ensemble
+        from treenets.ensembles import choose_ensemble, ensemble_treebank, save_ensemble
+        from treenets.errors import TreenetsError
 
-        ensemble_treebank(args.systems, gold_treebank(args), args.output, args.mode, args.weights, args.format,
-                          args.drop_punctuation, args.batch_size, args.device, args.data, args.decode)
+        if args.choose_on is None and (args.treebank is None or args.output is None):
+            raise TreenetsError("ensemble: give --treebank and --output (the treebank whose sentences the systems "
+                                "parse, the file of the ensemble's trees), or --choose-on TREEBANK")
+        if args.choose_on is not None and args.weights is not None:
+            raise TreenetsError("--weights with --choose-on: the combinations are chosen unweighted (choose first, "
+                                "then give the chosen members their weights)")
+        if args.choose_on is not None:
+            args.systems, args.mode = choose_ensemble(args.systems, gold_treebank(args, args.choose_on), args.format,
+                                                      args.drop_punctuation, args.batch_size, args.device, args.data)
+        if args.output is not None:
+            ensemble_treebank(args.systems, gold_treebank(args, args.treebank or args.choose_on), args.output,
+                              args.mode, args.weights, args.format, args.drop_punctuation, args.batch_size,
+                              args.device, args.data, args.decode)
         if args.save_as:
             folder = save_ensemble(args.systems, args.save_as, Path(args.save_as).name, args.summary, args.weights,
                                    args.mode, args.data, args.device, args.notes)

@@ -133,9 +133,9 @@ def add_conventions(parser) -> None:
                              "gives the rules)")
 
 
-def add_treebank(parser) -> None:
+def add_treebank(parser, required: bool = True) -> None:
     """`--treebank PATH` and the options that choose its sentences and words (`gold_treebank` reads them)."""
-    parser.add_argument("--treebank", required=True, metavar="PATH",
+    parser.add_argument("--treebank", required=required, metavar="PATH",
                         help="treebank file or folder of .mrg files (a path, a path under the data root, or "
                              "nltk-sample, wsj22, wsj24)")
     parser.add_argument("--wsj10", action="store_true", help="only sentences of at most 10 words after filtering")
@@ -149,6 +149,6 @@ def add_treebank(parser) -> None:
                              "of another treebank), e.g. --drop-tags PU,-NONE-")
 
 
-def gold_treebank(args) -> GoldTreebank:
-    """The treebank the options of `add_treebank` name."""
-    return GoldTreebank(args.treebank, args.wsj10, args.words, args.drop_tags, args.max_length)
+def gold_treebank(args, name: str | None = None) -> GoldTreebank:
+    """The treebank the options of `add_treebank` name (`name`: another treebank read under the same options)."""
+    return GoldTreebank(name or args.treebank, args.wsj10, args.words, args.drop_tags, args.max_length)

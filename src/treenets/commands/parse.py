@@ -86,7 +86,9 @@ class Parse(Command):
             from treenets.zoo import names_a_model
 
             model = [args.checkpoint]
-            while args.sentences and names_a_model(args.sentences[0]):
+            # the members: the words that name a model, with or without its options (REF:layer=L:decode=D)
+            while args.sentences and names_a_model(args.sentences[0].split(":")[0] if ":" in args.sentences[0]
+                                                   and "=" in args.sentences[0] else args.sentences[0]):
                 model.append(args.sentences.pop(0))
         skipped = print_trees(model, args.sentences, args.file, args.layer, args.split, args.distances,
                               args.svg, args.json, args.pretokenized, args.device, args.overwrite, args.decode)

@@ -52,11 +52,13 @@ class GoldTreebank:
         rule = WORD_RULES[self.words]
         return rule.dropping(self.drop_tags) if self.drop_tags else rule
 
-    def read(self, root=None) -> tuple[Path, list[GoldSentence]]:
-        """Its path and sentences; an error when no sentence has a phrase to score (`check_scorable`)."""
+    def read(self, root=None, scored: bool = True) -> tuple[Path, list[GoldSentence]]:
+        """Its path and sentences; an error when no sentence has a phrase to score (`check_scorable`) unless its
+        trees are not `scored` (an ensemble of its sentences' trees needs only the sentences)."""
         path = resolve_treebank(self.name, root)
         sentences = load_gold(path, wsj10=self.wsj10, rule=self.rule, max_length=self.max_length)
-        check_scorable(sentences, self.where(path))
+        if scored:
+            check_scorable(sentences, self.where(path))
         return path, sentences
 
     @property

@@ -1,7 +1,7 @@
 """A trained probabilistic context-free grammar (the Neural and Compound PCFGs): its labelled trees of sentences,
 by Viterbi (the most probable tree: each span's nonterminal and each word's preterminal) or by minimum Bayes risk
 over span marginals (the tree of the largest summed span probabilities, each span labelled by its most probable
-nonterminal), and the probability of sentences.
+nonterminal), the probability of sentences, and sentences drawn from the grammar with their trees (`sample`).
 
 A sentence is read as `LanguageModel` reads one (normalised into the words of the training text, `<unk>` for the
 others), without boundary tokens. A Compound PCFG parses with z at its posterior mean, as the official evaluation
@@ -18,6 +18,7 @@ import torch
 from treenets.config import registered_tasks
 from treenets.errors import TreenetsError
 from treenets.nn.chart import marginals, mbr, viterbi
+from treenets.nn.sampling import sample_trees
 from treenets.predictors.lm import LanguageModel, Layer, Parse, _batch_size, _sentences
 from treenets.text import Dropped
 from treenets.trees.ensemble import nested_from_spans
@@ -104,9 +105,32 @@ class GrammarParse(Parse):
         return {f"{s}-{t + 1}": f"NT-{label}" for s, t, label in self.spans}, [f"T-{tag}" for tag in self.tags]
 
 
+@dataclass
+class GrammarSample(GrammarParse):
+    """A sentence drawn from a grammar (`GrammarModel.sample`) with the labelled tree it was drawn with: `score` is
+    its log p(words, tree) (natural log; a Compound PCFG's given the z it was drawn with), `redraws` how many trees
+    longer than the length limit were drawn for it and thrown away."""
+
+    decode: str = "sample"
+    redraws: int = 0
+
+    @property
+    def log_prob(self) -> float:
+        """log p(words, tree) under the grammar."""
+        return self.score
+
+    def record_fields(self) -> dict:
+        """The labelled tree, each span with its nonterminal, each word's preterminal, and log p(words, tree)."""
+        return {"labelled_tree": self.labelled, "spans": [list(span) for span in self.spans], "tags": self.tags,
+                "log_prob": self.score}
+
+    def notes(self) -> list[str]:
+        return [f"labelled: {self.labelled}", f"log p(words, tree) = {self.score:.4f}"]
+
+
 class GrammarModel(LanguageModel):
     """A Neural or Compound PCFG with its vocabulary, from `treenets.load`: `parse` (labelled trees, `decode`
-    "viterbi" or "mbr") and `score` (log-probabilities of sentences)."""
+    "viterbi" or "mbr"), `score` (log-probabilities of sentences) and `sample` (sentences drawn with their trees)."""
 
     splits = ("official",)  # trees come from the grammar, not from distances: no split rule to choose
     decoders = DECODERS
@@ -192,6 +216,54 @@ class GrammarModel(LanguageModel):
                              [w for w in words if w not in self.vocab], dropped, spans=list(spans), tags=list(tags),
                              decode=decode, score=score)
                 for (words, dropped), (spans, tags, score) in zip(readings, trees)]
+
+    def _sampling_tables(self, z: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """One grammar's tables in log space, as `sample_trees` takes them: roots [NT], emissions [T, V], and rules
+        [NT, S, S] (`rule_tables`: the Neural and Compound PCFGs) or left and right [NT, S] (`productions`:
+        SimplePCFG's independent left and right productions); z [1, z_dim] a compound grammar's, else None."""
+        if hasattr(self.net, "productions"):
+            roots, left, right = self.net.productions(z)
+            return {"roots": roots[0], "emissions": self.net.emissions(z)[0], "left": left[0], "right": right[0]}
+        roots, rules, emissions = self.net.rule_tables(z)
+        return {"roots": roots[0], "emissions": emissions[0], "rules": rules[0]}
+
+    @torch.no_grad()
+    def sample(self, n: int, seed: int | None = None, max_length: int = 100) -> list[GrammarSample]:
+        """`n` sentences drawn from the grammar, each with the labelled tree it was drawn with (top-down: the root's
+        nonterminal, each nonterminal's two children, each preterminal's word; `treenets.nn.sampling`) and its
+        log p(words, tree). A tree of more than `max_length` words is drawn again, so the sentences follow the
+        grammar's distribution given length <= max_length.
+
+        A Compound PCFG first draws each sentence's z ~ N(0, I) (all n at once, from the same generator), then the
+        sentence from the grammar of its z. `seed`: the generator's (None: a fresh one each call); the same seed, n
+        and max_length give the same sentences.
+
+        Returns:
+            a `GrammarSample` per sentence (`.words`, `.tree`, `.nested`, `.spans`, `.tags`, `.labelled`,
+            `.log_prob`, `.redraws`).
+        """
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise TreenetsError(f"n {n!r}: expected how many sentences to draw, a whole number of at least 1")
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+            raise TreenetsError(f"max_length {max_length!r}: expected a whole number of at least 2 (a grammar's "
+                                "root is a nonterminal, over two or more words)")
+        generator = torch.Generator()
+        if seed is None:
+            generator.seed()
+        else:
+            generator.manual_seed(seed)
+        if self.net.z_dim:  # one grammar per sentence: z ~ N(0, I), the prior (no sentence to infer it from)
+            z = torch.randn(n, self.net.z_dim, generator=generator).to(self.device)
+            trees = [tree for i in range(n) for tree in sample_trees(**self._sampling_tables(z[i : i + 1]),
+                                                                     generator=generator, max_length=max_length)]
+        else:
+            trees = sample_trees(**self._sampling_tables(None), generator=generator, count=n, max_length=max_length)
+        samples = []
+        for tree in trees:
+            words = [self.vocab.words[i] for i in tree.words]
+            samples.append(GrammarSample(words, torch.zeros(0, len(words)), 1, "official", [], spans=tree.spans,
+                                         tags=tree.tags, score=tree.log_prob, redraws=tree.redraws))
+        return samples
 
     @torch.no_grad()
     def log_probs(self, tokens: list[list[str]], batch_size: int = 64) -> list[float]:
