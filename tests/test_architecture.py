@@ -26,7 +26,7 @@ LAYERS = [
     {"config", "zoo"},
     {"predictors"},
     {"tasks"},
-    {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing", "ensembles"},
+    {"train", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing", "ensembles", "distill"},
     {"serve", "treenets"},
     {"commands"},
     {"cli", "__main__"},

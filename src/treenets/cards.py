@@ -78,9 +78,12 @@ def _check_figures(predictor, root=None) -> dict:
         sample = f", every {every}{suffix} of its {task.units}" if every > 1 else ""
         return {f"{split} {result.key} (batch {CHECK_BATCH}{sample})": result.score}
     sentences = load_gold(resolve_treebank("nltk-sample", root))[:CHECK_SENTENCES]
-    scores = predictor.score([s.words for s in sentences if s.words])
-    predicted = sum(score.predicted for score in scores)  # the tokens and closing boundaries scored
-    figures = {f"nltk-sample first {CHECK_SENTENCES} perplexity": math.exp(-sum(s.total for s in scores) / predicted)}
+    figures = {}
+    if predictor.scores_sentences:  # (a parser that gives trees alone: their F1 only)
+        scores = predictor.score([s.words for s in sentences if s.words])
+        predicted = sum(score.predicted for score in scores)  # the tokens and closing boundaries scored
+        figures[f"nltk-sample first {CHECK_SENTENCES} perplexity"] = math.exp(-sum(s.total for s in scores) /
+                                                                              predicted)
     if _parses_words(predictor):
         layer = predictor.default_layer
         (result,), _, _ = evaluate_model(predictor, "model", sentences, [layer], "official", progress=False)

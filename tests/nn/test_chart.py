@@ -330,6 +330,70 @@ def test_marginals_and_mbr_are_those_of_every_tree(backend, case):
             assert tree.spans == ours.spans == ref.mbr_spans
 
 
+# --- the tree CRF over span scores (the span parser's): every binary tree -----------------------------------------
+
+
+def binary_trees(s: int, t: int):
+    """Every binary tree over the words s..t as its spans (start, end inclusive) of two words or more."""
+    if s == t:
+        yield []
+        return
+    for u in range(s, t):
+        for left in binary_trees(s, u):
+            for right in binary_trees(u + 1, t):
+                yield [(s, t), *left, *right]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.lists(st.integers(2, 6), min_size=1, max_size=3), st.integers(0, 1))
+def test_the_tree_crf_is_the_sum_over_every_binary_tree(backend, seed, lengths, pad):
+    """log Z, its gradient (each span's marginal), the score of a tree and the Viterbi and MBR trees of the span
+    parser's decoder against every binary tree of each sentence."""
+    _require_kernels(backend)
+    from treenets.nn.chart import tree_crf_log_z, tree_crf_marginals, tree_crf_score
+    from treenets.predictors.span_parser import decode_trees
+
+    g = torch.Generator().manual_seed(seed)
+    n = max(lengths) + pad
+    scores = (torch.randn(len(lengths), n, n, generator=g, dtype=torch.float64) * 2).requires_grad_(True)
+    with use_backend(backend):
+        log_z = tree_crf_log_z(scores, lengths)
+        (grad,) = torch.autograd.grad(log_z.sum(), [scores])
+        marginal = tree_crf_marginals(scores, lengths)
+    torch.testing.assert_close(marginal, grad, rtol=0, atol=1e-12)
+    viterbi_trees = decode_trees(scores.detach(), torch.tensor(lengths), "viterbi")
+    mbr_trees = decode_trees(scores.detach(), torch.tensor(lengths), "mbr")
+    for b, length in enumerate(lengths):
+        trees = list(binary_trees(0, length - 1))
+        totals = torch.stack([sum((scores[b, s, t] for s, t in tree), scores.new_zeros(())) for tree in trees])
+        expected = torch.logsumexp(totals, 0)
+        assert log_z[b].item() == pytest.approx(expected.item(), abs=1e-10)
+        expected_marginal = torch.zeros(n, n, dtype=torch.float64)
+        for tree, p in zip(trees, torch.softmax(totals.detach(), 0).tolist()):
+            for s, t in tree:
+                expected_marginal[s, t] += p
+        torch.testing.assert_close(marginal[b], expected_marginal, rtol=0, atol=1e-10)
+        chosen = int(totals.argmax())
+        assert tree_crf_score(scores, [trees[chosen]])[0].item() == pytest.approx(totals[chosen].item(), abs=1e-12) \
+            if b == 0 else True
+        if sorted(totals.tolist())[-2:][0] < totals.max().item() - 1e-9:  # a unique best tree
+            assert sorted(viterbi_trees[b]) == sorted(trees[chosen])
+        gains = torch.tensor([sum(expected_marginal[s, t].item() for s, t in tree) for tree in trees])
+        if sorted(gains.tolist())[-2:][0] < gains.max().item() - 1e-9:
+            assert sorted(mbr_trees[b]) == sorted(trees[int(gains.argmax())])
+
+
+def test_the_tree_crf_score_sums_the_spans_of_each_tree():
+    from treenets.nn.chart import tree_crf_score
+
+    scores = torch.arange(2 * 4 * 4, dtype=torch.float64).view(2, 4, 4)
+    got = tree_crf_score(scores, [[(0, 3), (0, 1), (2, 3)], [(0, 1)]])
+    assert got.tolist() == [scores[0, 0, 3] + scores[0, 0, 1] + scores[0, 2, 3], scores[1, 0, 1]]
+    with pytest.raises(ValueError, match=r"span scores must be a floating-point tensor \[B, N, N\]"):
+        tree_crf_score(scores[:, :3], [[]])
+
+
 # --- ties: Kim's order, exactly (integer log scores: every sum is exact) -------------------------------------------
 
 

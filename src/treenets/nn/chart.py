@@ -496,6 +496,7 @@ class _FactoredInside(torch.autograd.Function):
         rows = _chart_row(batch, n, n + 1)
         charts = {name: terms.new_empty(rows, nt) for name in ("as_left", "as_right", "cells", "scaled", "q_left",
                                                                "q_right")}
+        charts["sums"] = terms.new_empty(rows, nt) if label_offsets is not None else charts["cells"]
         # width 1: the preterminals' terms projected by the preterminal blocks
         e_left_t, m_left_t = _scaled_block(left[:, :, nt:])
         e_right_t, m_right_t = _scaled_block(right[:, :, nt:])
@@ -512,7 +513,8 @@ class _FactoredInside(torch.autograd.Function):
             first, cells = _chart_row(batch, n, w), n - w + 1
             kernels.split_logsumexp(charts["as_left"], charts["as_right"], charts["cells"], batch, n, w)
             cell = charts["cells"][first:first + batch * cells].view(batch, cells, nt)
-            if label_offsets is not None:
+            if label_offsets is not None:  # (the sums before the offsets kept: the split points' gradients read them)
+                charts["sums"][first:first + batch * cells] = charts["cells"][first:first + batch * cells]
                 cell += _offsets(label_offsets, w, cells)
             if w < n:
                 cell_max = _finite_max(cell, -1)
@@ -563,7 +565,7 @@ class _FactoredInside(torch.autograd.Function):
                 scaled = charts["scaled"][first:first + count].view(batch, cells, nt)
                 back = _back_products(g_left, e_left) + _back_products(g_right, e_right)
                 grads["cells"][first:first + count].view(batch, cells, nt).addcmul_(scaled, back)
-            kernels.split_logsumexp_backward(charts["as_left"], charts["as_right"], charts["cells"], grads["cells"],
+            kernels.split_logsumexp_backward(charts["as_left"], charts["as_right"], charts["sums"], grads["cells"],
                                              grads["as_left"], grads["as_right"], batch, n, w)
         g_left_t = to_q("q_left", "as_left", 0, batch * n).view(batch, n, nt)
         g_right_t = to_q("q_right", "as_right", 0, batch * n).view(batch, n, nt)
@@ -821,6 +823,61 @@ def _viterbi_factored(grammar: Grammar, terms: torch.Tensor, longest: int, kerne
     return chart, pointers
 
 
+# --- a tree CRF over span scores -----------------------------------------------------------------------------------
+def _span_grammar(scores: torch.Tensor) -> Grammar:
+    """The grammar of one nonterminal and one preterminal whose every rule has probability 1 (log 0): its trees are
+    the binary trees of a sentence, each of score 0, so that the span scores, added to its cells as offsets, make
+    log Z = log of the sum over binary trees of exp(the sum of their spans' scores)."""
+    zeros = scores.new_zeros(())
+    return Grammar(roots=zeros.expand(1, 1), terms=zeros.expand(*scores.shape[:2], 1), left=zeros.expand(1, 1, 2),
+                   right=zeros.expand(1, 1, 2))
+
+
+def _check_span_scores(scores) -> None:
+    if not isinstance(scores, torch.Tensor) or scores.dim() != 3 or scores.shape[1] != scores.shape[2] or \
+            not scores.is_floating_point():
+        raise ValueError(f"span scores must be a floating-point tensor [B, N, N] (start, end inclusive), got "
+                         f"{_shape(scores)}")
+
+
+def tree_crf_log_z(scores: torch.Tensor, lengths) -> torch.Tensor:
+    """The log-partition of a tree CRF over the binary trees of each sentence (the parser of URNNG's inference
+    network, Kim et al. 2019; the students of `treenets distill`): p(tree) = exp(sum of scores[s, t] over its spans
+    of two or more words, the whole sentence's included) / Z. scores [B, N, N] (start, end inclusive; the entries
+    of spans of one word, past a sentence's end or below the diagonal are not read), lengths [B], each >= 2.
+    Returns log Z [B], differentiable: its gradient for the scores is each span's marginal probability.
+
+    It is the inside algorithm of a grammar of one symbol whose rules all have probability 1, the scores added to
+    its cells (`_inside`'s label offsets: the same code, kernels included, as the grammars')."""
+    _check_span_scores(scores)
+    values = _check_lengths(lengths, scores.shape[0], scores.shape[1])
+    longest = max(values)  # (the offsets are the chart's: [B, n, n] for the longest sentence)
+    return _inside(_span_grammar(scores), values, label_offsets=scores[:, :longest, :longest, None])[0]
+
+
+def tree_crf_marginals(scores: torch.Tensor, lengths) -> torch.Tensor:
+    """[B, N, N] p(span (s, t) is in the tree) under the tree CRF of `scores` (`tree_crf_log_z`), zero where no
+    span of two words or more lies; detached, works under torch.no_grad too."""
+    _check_span_scores(scores)
+    with torch.enable_grad():
+        leaf = scores.detach().requires_grad_(True)
+        log_z = tree_crf_log_z(leaf, lengths)
+        (grad,) = torch.autograd.grad(log_z.sum(), [leaf])
+    return grad
+
+
+def tree_crf_score(scores: torch.Tensor, spans_of: list) -> torch.Tensor:
+    """[B] the score of one tree per sentence: the sum of `scores[b, s, t]` over `spans_of[b]`, its spans (start,
+    end inclusive) of two words or more. Differentiable (the tree CRF's log-likelihood is this less log Z)."""
+    _check_span_scores(scores)
+    rows = [(b, s, t) for b, spans in enumerate(spans_of) for s, t in spans]
+    total = scores.new_zeros(scores.shape[0])
+    if rows:
+        index = torch.tensor(rows, device=scores.device)
+        total = total.index_add(0, index[:, 0], scores[index[:, 0], index[:, 1], index[:, 2]])
+    return total
+
+
 # --- minimum Bayes risk -----------------------------------------------------------------------------------------
 @torch.no_grad()
 def mbr(marginals: Marginals, lengths) -> list[MBRTree]:
@@ -870,4 +927,5 @@ def mbr(marginals: Marginals, lengths) -> list[MBRTree]:
     return trees
 
 
-__all__ = ["Grammar", "MBRTree", "Marginals", "ViterbiTree", "inside", "marginals", "mbr", "viterbi"]
+__all__ = ["Grammar", "MBRTree", "Marginals", "ViterbiTree", "inside", "marginals", "mbr", "tree_crf_log_z",
+           "tree_crf_marginals", "tree_crf_score", "viterbi"]

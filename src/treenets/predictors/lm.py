@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import nltk
 import torch
@@ -129,6 +130,7 @@ class LanguageModel(TreeInducer, Predictor):
     inputs = (PredictionInput("sentence", "a language model: a sentence to score"),)
     reads = "a language model reads --sentence only"
     splits = ("official", "before")  # the values `parse` takes for `split`
+    scores_sentences: ClassVar[bool] = True  # whether `score` gives sentences' probabilities (a parser's: none)
 
     def __init__(self, net, vocab, config, device="cpu"):
         super().__init__(net, vocab, config, device)
