@@ -286,6 +286,7 @@ def cases() -> list[Case]:
         *third_round_cases(),
         *structformer_cases(),
         *fourth_round_cases(),
+        *fifth_round_cases(),
     ]
 
 
@@ -774,6 +775,137 @@ def fourth_round_cases() -> list[Case]:
     ]
 
 
+# --- the fifth round: resuming into another run's folder, a grammar's text and data, every array of a fixture,
+# every kind of model served --------------------------------------------------------------------------------------
+
+# `python -c SERVE MODEL...`: `treenets serve MODEL... --port 0` (the `treenets` beside this Python), one sentence sent
+# to its API, the answer printed, the server stopped; a server that does not start passes on its stderr and status.
+SERVE = """import json, subprocess, sys, time, urllib.error, urllib.request
+from pathlib import Path
+models = sys.argv[1:]
+server = subprocess.Popen([str(Path(sys.executable).with_name('treenets')), 'serve', *models, '--port', '0'],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+line = server.stdout.readline()
+if not line:
+    sys.stderr.write(server.stderr.read())
+    sys.exit(server.wait() or 1)
+try:
+    url = line.split(' at ')[1].split()[0]
+    body = json.dumps({'sentence': 'The cat sat on the mat.', 'models': models}).encode()
+    request = urllib.request.Request(url + 'api/parse', body, {'Content-Type': 'application/json'})
+    for attempt in range(100):  # (the address is printed before uvicorn listens on it)
+        try:
+            answer = urllib.request.urlopen(request, timeout=60).read().decode()
+            break
+        except urllib.error.URLError as exc:
+            if not isinstance(exc.reason, ConnectionRefusedError) or attempt == 99:
+                raise
+            time.sleep(0.2)
+    print(answer)
+finally:
+    server.terminate()
+    server.wait()
+"""
+
+
+def _other_run(root: Path):
+    """Setup: `{T}/grammar`, a folder holding a run of its own (a grammar's: its last.pt and config.yaml)."""
+    folder = root / "grammar"
+    folder.mkdir()
+    shutil.copy(root / "run" / "last.pt", folder / "last.pt")
+    (folder / "config.yaml").write_text("task: pcfg\nmodel:\n  name: compound-pcfg\n")
+
+
+def _other_run_kept(root: Path, _stderr: str):
+    return None if "task: pcfg" in (root / "grammar" / "config.yaml").read_text() else \
+        "the grammar's run in grammar/ replaced (its config.yaml now another task's)"
+
+
+def _grammar_figures(root: Path, stdout: str):
+    """A grammar's `eval --file` is right only with its KL (positive for a Compound PCFG) and its bound named so."""
+    result = json.loads(stdout.splitlines()[0])
+    if not result.get("kl"):
+        return f"kl {result.get('kl')} (the forward pass gives each sentence a positive KL)"
+    return None if "ppl_bound" in result else "its perplexity bound reported as ppl"
+
+
+def _says_on_stderr(text: str, wrong: str):
+    def after(_root: Path, stderr: str):
+        return None if text in stderr else wrong
+    return after
+
+
+def _served(kind: str):
+    """A `SERVE` run is right only if the answer holds a result of `kind` with a tree."""
+    def check(_root: Path, stdout: str):
+        results = json.loads(stdout)["results"]
+        found = [r for r in results if r.get("kind") == kind]
+        return None if found and found[0].get("tree") is not None else f"no {kind} tree in the answer"
+    return check
+
+
+def fifth_round_cases() -> list[Case]:
+    """The families of the fifth reliability round: `train --resume` into another run's folder, a grammar's
+    `eval --file` (its KL, its one-word lines), a grammar's training text and validation treebanks, check-golden
+    fixtures lacking an array or holding integer weights or no token, and `serve` of an ensemble and of models that
+    read no single sentence."""
+    compound = str(ROOT / "configs/compound-pcfg-ptb.yaml")
+    tiny_grammar = ["--set", "data.path={T}/corpus", "--set", "model.h_dim=4", "--set", "model.w_dim=4",
+                    "--set", "model.z_dim=2", "--set", "model.state_dim=4", "--set", "data.valid=[{T}/tiny.mrg]"]
+    pcfg = ["--out", "{T}/out", "--max-steps", "1", "--no-progress"]
+    golden = ["check-golden", "{T}/fx"]
+    return [
+        Case("resume into", "train --resume A/last.pt --out B, B holding a grammar's run",
+             ["train", "--resume", "{T}/run/last.pt", "--out", "{T}/grammar", "--set", "train.epochs=2",
+              "--no-progress"], setup=[_other_run], blame="already holds another training run (task pcfg",
+             after=_other_run_kept),
+        Case("grammar eval", "eval compound-pcfg-ptb --file: its KL", ["eval", "compound-pcfg-ptb", "--file",
+                                                                        "{T}/s.txt"],
+             {"s.txt": "The cat sat on the mat.\nA dog ran home\n"}, check=_grammar_figures),
+        Case("grammar eval", "eval compound-pcfg-ptb --file: a one-word line among others",
+             ["eval", "compound-pcfg-ptb", "--file", "{T}/s.txt"], {"s.txt": "The cat sat on the mat.\nDog\n"},
+             check=_grammar_figures, after=_says_on_stderr("1 of 2 line(s) skipped, of one word",
+                                                           "the one-word line skipped unsaid")),
+        Case("grammar eval", "eval compound-pcfg-ptb --file: one-word lines only",
+             ["eval", "compound-pcfg-ptb", "--file", "{T}/s.txt"], {"s.txt": "cat\ndog\nbird\n"},
+             blame="none of its 3 line(s) reads as two words or more", check=lambda *_: "ppl null over nothing"),
+        Case("grammar data", "train compound-pcfg-ptb --set data.max_length=1",
+             ["train", compound, *tiny_grammar, "--set", "data.max_length=1", *pcfg],
+             blame="a grammar reads sentences of 2 words or more"),
+        Case("grammar data", "train compound-pcfg-ptb on a text of one-word lines",
+             ["train", compound, *tiny_grammar, "--set", "data.path={T}/one", *pcfg],
+             {"one/ptb.train.txt": "cat\ndog\n" * 20}, blame="none of the text's 40 line(s) has two"),
+        Case("grammar data", "train compound-pcfg-ptb --set data.valid=[]",
+             ["train", compound, *tiny_grammar, "--set", "data.valid=[]", *pcfg], blame="valid is [], no treebank"),
+        Case("golden arrays", "compound-pcfg: grad.t_emb missing", golden, setup=[_golden_copy(
+            "compound-pcfg", "outputs.npz", lambda a: a.pop("grad.t_emb"))], blame="outputs.npz: grad.t_emb: missing",
+             check=lambda *_: "passed without one of its gradients"),
+        Case("golden arrays", "compound-pcfg: viterbi_tags missing", golden, setup=[_golden_copy(
+            "compound-pcfg", "config.json", lambda c: c.pop("viterbi_tags"))],
+             blame="config.json: viterbi_tags: missing"),
+        Case("golden arrays", "compound-pcfg: t_emb int64 in params.npz", golden, setup=[_golden_copy(
+            "compound-pcfg", "params.npz", lambda a: a.update(t_emb=a["t_emb"].astype("int64")))],
+             blame="params.npz: t_emb: int64 [7, 16]; expected floats"),
+        Case("golden arrays", "compound-pcfg: tokens_0 of length 0", golden, setup=[_golden_copy(
+            "compound-pcfg", "outputs.npz", lambda a: a.update(tokens_0=a["tokens_0"][:, :0]))],
+             blame="tokens_0: shape [2, 0], no token"),
+        Case("golden arrays", "onlstm-lm: tokens of length 0", golden, setup=[_golden_copy(
+            "onlstm-lm", "inputs.npz", lambda a: a.update(tokens=a["tokens"][:0]))],
+             blame="tokens: shape [0, 3], no token"),
+        Case("serve kinds", "serve compound-pcfg-ptb ptb-small-ensemble", ["-c", SERVE, "compound-pcfg-ptb",
+                                                                           "ptb-small-ensemble"],
+             api=True, check=_served("ensemble")),
+        Case("serve kinds", "serve an ensemble folder of two runs' checkpoints", ["-c", SERVE, "{T}/ens"],
+             {"ens/ensemble.json": json.dumps({"members": ["{T}/run/best.pt", "{T}/run/last.pt"]})}, api=True,
+             check=_served("ensemble")),
+        Case("serve kinds", "serve treelstm-sick (relatedness: two sentences)", ["serve", "treelstm-sick", "--port",
+                                                                                  "0"],
+             blame="a relatedness model reads --pair A B"),
+        Case("serve kinds", "serve om-logic (logic: two formulas)", ["serve", "om-logic", "--port", "0"],
+             blame="a logic model reads --pair PREMISE HYPOTHESIS"),
+    ]
+
+
 def out_of(folder: str) -> list[str]:
     return ["--out", f"{folder}/out", "--no-progress"]
 
@@ -1099,7 +1231,7 @@ def main() -> int:
             shutil.copytree(template, root)
             kind, code, message, seconds = run_case(case, root, exe, env, args.timeout)
             counts[kind] = counts.get(kind, 0) + 1
-            shown = [a if len(a) < 60 else a[:40] + "..." for a in case.args]
+            shown = [(a if len(a) < 60 else a[:40] + "...").replace("\n", " ") for a in case.args]
             program = "python" if case.api else "treenets"
             command = " ".join(a if re.fullmatch(r"[\w{}/.:=-]+", a) else shlex.quote(a) for a in [program, *shown])
             command = re.sub(r"\{URL:(\w+)\}", r"$URL_\1", command.replace("{T}", "$T").replace("{MODELS}", "models"))

@@ -46,13 +46,15 @@ def _write_fixture(folder, nlayers=2, ninp=10, nhid=15, chunk_size=5, wdrop=0.3,
     model = from_official(params, **{k: v for k, v in config.items() if k != "kind"})
     tokens = torch.randint(0, 23, (6, 2))
     with torch.no_grad():
-        state, logits, dists = None, [], []
+        state, logits, dists, inputs = None, [], [], []
         for t in range(6):
             out = model(tokens[t : t + 1], state)
             state = out.state
             logits.append(model.decoder(out.output))
             dists.append(out.distances)
-    outputs = {"logits": torch.cat(logits).numpy(), "distance_forget": torch.cat(dists, dim=1).numpy()}
+            inputs.append(out.distance_input)
+    outputs = {"logits": torch.cat(logits).numpy(), "distance_forget": torch.cat(dists, dim=1).numpy(),
+               "distance_input": torch.cat(inputs, dim=1).numpy()}
     for layer, (h, c) in enumerate(state):
         outputs[f"h_final_{layer}"], outputs[f"c_final_{layer}"] = h.numpy(), c.numpy()
     folder.mkdir()
@@ -78,7 +80,7 @@ def test_a_wrong_output_fails(tmp_path, capsys):
     outputs["logits"][0, 0, 0] += 1e-3
     np.savez(folder / "outputs.npz", **outputs)
     assert main(["check-golden", str(folder)]) == 1
-    assert capsys.readouterr().out.strip().splitlines()[-1] == "FAIL 5/6"
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "FAIL 6/7"
 
 
 def test_unknown_kind_and_missing_files_exit_2(tmp_path, capsys):
@@ -309,3 +311,36 @@ def test_a_grammar_fixture_without_its_noise_or_with_nan_weights_is_named(golden
     assert main(["check-golden", str(folder)]) == 2
     err = capsys.readouterr().err
     assert err == f"treenets: error: {folder}/{message}\n", err
+
+
+@pytest.mark.parametrize(("array", "change", "message"), [
+    ("outputs", lambda a: a.pop("grad.t_emb"), "outputs.npz: grad.t_emb: missing (expected an array of shape [7, 16]: "
+     "kind 'compound-pcfg' compares every output it gives)"),
+    ("params", lambda a: a.update(t_emb=a["t_emb"].astype(np.int64)), "params.npz: t_emb: int64 [7, 16]; expected "
+     "floats (weights: t_emb is float32)"),
+    ("outputs", lambda a: a.update(tokens_0=a["tokens_0"][:, :0]), "outputs.npz: tokens_0: shape [2, 0], no token "
+     "(length 0); expected 2-D token ids [batch, length], each axis at least 1"),
+])
+def test_a_grammar_fixture_lacking_an_output_or_with_integer_weights_or_no_token_is_named(golden_root, tmp_path,
+                                                                                          capsys, array, change,
+                                                                                          message):
+    """Before: a fixture without one of its gradients passed (an array it lacks went unchecked), int64 weights were
+    cast and failed 17 of 74 outputs, blaming the model, and tokens of length 0 gave PyTorch's "Expected sequence
+    length to be larger than 0 in RNN"."""
+    import shutil
+
+    folder = tmp_path / "compound-pcfg"
+    shutil.copytree(golden_root / "compound-pcfg", folder)
+    with np.load(folder / f"{array}.npz") as archive:
+        arrays = dict(archive)
+    change(arrays)
+    np.savez(folder / f"{array}.npz", **arrays)
+    assert main(["check-golden", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"treenets: error: {folder}/{message}\n", err
+
+
+def test_every_list_of_trees_a_kind_builds_is_required(golden_root, tmp_path, capsys):
+    folder = _broken_copy(golden_root, tmp_path, "compound-pcfg", lambda c: c.pop("viterbi_tags"))
+    assert main(["check-golden", str(folder)]) == 2
+    assert f"{folder / 'config.json'}: viterbi_tags: missing (expected a list of 4" in capsys.readouterr().err

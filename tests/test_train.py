@@ -510,3 +510,32 @@ def test_init_refuses_a_model_that_is_not_there_or_its_own_folder_as_the_run_fol
                  "--no-progress"]) == 2
     assert f"{tmp_path / 'nothing'}: no such checkpoint file or model folder" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
+
+
+def test_resume_into_another_runs_folder_needs_overwrite(tmp_path, corpus, capsys):
+    # Before: `train --resume A/last.pt --out B`, B holding a run of its own (a grammar's), replaced B's last.pt and
+    # config.yaml by A's run without --overwrite, as a fresh run into B is refused.
+    import shutil
+
+    from treenets.cli import main
+
+    _finished_run(tmp_path, corpus)
+    other = tmp_path / "grammar"
+    other.mkdir()
+    shutil.copy(tmp_path / "run" / "last.pt", other / "last.pt")
+    (other / "config.yaml").write_text("task: pcfg\nmodel:\n  name: compound-pcfg\n")
+    before = (other / "last.pt").read_bytes()
+    capsys.readouterr()
+    resume = ["train", "--resume", str(tmp_path / "run" / "last.pt"), "--out", str(other), "--set", "train.epochs=2",
+              "--no-progress"]
+    assert main(resume) == 2
+    err = capsys.readouterr().err
+    assert f"--out {other} already holds another training run (task pcfg, model compound-pcfg: " \
+           f"{other / 'config.yaml'}) than the one of --resume {tmp_path / 'run' / 'last.pt'}" in err, err
+    assert "pass --overwrite to replace that run" in err and "Traceback" not in err
+    assert (other / "last.pt").read_bytes() == before and "task: pcfg" in (other / "config.yaml").read_text()
+    # its own folder, named either way, goes on; --overwrite replaces the other run
+    assert main(["train", "--resume", str(tmp_path / "run" / "last.pt"), "--out", str(tmp_path / "run" / "."),
+                 "--set", "train.epochs=2", "--no-progress"]) == 0
+    assert main([*resume, "--overwrite"]) == 0
+    assert "task: lm" in (other / "config.yaml").read_text()

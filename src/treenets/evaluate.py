@@ -24,11 +24,12 @@ from treenets.tasks.metrics import Metric
 
 def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str, str]] | None = None,
                    batch_size: int | None = None, pretokenized: bool = False, root=None,
-                   corpus=None) -> tuple[Metric, dict, dict]:
+                   corpus=None, source: str = "--file") -> tuple[Metric, dict, dict]:
     """The metric of the model `ref` (a checkpoint, model folder or zoo name) on `split` of its dataset (of the
     folder `corpus` instead, for a task whose data is a folder: a prepared corpus or Mikolov files), or, given
     `sentences` (`(where, text)` pairs, e.g. from `treenets.files.read_sentences`), of a language model on them,
-    each read on its own as `LanguageModel.score` reads it; its network's config (the `model` section as a
+    each read on its own as `LanguageModel.score` reads it (the task's `evaluate_text`: a grammar's as a split's,
+    its KL included; `source` names the text in messages); its network's config (the `model` section as a
     dict: models with the same one are seeds of one architecture); and counts beside the metric (of `corpus`:
     `unknown`, its tokens the model lacks, read as `<unk>`). A progress bar shows on a terminal only."""
     saved = zoo.read(ref)
@@ -40,9 +41,9 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
         if not isinstance(predictor, LanguageModel):
             raise TreenetsError(f"eval --file: {ref} is a {predictor.config.task} model; --file is for language "
                                 "models (the other tasks are evaluated on --split)")
-        for where, text in sentences:  # a line with nothing to read: an error naming it
-            predictor.read(text, pretokenized, where)
-        return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized), network, {}
+        metric = task_class(predictor.config.task).evaluate_text(predictor, sentences, batch_size, pretokenized,
+                                                                 source, note)
+        return metric, network, {}
     config = predictor.config
     if corpus is not None:
         if task_class(config.task).level is None:
@@ -92,7 +93,7 @@ def evaluate_models(refs: list[str], split: str | None = None, file: str | None 
     results, breakdowns, networks = [], {}, []
     for path in refs:
         result, network, counts = evaluate_model(path, device, split, sentences, batch_size, pretokenized, root,
-                                                 corpus)
+                                                 corpus, f"--file {file}")
         results.append({**result.values(), **counts})
         networks.append(network)
         print(json_text({"checkpoint": str(path), **source, **results[-1]}))

@@ -7,8 +7,9 @@ kind is declared by its model's folder (`treenets.nn.registry`: `Model.fixtures`
 the inputs; here every array of `outputs.npz` is compared to 1e-5 (but the inputs a kind reads from there; a kind
 may declare a tolerance relative to each array's scale instead, `Model.fixture_tolerance`), and every list of
 trees the kind builds with the list of that name in `config.json`, exactly (the error reported is the number of
-trees that differ). Models run in float64, so that the remaining difference is the reference's own float32
-rounding.
+trees that differ); an array or list the kind gives that the fixture lacks is an error naming the file, and so is a
+weight of `params.npz` that is not floats (`treenets.nn.official.load_renamed`). Models run in float64, so that the
+remaining difference is the reference's own float32 rounding.
 
 A `parse-eval` fixture holds `config.json` (summary means) and `sentences.jsonl` (gold tree, distances,
 the official words, gold and predicted trees and scores per sentence); it is compared with treenets'
@@ -42,12 +43,21 @@ class Comparison:
         return self.max_abs_err <= self.tolerance
 
 
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
+class Arrays(dict):
+    """The arrays of one `.npz` file by name, with the file's `source` path: what reads them (a converter's
+    `treenets.nn.official.load_renamed`) names the file in its messages."""
+
+    def __init__(self, arrays: dict, source: Path):
+        super().__init__(arrays)
+        self.source = source
+
+
+def _load_npz(path: Path) -> Arrays:
     if not path.is_file():
         raise TreenetsError(f"{path}: missing (a fixture holds config.json, params.npz, inputs.npz, outputs.npz)")
     try:
         with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
+            return Arrays({key: archive[key] for key in archive.files}, path)
     except (OSError, ValueError, EOFError) as exc:  # an empty file: EOFError
         raise TreenetsError(f"{path}: not a readable .npz archive ({exc or type(exc).__name__})") from None
 
@@ -63,6 +73,15 @@ def _compare_model(kind: FixtureKind, directory: Path, config: dict, config_path
         got = kind.run(config, arrays, config_path)
     except (KeyError, RuntimeError, ValueError, TypeError, IndexError) as exc:  # (a kind checks what it reads first)
         raise TreenetsError(f"{directory}: the fixture does not fit kind {config['kind']!r}: {exc}") from None
+    # every array the kind gives is compared: one the fixture lacks is an error (not an array left unchecked)
+    for name, value in got.items():
+        if isinstance(value, np.ndarray) and name not in expected:
+            raise TreenetsError(f"{directory / 'outputs.npz'}: {name}: missing (expected an array of shape "
+                                f"{list(value.shape)}: kind {config['kind']!r} compares every output it gives)")
+        if isinstance(value, list) and not isinstance(config.get(name), list):
+            found = "missing" if name not in config else f"a {type(config[name]).__name__}"
+            raise TreenetsError(f"{config_path}: {name}: {found} (expected a list of {len(value)}: kind "
+                                f"{config['kind']!r} compares every list of trees it builds)")
     comparisons = []
     for name, reference in expected.items():
         value = got.get(name)

@@ -1,8 +1,11 @@
 """`treenets serve`: a local web page where you type a sentence and see what models make of it, side by side:
 for a language model the tree of every layer (split official or before, where the model builds both), the
 syntactic distances under the words, each word's surprisal, and for a model that induces dependencies
-(StructFormer) their arcs; for a sentiment model (SST) the class of the sentence and, for a Tree-LSTM,
-of every phrase of the tree it read (induced by its parser). A Starlette app run by uvicorn; the page
+(StructFormer) their arcs; for a grammar its labelled tree by each decoder; for a sentiment model (SST) the class of
+the sentence and, for a Tree-LSTM, of every phrase of the tree it read (induced by its parser); for an ensemble
+(`treenets ensemble`, a zoo `*-ensemble`) its combined tree and each member's, with its agreement. Models that read
+no single sentence (relatedness: two sentences; logic: two formulas; ListOps: a sequence) are refused when the
+server starts, naming what `treenets predict` reads of them. A Starlette app run by uvicorn; the page
 (`report/serve.html`, drawing with the report's `trees.js`) asks `POST /api/parse`.
 
 The page reads nothing from the file system: the models are loaded when the server starts, and the only files
@@ -30,6 +33,7 @@ from treenets.console import note
 from treenets.data.sst import CLASS_NAMES, NUM_CLASSES
 from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
+from treenets.predictors.ensemble import EnsembleParser
 from treenets.predictors.lm import LanguageModel
 from treenets.predictors.sentiment import SentimentClassifier
 from treenets.report import render_page, tree_json
@@ -45,7 +49,7 @@ REQUEST_SECONDS = 20.0  # for a client to send a whole request (`RequestDeadline
 @dataclass
 class ServedModel:
     id: str  # the model as given on the command line: the page and the API name it so
-    lm: LanguageModel | SentimentClassifier  # the predictor
+    lm: LanguageModel | SentimentClassifier | EnsembleParser  # the predictor
     reports: list[Path] = field(default_factory=list)
 
 
@@ -59,17 +63,31 @@ def find_reports(spec: str) -> list[Path]:
     return [p for p in [folder / "index.html", *sorted(folder.glob("*/index.html"))] if p.is_file()]
 
 
+SERVED = (LanguageModel, SentimentClassifier, EnsembleParser)  # what reads one sentence, and what the page draws
+
+
 def load_models(specs: list[str], device: str = "cpu") -> list[ServedModel]:
-    """Each model given (once) through `treenets.load`; a model that reads no single sentence (relatedness,
-    logic) is refused."""
+    """Each model given (once) through `treenets.load`: a language model or grammar, a sentiment model or an
+    ensemble; a model that reads no single sentence (relatedness, logic, ListOps) is refused, naming its task and
+    what it reads."""
     models = []
     for spec in dict.fromkeys(specs):
         lm = treenets.load(spec, device=device)
-        if not isinstance(lm, LanguageModel | SentimentClassifier):
-            raise TreenetsError(f"serve: {spec} is a {lm.config.task} model: serve shows language models and "
-                                "sentiment models, which read one sentence")
+        if not isinstance(lm, SERVED):
+            task = getattr(getattr(lm, "config", None), "task", None) or type(lm).__name__
+            reads = getattr(lm, "reads", "")
+            raise TreenetsError(f"serve: {spec} is a {task} model: serve shows models that read one sentence "
+                                "(language models and grammars, sentiment models, ensembles of models that induce "
+                                "trees)" + (f"; {reads}: try treenets predict {spec}" if reads else ""))
         models.append(ServedModel(spec, lm, find_reports(spec)))
     return models
+
+
+def device_of(predictor):
+    """Where a served model computes: its device, an ensemble's first member's."""
+    if isinstance(predictor, EnsembleParser):
+        return device_of(next(iter(predictor.members.values())))
+    return predictor.device
 
 
 class Refused(Exception):
@@ -161,9 +179,11 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
     run in bfloat16 (a block opened here: autocast holds for the thread that opens it, and requests are answered
     in worker threads)."""
     lm = model.lm
-    with autocast(precision, lm.device):
+    with autocast(precision, device_of(lm)):
         if isinstance(lm, SentimentClassifier):
             return _sentiment(model, lm, sentence, pretokenized)
+        if isinstance(lm, EnsembleParser):
+            return _ensemble(model, lm, sentence, pretokenized)
         if lm.decoders:  # a model that decodes labelled trees (a grammar)
             return _decoded(model, lm, sentence, pretokenized)
         return _analyse(model, lm, sentence, pretokenized)
@@ -187,23 +207,40 @@ def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: st
 
 
 def _decoded(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
-    """A model that decodes its trees (a grammar: `TreeInducer.decoders`): its probability of the sentence
-    (perplexity per word and closing boundary) and its tree by every decoder (over token positions, as the page
-    draws it), each node's label in `labels` (`"start-end"`) and each word's in `word_labels`, as the parse
-    declares them (`Parse.labels`)."""
-    score = lm.score(sentence, pretokenized)
-    result = {"model": model.id, "kind": "decoded", "tokens": score.tokens, "unknown": score.unknown,
-              "dropped": [asdict(piece) for piece in score.dropped],
-              "perplexity": score.perplexity if math.isfinite(score.perplexity) else None,
+    """A model that decodes its trees (a grammar, a span parser: `TreeInducer.decoders`): its probability of the
+    sentence where it gives one (perplexity per word and closing boundary; a parser: none) and its tree by every
+    decoder (over token positions, as the page draws it), each node's label in `labels` (`"start-end"`) and each
+    word's in `word_labels`, as the parse declares them (`Parse.labels`; none for an unlabelled tree)."""
+    parses = {decoder: lm.parse(sentence, pretokenized=pretokenized, decode=decoder) for decoder in lm.decoders}
+    first = next(iter(parses.values()))
+    perplexity = None
+    if lm.scores_sentences:
+        perplexity = lm.score(sentence, pretokenized).perplexity
+    result = {"model": model.id, "kind": "decoded", "tokens": first.words, "unknown": first.unknown,
+              "dropped": [asdict(piece) for piece in first.dropped],
+              "perplexity": perplexity if perplexity is not None and math.isfinite(perplexity) else None,
               "decoders": list(lm.decoders), "trees": {}}
-    for decoder in lm.decoders:
-        parse = lm.parse(sentence, pretokenized=pretokenized, decode=decoder)
-        labels, word_labels = parse.labels()
-        tree_score = parse.record_fields()["score"]
+    for decoder, parse in parses.items():
+        labels, word_labels = parse.labels() or ({}, [])
         result["trees"][decoder] = {"tree": json.loads(tree_json(parse.nested)), "labels": labels,
                                     "word_labels": word_labels,  # (a one-word sentence's score: none)
-                                    "score": tree_score if math.isfinite(tree_score) else None}
+                                    "score": parse.record_fields().get("score")}
     return result
+
+
+def _ensemble(model: ServedModel, ensemble: EnsembleParser, sentence: str, pretokenized: bool) -> dict:
+    """An ensemble's tree of the sentence (over token positions, as the page draws it) and each member's, with its
+    agreement with the ensemble's (official sentence F1, 0 to 1; None where it has none)."""
+    parse = ensemble.parse(sentence, pretokenized=pretokenized)
+
+    def finite(value):
+        return value if value is not None and math.isfinite(value) else None
+
+    return {"model": model.id, "kind": "ensemble", "tokens": parse.words, "unknown": parse.unknown,
+            "dropped": [asdict(piece) for piece in parse.dropped], "mode": parse.mode,
+            "tree": json.loads(tree_json(parse.nested)),
+            "members": [{"model": name, "tree": json.loads(tree_json(tree)), "agreement": finite(agree)}
+                        for name, tree, agree in parse.members]}
 
 
 def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized: bool) -> dict:
@@ -240,17 +277,32 @@ def describe(model: ServedModel, first_report: int) -> dict:
                 "description": f"{lm.config.model.name} (sentiment, {classes} classes){trees}; text read as "
                                f"{lm.config.data.normalizer}",
                 "reports": []}
+    reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
+               for k, path in enumerate(model.reports)]
+    if isinstance(lm, EnsembleParser):
+        members = [{"model": name, "weight": weight, "description": _member(member)}
+                   for (name, member), weight in zip(lm.members.items(), lm.weights)]
+        how = ("the binary tree that agrees most with its members' trees" if lm.mode == "generative" else
+               "the member's tree that agrees most with the others'")
+        shown = ", ".join(f"{m['model']} ({m['description']}, weight {m['weight']:g})" for m in members)
+        return {"id": model.id, "kind": "ensemble", "unit": "word", "splits": [], "reports": reports,
+                "mode": lm.mode, "members": members,
+                "description": f"ensemble ({lm.mode}: {how}) of {len(members)} models: {shown}"}
     rows = lm.num_distance_rows
     kind = (f"{lm.config.model.name} ({lm.config.task}), {len(lm.vocab):,} tokens in its vocabulary, text read as "
             f"{lm.normalizer.name} ({lm.normalizer.summary})")
     if lm.decoders:
         return {"id": model.id, "kind": "decoded", "unit": lm.token_unit, "splits": [], "reports": [],
                 "description": f"{kind}; trees decoded by {' and '.join(lm.decoders)}"}
-    reports = [{"name": str(path.relative_to(path.parent.parent)), "url": f"reports/{first_report + k}"}
-               for k, path in enumerate(model.reports)]
     distances = f", {rows} row{'s' if rows > 1 else ''} of distances" if rows else ", no distances"
     return {"id": model.id, "kind": "lm", "description": kind + distances,
             "unit": lm.token_unit, "splits": list(lm.splits) if rows else [], "reports": reports}
+
+
+def _member(member) -> str:
+    """An ensemble member's model in a few words: its network and task."""
+    config = getattr(member, "config", None)
+    return f"{config.model.name}, {config.task}" if config is not None else type(member).__name__
 
 
 def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
@@ -259,7 +311,7 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
     if not models:
         raise TreenetsError("serve: give at least one model")
     for model in models:
-        check_precision(precision, model.lm.device)  # an unknown precision, or bf16 where it is not native: now
+        check_precision(precision, device_of(model.lm))  # an unknown precision, or bf16 where it is not native: now
     known = {m.id: m for m in models}
     reports, infos = [], []
     for model in models:

@@ -48,18 +48,46 @@ RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "tensorboard")
 
 def prepare_run_folder(out: Path, resume, overwrite: bool):
     """The checkpoint to resume from (None: a fresh run) for run folder `out`: `resume` `""` means
-    `out/last.pt`; a folder that already holds a run must be resumed or overwritten (its run files are then
-    deleted)."""
+    `out/last.pt`; a folder that already holds a run (its `last.pt`) must be resumed (from a checkpoint in it) or
+    overwritten (its run files are then deleted), whether the run written there is a fresh one or another folder's
+    resumed (`resume` a `last.pt` elsewhere: it would replace the folder's `last.pt` and `config.yaml`)."""
     if resume == "":
         return out / "last.pt"
-    if resume is None and (out / "last.pt").exists():
+    last = out / "last.pt"
+    # (a checkpoint of the folder itself, its last.pt or a copy kept beside it, goes on with the folder's run)
+    if last.exists() and (resume is None or not _same_file(Path(resume).parent, out)):
         if not overwrite:
-            raise TreenetsError(f"{out} already holds a training run: pass --resume to continue it, "
-                                "--overwrite to start again, or --out for another folder")
+            if resume is None:
+                raise TreenetsError(f"{out} already holds a training run ({_run_summary(out)}): pass --resume to "
+                                    "continue it, --overwrite to start again, or --out for another folder")
+            raise TreenetsError(f"--out {out} already holds another training run ({_run_summary(out)}) than the one "
+                                f"of --resume {resume}, whose files (last.pt, best.pt, config.yaml, metrics.jsonl) "
+                                "would replace it: pass --overwrite to replace that run, or another --out (without "
+                                "--out the run goes on in its own folder)")
         for name in RUN_FILES:
             target = out / name
             shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
     return resume
+
+
+def _same_file(a, b: Path) -> bool:
+    """Whether the paths `a` and `b` name one file or folder (links and other spellings of a path included)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _run_summary(out: Path) -> str:
+    """What the run of the folder `out` is, for messages: its task and model from its `config.yaml`, where that
+    reads."""
+    path = out / "config.yaml"
+    try:
+        saved = yaml.safe_load(path.read_text(encoding="utf-8"))
+        task, model = saved["task"], saved["model"].get("name", "its default model")
+    except (OSError, ValueError, yaml.YAMLError, TypeError, KeyError, AttributeError):
+        return f"its last.pt; {path} does not say which task"
+    return f"task {task}, model {model}: {path}"
 
 
 @dataclass

@@ -286,10 +286,61 @@ def test_a_sentiment_model_gives_the_class_of_the_sentence_and_of_every_phrase_o
     assert refused.status_code == 400 and "finds no word in it" in refused.json()["error"]
 
 
-def test_a_model_that_reads_no_single_sentence_is_refused():
-    with pytest.raises(TreenetsError, match="serve: treelstm-sick is a relatedness model: serve shows language "
-                                            "models and sentiment models"):
-        load_models(["treelstm-sick"])
+@pytest.mark.parametrize(("name", "task", "reads"), [
+    ("treelstm-sick", "relatedness", "a relatedness model reads --pair A B"),
+    ("om-logic", "logic", "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas)"),
+])
+def test_a_model_that_reads_no_single_sentence_is_refused(name, task, reads):
+    with pytest.raises(TreenetsError) as refused:
+        load_models([name])
+    assert str(refused.value).startswith(f"serve: {name} is a {task} model: serve shows models that read one "
+                                         "sentence (language models and grammars, sentiment models, ensembles")
+    assert f"; {reads}" in str(refused.value) and str(refused.value).endswith(f": try treenets predict {name}")
+
+
+def _ensemble_folder(folder, members, mode="generative"):
+    folder.mkdir()
+    (folder / "ensemble.json").write_text(json.dumps({"members": members, "mode": mode}))
+    return str(folder)
+
+
+def test_an_ensemble_gives_its_tree_and_each_members_with_its_agreement(models, tmp_path):
+    """Before: an ensemble stopped the server at its start (`'EnsembleParser' object has no attribute 'config'`,
+    in the message refusing it)."""
+    ensemble = _ensemble_folder(tmp_path / "ensemble", models, "selective")
+    with TestClient(create_app(load_models([ensemble, models[0]]))) as client:
+        answer = client.post("/api/parse", json={"sentence": SENTENCE, "models": [ensemble, models[0]]})
+        assert answer.status_code == 200
+        found, onlstm = answer.json()["results"]
+        info = client.get("/api/models").json()["models"]
+        (one,) = client.post("/api/parse", json={"sentence": "dog", "models": [ensemble]}).json()["results"]
+    parse = treenets.load(ensemble).parse(SENTENCE)
+    assert found["kind"] == "ensemble" and found["tokens"] == WORDS and found["mode"] == "selective"
+    assert found["unknown"] == ["sees", "zebra"] and onlstm["trees"] is not None
+    assert found["tree"] == json.loads(tree_json(parse.nested))
+    assert [m["model"] for m in found["members"]] == models
+    for member, (_, tree, agreement) in zip(found["members"], parse.members):
+        assert member["tree"] == json.loads(tree_json(tree)) and member["agreement"] == pytest.approx(agreement)
+    # selective: one member's tree is the ensemble's
+    assert max(m["agreement"] for m in found["members"]) == pytest.approx(1.0)
+    assert info[0]["kind"] == "ensemble" and info[0]["mode"] == "selective"
+    assert [m["model"] for m in info[0]["members"]] == models and [m["weight"] for m in info[0]["members"]] == [1, 1]
+    assert info[0]["description"].startswith("ensemble (selective: the member's tree that agrees most with the "
+                                             "others') of 2 models: ")
+    assert one["tokens"] == ["dog"] and one["tree"] == 0
+
+
+def test_a_zoo_ensemble_is_served_beside_a_grammar():
+    """`treenets serve compound-pcfg-ptb ptb-small-ensemble`, the issue's command."""
+    with TestClient(create_app(load_models(["compound-pcfg-ptb", "ptb-small-ensemble"]))) as client:
+        answer = client.post("/api/parse", json={"sentence": "The cat sat on the mat.",
+                                                 "models": ["compound-pcfg-ptb", "ptb-small-ensemble"]})
+        assert answer.status_code == 200
+        grammar, ensemble = answer.json()["results"]
+    assert grammar["kind"] == "decoded" and ensemble["kind"] == "ensemble"
+    assert ensemble["tokens"] == ["the", "cat", "sat", "on", "the", "mat"]
+    assert [m["model"] for m in ensemble["members"]] == ["onlstm-ptb-small", "prpn-up-small", "structformer-ptb-small"]
+    assert all(0 <= m["agreement"] <= 1 for m in ensemble["members"])
 
 
 @pytest.mark.usefixtures("browser")
@@ -422,4 +473,24 @@ def test_page_draws_a_grammars_labelled_trees_in_a_browser(open_page, grammar, t
             assert figures.nth(k).locator("text.label").count() == len(WORDS) - 1  # every node of two words or more
             assert len(figures.nth(k).locator("text.tag").all_text_contents()) == len(WORDS)  # every word's tag
         page.screenshot("serve-grammar")
+        assert page.errors == []
+
+
+@pytest.mark.usefixtures("browser")
+def test_page_draws_an_ensembles_tree_and_its_members_in_a_browser(open_page, models, tiny_run, tmp_path):
+    ensemble = _ensemble_folder(tmp_path / "ensemble", models)
+    with serving(create_app(load_models([ensemble]))) as address:
+        page = open_page(tiny_run / "screenshots")
+        tab = page.tab
+        tab.goto(address)
+        tab.fill("#sentence", SENTENCE)
+        tab.press("#sentence", "Enter")
+        tab.wait_for_selector(".panel svg")
+        figures = tab.locator(".panel svg")
+        assert figures.count() == 1 + len(models)  # the ensemble's tree, then each member's
+        for k in range(figures.count()):
+            assert figures.nth(k).locator("text.word").all_text_contents() == WORDS
+        assert "the ensemble's tree (generative)" in figures.nth(0).locator(".caption").first.text_content()
+        assert "agreement" in figures.nth(1).locator(".caption").first.text_content()
+        page.screenshot("serve-ensemble")
         assert page.errors == []

@@ -113,3 +113,55 @@ def test_a_text_of_ones_own_without_unk_and_the_vocabulary_size(tmp_path, treeba
     task = PCFGTask(config)
     assert task.vocab.words == ["the", "dog", "cat", "<unk>"]  # the three most frequent, then <unk>
     assert task.unknown_tokens("valid") > 0 and task.evaluate(task.build_model(), "valid").values()["ppl"] > 1
+
+
+def test_eval_file_gives_a_grammars_kl_and_bound_as_a_split_does_and_says_what_it_skips(tmp_path, capsys):
+    """Before: `eval compound-pcfg-ptb --file` reported "kl": 0.0 and "ppl" (the predictor's metric summed the
+    bound alone), where its forward pass gives each sentence a positive KL and a split reports the bound as
+    `ppl_bound`; one-word lines were dropped unsaid, and a text of them alone gave `ppl` null with exit 0."""
+    text = tmp_path / "s.txt"
+    text.write_text("The cat sat on the mat.\nA dog ran home\nDog\n")
+    assert main(["eval", "compound-pcfg-ptb", "--file", str(text)]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    grammar = treenets.load("compound-pcfg-ptb")
+    kls = []
+    for sentence in ("the cat sat on the mat", "a dog ran home"):
+        ids = torch.tensor([grammar.vocab.encode(sentence.split())[0]])
+        with torch.no_grad():
+            kls.append(float(grammar.net(ids, torch.tensor([ids.size(1)]), use_mean=True).kl))
+    assert all(kl > 0 for kl in kls) and result["kl"] == pytest.approx(sum(kls) / 2, rel=1e-4)
+    assert "ppl" not in result and result["ppl_bound"] > 1 and result["tokens"] == 7 + 5
+    assert f"note: --file {text}: 1 of 3 line(s) skipped, of one word (a grammar scores sentences of two words or " \
+           "more" in captured.err
+    text.write_text("cat\ndog\nbird\n")
+    assert main(["eval", "compound-pcfg-ptb", "--file", str(text)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"treenets: error: --file {text}: none of its 3 line(s) reads as two words or more (a "
+                          "grammar scores sentences of two words or more"), err
+
+
+def test_a_text_without_a_sentence_the_grammar_reads_or_no_validation_treebank_is_refused_up_front(tmp_path,
+                                                                                                   treebank, capsys):
+    """Before: `--set data.max_length=1` (or a text of one-word lines) said "fewer examples than one batch" of a
+    text of dozens, and `data.valid=[]` trained, wrote its checkpoints, then failed with "the grammar gives a
+    sentence probability 0"."""
+    corpus = write_corpus(tmp_path / "corpus")
+    config = tmp_path / "pcfg.yaml"
+    config.write_text(yaml.safe_dump(_config(corpus, treebank)))
+    train = ["train", str(config), "--out", str(tmp_path / "run"), "--no-progress", "--max-steps", "1"]
+    lines = len((corpus / "ptb.train.txt").read_text().splitlines())
+    assert main([*train, "--set", "data.max_length=1"]) == 2
+    err = capsys.readouterr().err
+    assert "no sentence to train on: a grammar reads sentences of 2 words or more" in err, err
+    assert f"the first epoch those of at most data.max_length 1; of the text's {lines:,} line(s), {lines:,} have 2 " \
+           "words or more, none of them within the length limit" in err, err
+    (corpus / "ptb.train.txt").write_text("cat\ndog\n" * 20)
+    assert main(train) == 2
+    assert "none of the text's 40 line(s) has two" in capsys.readouterr().err
+    write_corpus(corpus)
+    assert main([*train, "--set", "data.valid=[]"]) == 2
+    err = capsys.readouterr().err
+    assert "data: valid is [], no treebank: a grammar is validated and selected on the perplexity of a treebank's " \
+           "sentences" in err and "Traceback" not in err, err
+    assert not (tmp_path / "run" / "last.pt").exists()

@@ -24,27 +24,37 @@ def check_tied(state_dict: Mapping, tie_weights: bool) -> None:
         raise TreenetsError("tie_weights is set but encoder.weight and decoder.weight differ")
 
 
-def load_renamed(model, state_dict: Mapping, renamed: dict, what: str, arguments: str) -> None:
-    """Load `state_dict` into `model` under the names `renamed` maps its keys to, checking keys and shapes.
+def load_renamed(model, state_dict: Mapping, renamed: dict, what: str, arguments: str, source=None) -> None:
+    """Load `state_dict` into `model` under the names `renamed` maps its keys to, checking keys, dtypes and shapes.
 
     Args:
         what: what the state_dict should be, for messages ("an official ON-LSTM state_dict for nlayers=3").
         arguments: the constructor arguments the shapes follow from, for messages.
+        source: the file the state_dict was read from, which the messages name (default: its `source`
+            attribute where it has one: a golden fixture's `params.npz`, `treenets.golden.Arrays`).
 
     Raises:
-        TreenetsError: a key missing or unexpected, or a shape that does not match.
+        TreenetsError: a key missing or unexpected, an array that is not floats where the model holds weights,
+            or a shape that does not match.
     """
+    source = source if source is not None else getattr(state_dict, "source", None)
+    where = f"{source}: " if source is not None else ""
     missing = sorted(set(renamed) - set(state_dict))
     unexpected = sorted(set(state_dict) - set(renamed))
     if missing or unexpected:
-        raise TreenetsError(f"not {what}: missing {missing or 'nothing'}, unexpected {unexpected or 'nothing'}")
+        raise TreenetsError(f"{where}not {what}: missing {missing or 'nothing'}, unexpected {unexpected or 'nothing'}")
     ours = model.state_dict()
     converted = {}
     for official, name in renamed.items():
-        tensor = as_tensor(state_dict[official]).to(ours[name].dtype)
+        tensor = as_tensor(state_dict[official])
+        if ours[name].is_floating_point() and not tensor.is_floating_point():  # (cast, ids would pass as weights)
+            raise TreenetsError(f"{where}{official}: {str(tensor.dtype).removeprefix('torch.')} "
+                                f"{list(tensor.shape)}; expected floats (weights: {name} is "
+                                f"{str(ours[name].dtype).removeprefix('torch.')})")
+        tensor = tensor.to(ours[name].dtype)
         if tensor.shape != ours[name].shape:
-            raise TreenetsError(f"{official}: shape {tuple(tensor.shape)} does not match {tuple(ours[name].shape)} "
-                                f"expected from {arguments}")
+            raise TreenetsError(f"{where}{official}: shape {tuple(tensor.shape)} does not match "
+                                f"{tuple(ours[name].shape)} expected from {arguments}")
         converted[name] = tensor
     model.load_state_dict(converted)
 
@@ -87,6 +97,10 @@ def fixture_ids(arrays: dict, key: str, axes: tuple[str, ...], vocab_size: int, 
         raise TreenetsError(f"{where}: {ids.dtype} values; expected integer token ids")
     if ids.ndim != len(axes):
         raise TreenetsError(f"{where}: {ids.ndim}-D {list(ids.shape)}; expected {expected}")
+    if ids.size == 0:  # (a model reads at least one token: an RNN of length 0 fails deep inside)
+        empty = ", ".join(axis for axis, size in zip(axes, ids.shape) if size == 0)
+        raise TreenetsError(f"{where}: shape {list(ids.shape)}, no token ({empty} 0); expected {expected}, each "
+                            "axis at least 1")
     if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
         raise TreenetsError(f"{where}: ids from {ids.min()} to {ids.max()}; expected 0 to {vocab_size - 1} (the "
                             f"config's vocabulary of {vocab_size})")

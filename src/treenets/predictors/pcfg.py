@@ -95,7 +95,7 @@ class GrammarParse(Parse):
     def record_fields(self) -> dict:
         """The labelled tree, each span with its nonterminal, each word's preterminal, and how it was decoded."""
         return {"labelled_tree": self.labelled, "spans": [list(span) for span in self.spans], "tags": self.tags,
-                "decode": self.decode, "score": self.score}
+                "decode": self.decode, "score": self.score if math.isfinite(self.score) else None}  # (one word: none)
 
     def notes(self) -> list[str]:
         return [f"labelled ({self.decode}): {self.labelled}"]
@@ -295,14 +295,13 @@ class GrammarModel(LanguageModel):
                 for (words, dropped), value in zip(readings, values)]
 
     def evaluate(self, sentences: list, batch_size: int = 64, pretokenized: bool = False):
-        """Perplexity per word and closing `</s>` of sentences of two or more words (strings or token lists), as the
-        task's metric."""
-        tokens = [self.read(sentence, pretokenized) for sentence in _sentences(sentences)]
-        tokens = [words for words in tokens if len(words) >= 2]
-        metric = registered_tasks()[self.config.task].Metric()
-        for value, words in zip(self.log_probs(tokens, _batch_size(batch_size)), tokens):
-            metric.add(torch.tensor(-value, dtype=torch.float64), len(words) + 1)
-        return metric
+        """The task's metric of sentences (strings or token lists) as `treenets eval --file` gives it (the task's
+        `evaluate_text`): perplexity per word and closing `</s>` (a Compound PCFG's bound, `ppl_bound`) and the
+        mean KL, over the sentences of two or more words (one word has no tree: an error if none is longer)."""
+        sentences = _sentences(sentences)
+        return registered_tasks()[self.config.task].evaluate_text(
+            self, [(f"sentence {i + 1}", s) for i, s in enumerate(sentences)], _batch_size(batch_size), pretokenized,
+            "sentences")
 
     def _predict_inputs(self, pretokenized: bool = False, sentence: str | None = None) -> GrammarScore:
         if sentence is None:

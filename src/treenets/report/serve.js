@@ -92,10 +92,31 @@
     return box;
   }
 
+  // An ensemble: its combined tree, then each member's with its agreement (sentence F1) with the combined one.
+  function ensemblePanel(r, info) {
+    const words = r.tokens;
+    const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
+    const scroll = (svg) => htmlEl("div", { class: "figure-scroll" }, svg);
+    const box = htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
+      htmlEl("p", { class: "meta", text: `${info.description}; ${words.length} ${info.unit}s` +
+        (r.unknown.length ? `; read as <unk>: ${r.unknown.join(" ")}` : "") }));
+    if (info.reports.length) {
+      box.append(htmlEl("p", { class: "meta" }, "reports: ", ...info.reports.flatMap((rep, k) => [
+        k ? ", " : "", htmlEl("a", { href: rep.url, target: "_blank", rel: "noopener", text: rep.name })])));
+    }
+    box.append(scroll(Trees.figure({ words, unknown, tree: r.tree, caption: `the ensemble's tree (${r.mode})` })));
+    box.append(htmlEl("h3", { text: "Its members" }));
+    const agreement = (a) => (a === null ? "no tree" : `agreement ${(100 * a).toFixed(1)} (sentence F1 with the ensemble's tree)`);
+    box.append(htmlEl("div", { class: "layers" }, ...r.members.map((m) => scroll(Trees.figure({
+      words, unknown, tree: m.tree, caption: `${m.model}: ${agreement(m.agreement)}` })))));
+    return box;
+  }
+
   function panel(r) {
     const info = byId[r.model];
     if (r.kind === "sentiment") return sentimentPanel(r, info);
     if (r.kind === "decoded") return decodedPanel(r, info);
+    if (r.kind === "ensemble") return ensemblePanel(r, info);
     const words = r.tokens;
     const unknown = new Set(words.map((w, i) => (r.unknown.includes(w) ? i : -1)).filter((i) => i >= 0));
     // A model read between boundary tokens also gives the surprisal of the closing one (a StructFormer has none).

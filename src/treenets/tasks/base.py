@@ -82,6 +82,17 @@ class Task:
         None if the task does not say."""
         return None
 
+    @classmethod
+    def evaluate_text(cls, predictor, sentences: list[tuple[str, str]], batch_size: int | None = None,
+                      pretokenized: bool = False, source: str = "--file", log=None) -> Metric:
+        """`treenets eval --file`: the metric of `predictor` (a language model of this task) on the lines of a text,
+        `(where, text)` pairs (`treenets.files.read_sentences`; `source` names the text, `log` takes notes): each
+        line read first (a line with nothing to read is an error naming it), then the predictor's `evaluate`. A task
+        whose metric holds more than the predictor's reports it as its `evaluate` does a split's."""
+        for where, text in sentences:
+            predictor.read(text, pretokenized, where)
+        return predictor.evaluate([text for _, text in sentences], batch_size or 64, pretokenized)
+
     def keep_every(self, split: str, every: int) -> None:
         """Keep every `every`-th example of `split` only (a model card's quick check of a large split)."""
         raise NotImplementedError(f"task {self.name} cannot keep a part of a split")

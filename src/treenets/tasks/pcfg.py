@@ -71,6 +71,10 @@ class PCFGDataConfig(Section):
         if self.final_max_length < self.max_length:
             raise ValueError(f"final_max_length {self.final_max_length} is below max_length {self.max_length}, the "
                              "curriculum's first length (expected the length it grows to, at least its first)")
+        if not self.valid:
+            raise ValueError("valid is [], no treebank: a grammar is validated and selected on the perplexity of a "
+                             "treebank's sentences (expected one or more treebanks: paths, or the names "
+                             "nltk-sample, wsj22, wsj24)")
         return self
 
 
@@ -182,6 +186,34 @@ def _noise(net, batch: int, draws: torch.Generator, device) -> dict:
     return {"noise": torch.randn(batch, size, generator=draws).to(device)} if size else {}
 
 
+def score_sentences(model, ids: list[torch.Tensor], device, batch_size: int, gold: list | None = None,
+                    progress=None) -> GrammarMetric:
+    """The `GrammarMetric` of a grammar on sentences of word ids (those of at least two words; `gold`: their gold
+    trees, aligned with `ids`, or None), in batches of similar length: perplexity per word and closing `</s>`
+    (z drawn for a Compound PCFG's bound), the mean KL per sentence, and the F1 of the Viterbi trees (z its
+    posterior mean), as the official `train.py` evaluates. What a split's evaluation and `eval --file` share."""
+    sentences = [(i, s) for i, s in enumerate(ids) if len(s) >= 2]
+    sentences.sort(key=lambda item: len(item[1]))
+    draws = torch.Generator().manual_seed(0)  # z's draws: the same every evaluation, and not training's
+    with evaluating(model) as net:
+        metric = GrammarMetric(device, bound=bool(unwrap(net).z_dim))
+        for start in range(0, len(sentences), batch_size):
+            chunk = sentences[start : start + batch_size]
+            lengths = torch.tensor([len(s) for _, s in chunk])
+            tokens = torch.nn.utils.rnn.pad_sequence([s for _, s in chunk], batch_first=True).to(device)
+            run = net(tokens, lengths, **_noise(net, len(chunk), draws, device))
+            metric.add_batch(run.nll, run.kl, int((lengths + 1).sum()))
+            if gold is not None:
+                trees = viterbi(net(tokens, lengths, use_mean=True).grammar if unwrap(net).z_dim else run.grammar,
+                                lengths)
+                for (i, _), tree in zip(chunk, trees):
+                    predicted = {(s, t + 1) for s, t, _ in tree.spans} - {(0, len(ids[i]))}
+                    metric.f1.append(sentence_prf(predicted, spans(gold[i]))[2])
+            if progress is not None:
+                progress(int((lengths + 1).sum()))
+    return metric
+
+
 @register
 class PCFGTask(Task):
     """Grammar induction on sentences (the Neural and Compound PCFGs)."""
@@ -200,10 +232,19 @@ class PCFGTask(Task):
         words = {}
         if "train" in self.splits:
             path = self.data_folder(f"a folder with {cfg.train}") / cfg.train
-            words["train"] = [sentence[:-1] for sentence in read_lm_file(path)]  # (its <eos> dropped)
-            words["train"] = [sentence for sentence in words["train"] if sentence]
-            if not words["train"]:
-                raise TreenetsError(f"{path}: no sentence to train on")
+            lines = [sentence[:-1] for sentence in read_lm_file(path)]  # (each one's <eos> dropped)
+            words["train"] = [sentence for sentence in lines if sentence]
+            read = sum(2 <= len(sentence) <= self.length_limit(0) for sentence in words["train"])
+            if not read:  # (the first epoch would have no batch)
+                longer = sum(len(sentence) >= 2 for sentence in words["train"])
+                raise TreenetsError(f"{path}: no sentence to train on: a grammar reads sentences of 2 words or more "
+                                    "(one word has no tree under its nonterminal root), the first epoch those of at "
+                                    f"most data.max_length {cfg.max_length}; of the text's {len(lines):,} line(s), "
+                                    f"{longer:,} have 2 words or more, none of them within the length limit"
+                                    if longer else
+                                    f"{path}: no sentence to train on: a grammar reads sentences of 2 words or more "
+                                    "(one word has no tree under its nonterminal root), and none of the text's "
+                                    f"{len(lines):,} line(s) has two")
         self.gold = {}
         for split in ("valid", "test"):
             if split in self.splits:
@@ -217,6 +258,8 @@ class PCFGTask(Task):
                     for split, sentences in words.items()}
         self._unknown = {split: sum(w not in self.vocab for s in sentences for w in s)
                          for split, sentences in words.items()}
+        if "valid" in self.splits:  # (validation selects the model: refused before training; test, when read)
+            self._check_evaluable("valid")
         if "train" in self.splits:
             lengths = [len(s) for s in self.ids["train"]]
             self.batches = LengthBatches(lengths, cfg.batch_size, self.length_limit, config.train.seed)
@@ -252,31 +295,42 @@ class PCFGTask(Task):
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> GrammarMetric:
         """Perplexity (and KL, and the Viterbi trees' F1 against the gold) of the sentences of `split` of at
-        least two words, in batches of similar length; z is the posterior mean for the trees, drawn for the
-        bound, as the official `train.py` evaluates."""
-        size = batch_size or self.config.data.eval_batch_size
-        sentences = [(i, s) for i, s in enumerate(self.ids[split]) if len(s) >= 2]
-        sentences.sort(key=lambda item: len(item[1]))
-        gold = self.gold.get(split)
-        draws = torch.Generator().manual_seed(0)  # z's draws: the same every evaluation, and not training's
-        with evaluating(model) as net:
-            metric = GrammarMetric(self.device, bound=bool(unwrap(net).z_dim))
-            for start in range(0, len(sentences), size):
-                chunk = sentences[start : start + size]
-                lengths = torch.tensor([len(s) for _, s in chunk])
-                tokens = torch.nn.utils.rnn.pad_sequence([s for _, s in chunk], batch_first=True).to(self.device)
-                run = net(tokens, lengths, **_noise(net, len(chunk), draws, self.device))
-                metric.add_batch(run.nll, run.kl, int((lengths + 1).sum()))
-                if gold is not None:
-                    trees = viterbi(net(tokens, lengths, use_mean=True).grammar if unwrap(net).z_dim else run.grammar,
-                                    lengths)
-                    for (i, _), tree in zip(chunk, trees):
-                        predicted = {(s, t + 1) for s, t, _ in tree.spans} - {(0, len(self.ids[split][i]))}
-                        metric.f1.append(sentence_prf(predicted, spans(gold[i]))[2])
-                if progress is not None:
-                    progress(int((lengths + 1).sum()))
+        least two words (`score_sentences`)."""
+        self._check_evaluable(split)
+        metric = score_sentences(model, self.ids[split], self.device, batch_size or self.config.data.eval_batch_size,
+                                 self.gold.get(split), progress)
         if not math.isfinite(metric.values()["loss"]):
             raise TreenetsError(f"{split}: the grammar gives a sentence probability 0 (perplexity infinite)")
+        return metric
+
+    def _check_evaluable(self, split: str) -> None:
+        """An error naming `data.<split>` where its treebanks hold no sentence a grammar scores (2 words or more)."""
+        if not any(len(sentence) >= 2 for sentence in self.ids[split]):
+            raise TreenetsError(f"data.{split} {getattr(self.config.data, split)}: no sentence of 2 words or more to "
+                                f"evaluate on ({len(self.ids[split]):,} with words; a grammar scores sentences of 2 "
+                                "words or more)")
+
+    @classmethod
+    def evaluate_text(cls, predictor, sentences: list[tuple[str, str]], batch_size: int | None = None,
+                      pretokenized: bool = False, source: str = "--file", log=None) -> GrammarMetric:
+        """`treenets eval --file`: the metric of the grammar `predictor` on the lines of a text (`(where, text)`
+        pairs), as on a split (`score_sentences`: the KL and a Compound PCFG's bound included). A grammar scores
+        sentences of two words or more (no tree has a nonterminal root over one word): the others are counted and
+        said to `log`, and a text without one is an error naming `source`."""
+        tokens = [predictor.read(text, pretokenized, where) for where, text in sentences]
+        kept = [words for words in tokens if len(words) >= 2]
+        why = "a grammar scores sentences of two words or more: no tree has a nonterminal root over one word"
+        if not kept:
+            raise TreenetsError(f"{source}: none of its {len(tokens)} line(s) reads as two words or more ({why}); "
+                                "nothing to score")
+        if len(kept) < len(tokens) and log is not None:
+            log(f"note: {source}: {len(tokens) - len(kept)} of {len(tokens)} line(s) skipped, of one word ({why}); "
+                f"{len(kept)} scored")
+        ids = [torch.tensor(predictor.vocab.encode(words)[0]) for words in kept]
+        metric = score_sentences(predictor.net, ids, predictor.device,
+                                 batch_size or predictor.config.data.eval_batch_size)
+        if not math.isfinite(metric.values()["loss"]):
+            raise TreenetsError(f"{source}: the grammar gives a sentence probability 0 (perplexity infinite)")
         return metric
 
     def state_dict(self) -> dict:

@@ -39,7 +39,7 @@ def classifier_from_official(state_dict: Mapping, ntoken: int, ninp: int, nhid: 
     model = config.build(ntoken, nout)
     renamed = {"embedding.weight": "embedding.weight"}
     renamed.update({f"mlp.{i}.{k}": f"mlp.{i}.{k}" for i in (1, 4) for k in ("weight", "bias")})
-    state_dict = dict(state_dict)
+    source, state_dict = getattr(state_dict, "source", None), dict(state_dict)  # (a copy: shared copies dropped)
     for official_direction, ours_direction in (("OM_forward", "forward_memory"), ("OM_backward", "backward_memory")):
         if official_direction == "OM_backward" and not bidirectional:
             continue
@@ -60,5 +60,5 @@ def classifier_from_official(state_dict: Mapping, ntoken: int, ninp: int, nhid: 
                            ("cell.input_t.4", "cell.out")):
             renamed.update({f"{official}.{part}.{k}": f"{ours}.{name}.{k}" for k in ("weight", "bias")})
     load_renamed(model, state_dict, renamed, "an official Ordered Memory Classifier state_dict",
-                 f"ntoken={ntoken}, ninp={ninp}, nhid={nhid}, nout={nout}")
+                 f"ntoken={ntoken}, ninp={ninp}, nhid={nhid}, nout={nout}", source)
     return model.eval()
