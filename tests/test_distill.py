@@ -14,6 +14,7 @@ import yaml
 import treenets.distill
 from treenets.cli import main
 from treenets.errors import TreenetsError
+from treenets.report import tree_json
 from treenets.trees import left_branching, right_branching
 from treenets.trees.draw import bracketed
 from treenets.trees.ensemble import combine, nested_from_spans
@@ -200,7 +201,22 @@ def test_models_teach_a_student_that_parses_and_exports(tmp_path, corpus, studen
     record = json.loads(capsys.readouterr().out)
     assert record["tokens"] == ["shares", "of", "ibm", "fell", "N", "points", "on", "monday"]
     assert main(["export", str(out / "run" / "best.pt"), str(tmp_path / "folder"), "--threads", "1"]) == 0
-    assert treenets.load(str(tmp_path / "folder")).parse("The cat sat.").words == ["the", "cat", "sat"]
+    student = treenets.load(str(tmp_path / "folder"))
+    parse = student.parse("The cat sat on the mat.", decode="mbr")
+    assert parse.words == ["the", "cat", "sat", "on", "the", "mat"] and len(parse.spans) == 5
+    # `serve` draws its trees by both decoders (no perplexity: a parser gives none)
+    pytest.importorskip("httpx2", reason="Starlette's TestClient needs httpx2")
+    from starlette.testclient import TestClient
+
+    from treenets.serve import create_app, load_models
+
+    with TestClient(create_app(load_models([str(tmp_path / "folder")]))) as client:
+        answer = client.post("/api/parse", json={"sentence": "The cat sat on the mat.", "models": [str(tmp_path /
+                                                                                                      "folder")]})
+    assert answer.status_code == 200
+    result = answer.json()["results"][0]
+    assert result["perplexity"] is None and set(result["trees"]) == {"viterbi", "mbr"}
+    assert result["trees"]["mbr"]["tree"] == json.loads(tree_json(parse.nested))
 
 
 def test_bad_input_is_a_clear_error(tmp_path, teacher_files, capsys):

@@ -27,7 +27,7 @@ def _inputs(sentences, vocab_ids):
     return tokens, char_ids(sentences, longest), torch.tensor([len(s) for s in sentences])
 
 
-VOCAB = {w: i for i, w in enumerate("the cat sat on mat a dog ran <unk>".split())}
+VOCAB = {w: i for i, w in enumerate(["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "<unk>"])}
 
 
 def test_span_scores_are_the_equations_one_span_at_a_time():

@@ -487,7 +487,8 @@ class _FactoredInside(torch.autograd.Function):
     maximum over A and ml each parent's over B (width 1: the terms and the preterminal block). Backward, widths
     from the widest: a cell's gradient is the root's (where it is a sentence's whole span) plus its projections',
     P_w * (dQ_left @ E_left + dQ_right @ E_right) with dQ = d(as_left) / Q (zero where Q was clamped); then the split
-    points' gradients exp(as_left + as_right - beta) * d(beta) reach the narrower children."""
+    points' gradients exp(as_left + as_right - sum) * d(beta) reach the narrower children, `sum` the cell before its
+    label offset (the marginals' zeros; a tree CRF's span scores, `tree_crf_log_z`), whose gradient is the cell's."""
 
     @staticmethod
     def forward(ctx, roots, terms, left, right, label_offsets, values, kernels):

@@ -168,6 +168,9 @@ class ParsingTask(Task):
                     raise TreenetsError(f"data.{split}: no treebank (expected treebanks whose gold trees score the "
                                         "parser, e.g. [wsj22])")
                 gold = [s for spec in specs for s in load_gold(resolve_treebank(spec, self.root)) if len(s.words) >= 2]
+                if not gold:
+                    raise TreenetsError(f"data.{split}: {', '.join(specs)}: no sentence of two words or more (expected "
+                                        "treebanks of gold trees whose leaves are tagged words, e.g. wsj22)")
                 self.gold[split] = [s.gold for s in gold]
                 self.words[split] = [s.words for s in gold]
         if self.vocab is None:
