@@ -333,10 +333,19 @@ def test_a_shipped_model_reproduces_its_card(name, data_root):
     metrics = json.loads((folder / "metrics.json").read_text())
     recorded = metrics["check"]
     assert recorded and all(f"{value:.6f}" in (folder / "README.md").read_text() for value in recorded.values())
-    measured = cards.check_figures(treenets.load(name), data_root)
+    model = treenets.load(name)
+    measured = cards.check_figures(model, data_root)
     assert measured.keys() == recorded.keys()
+    # A model that decodes its trees (a grammar's Viterbi or MBR; an ensemble with such members) takes the argmax of
+    # sums of products, and the CPU's product kernels round them apart: the check's F1 (200 sentences) of
+    # neural-pcfg-ptb was 0.46621 on an Intel Xeon (AVX-512), 0.46603 on an AMD EPYC (AVX-512), 0.46549 there with
+    # MKL, ATen and the kernels at AVX2; compound-pcfg-ptb's 0.54238, 0.54279, 0.54303 (one near-tied span moves
+    # the F1 by about 2e-4): held to 2e-3. The rest to 1e-4, a perplexity to 1e-5 of itself (0.0003 of 279.81 apart
+    # at AVX2).
+    decodes = any(getattr(m, "decoders", ()) for m in (getattr(model, "members", {}).values() or [model]))
     for key, value in recorded.items():
-        assert measured[key] == pytest.approx(value, abs=1e-4), key
+        tolerance = 2e-3 if decodes and "F1" in key else 1e-5 * value if "perplexity" in key else 1e-4
+        assert measured[key] == pytest.approx(value, abs=max(tolerance, 1e-4)), key
 
 
 def test_every_command_takes_a_zoo_name(tiny_run, tmp_path, monkeypatch, capsys, data_root):

@@ -40,7 +40,7 @@ def _parses_words(predictor) -> bool:
 
 def check_figures(predictor, root=None) -> dict:
     """`_check_figures` on one thread: the products' rounding changes with the thread count, and with it a
-    grammar's near-tied trees; on one thread the figures are the same whatever the machine or the caller set."""
+    grammar's near-tied trees; on one thread the figures are the same whatever the caller set."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -1,0 +1,78 @@
+"""Whole `treenets parse MODEL --file F` commands, timed in turns: how long a user waits for the trees of a file of
+raw sentences from each model (an ensemble and its distilled student, say), the process's start and the models'
+loading included.
+
+    python benchmarks/parse_file_speed.py ptb-ensemble ptb-distilled [--file F | --sentences 500] [--turns 3]
+        [--threads 1]
+
+Without `--file`, the first `--sentences` sentences of WSJ 24's raw words (capitals, numbers and punctuation
+restored from the treebank's leaves) are written to a temporary file. Each turn runs every model once, in the order
+given, then in reverse in the next turn; the median over the turns is reported, with the ratio of each model's time
+to the first one's. The trees go to /dev/null (they are `parse`'s stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+
+def cpu_name() -> str:
+    path = Path("/proc/cpuinfo")
+    if path.exists():
+        text = path.read_text()
+        model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+                     platform.processor())
+        isa = next((f for f in ("avx512_bf16", "avx512f", "avx2") if f" {f}" in text), "no AVX2")
+        return f"{model} ({isa})"
+    return platform.processor() or platform.machine()
+
+
+def wsj24_sentences(count: int) -> list[str]:
+    """The first `count` sentences of WSJ 24 as raw text: the treebank's leaves, empty elements dropped."""
+    from treenets.data.treebanks import resolve_treebank
+    from treenets.trees.ptb import WORD_RULES, load_gold
+
+    sentences = load_gold(resolve_treebank("wsj24"), rule=WORD_RULES["li-punct"])[:count]
+    return [" ".join(s.forms) for s in sentences if s.forms]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--file", help="a file of raw sentences, one a line (default: WSJ 24's first --sentences)")
+    parser.add_argument("--sentences", type=int, default=500)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.file) if args.file else Path(tmp) / "sentences.txt"
+        if not args.file:
+            path.write_text("\n".join(wsj24_sentences(args.sentences)) + "\n")
+        lines = sum(1 for line in path.read_text().splitlines() if line.strip())
+        times: dict[str, list[float]] = {model: [] for model in args.models}
+        for turn in range(args.turns):
+            for model in args.models if turn % 2 == 0 else list(reversed(args.models)):
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "treenets", "parse", model, "--file", str(path), "--threads",
+                                str(args.threads)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                times[model].append(time.perf_counter() - start)
+    print(f"{cpu_name()}, {args.threads} thread(s), {lines} sentences, {args.turns} turns (median)")
+    print("| model | seconds | sentences/s | time / the first model's |")
+    print("| --- | ---: | ---: | ---: |")
+    first = statistics.median(times[args.models[0]])
+    for model, found in times.items():
+        seconds = statistics.median(found)
+        print(f"| {model} | {seconds:.1f} | {lines / seconds:.1f} | {seconds / first:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
