@@ -49,7 +49,8 @@ UNK = "<unk>"
 class ParsingDataConfig(Section):
     """The training trees and the treebanks whose gold trees validate and test."""
 
-    train: str  # a file of bracketed trees, one a line (a path; else under the data root)
+    # a file of bracketed trees, one a line (a path; else under the data root); `treenets distill` sets its own
+    train: str = "teachers.txt"
     valid: list[str] = ["wsj22"]  # treebanks: paths, or the names nltk-sample, wsj22, wsj24
     test: list[str] = ["wsj24"]  # (never WSJ 23)
     vocab_size: PositiveInt = 10_000  # the most frequent words of the training trees (ties: the first seen)
@@ -62,7 +63,7 @@ class ParsingDataConfig(Section):
 
 class ParsingConfig(Section):
     task: Literal["parsing"]
-    data: ParsingDataConfig
+    data: ParsingDataConfig = ParsingDataConfig()
     model: ParserConfig = SpanParserConfig()
     optim: OptimConfig = AdamConfig(lr=1e-3, betas=(0.9, 0.999), clip=5.0, weight_decay=0.0)
     train: TrainConfig = TrainConfig()
