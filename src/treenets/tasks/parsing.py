@@ -142,7 +142,7 @@ class ParsingTask(Task):
     Config = ParsingConfig
     Metric = TreeF1
     Predictor = SpanParserModel
-    units = "sentences"
+    units = "words"  # what a batch's `read` counts, for speeds (the loss is per sentence: `size`)
     all_splits = ("train", "valid", "test")
     boundaries = ("<s>", "</s>")  # (read by the predictors' base; the parser adds its own around a sentence)
 
@@ -208,7 +208,7 @@ class ParsingTask(Task):
         return losses.mean(), float(losses.detach().sum())
 
     def eval_units(self, split: str, batch_size: int | None = None) -> int:
-        return len(self.words[split])
+        return sum(len(words) for words in self.words[split])
 
     def evaluate(self, model, split: str = "valid", batch_size: int | None = None, progress=None) -> TreeF1:
         """The sentence-F1 of the parser's Viterbi trees of the split's sentences (of two words or more) against
@@ -226,5 +226,5 @@ class ParsingTask(Task):
                     predicted = {(s, t + 1) for s, t in found} - {(0, n)}
                     metric.f1.append(sentence_prf(predicted, spans(self.gold[split][i]))[2])
                 if progress is not None:
-                    progress(len(chunk))
+                    progress(int(batch.lengths.sum()))
         return metric
