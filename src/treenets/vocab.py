@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from treenets.errors import TreenetsError
@@ -34,6 +35,16 @@ class Vocab:
         for sentence in sentences:
             seen.update(dict.fromkeys(sentence))
         return cls(list(seen), unk=unk)
+
+    @classmethod
+    def most_frequent(cls, sentences: Sequence[Sequence[str]], size: int, unk: str = "<unk>") -> Vocab:
+        """The `size` most frequent words of `sentences` (ties: the first seen), `unk` always among them (added
+        where the text has none: every other word is read as it), in the order first seen."""
+        counts = Counter(word for sentence in sentences for word in sentence)
+        counts[unk] += 0
+        order = {word: i for i, word in enumerate(dict.fromkeys([*(w for s in sentences for w in s), unk]))}
+        kept = sorted(counts, key=lambda w: (w != unk, -counts[w], order[w]))[:size]
+        return cls(sorted(kept, key=order.__getitem__), unk=unk)
 
     def __len__(self) -> int:
         return len(self.words)

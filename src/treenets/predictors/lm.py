@@ -379,6 +379,37 @@ class LanguageModel(TreeInducer, Predictor):
                                                                                    batch_size))]
 
 
+class TreeModel(LanguageModel):
+    """A model that reads text as a language model does and gives one tree per sentence from something other than
+    syntactic distances (`tree_source`: a grammar, span scores), found by one of its `decoders`: no distances, one
+    layer (1)."""
+
+    splits = ("official",)  # its trees are its own, not split from distances: no split rule to choose
+
+    @property
+    def induces_trees(self) -> bool:
+        return True
+
+    @property
+    def num_distance_rows(self) -> int:
+        return 0
+
+    @property
+    def default_layer(self) -> int:
+        return 1
+
+    def layers(self, spec: Layer = "default", option: str = "layer") -> list[Layer]:
+        """[1]: one tree per sentence (`spec` default, 1 or all)."""
+        if spec in ("default", "all", None, 1, "1"):
+            return [1]
+        raise TreenetsError(f"{option} {spec}: {self.config.model.name} has no layers of distances: its tree comes "
+                            f"from {self.tree_source} (expected 1, the default)")
+
+    def _require_distances(self) -> None:
+        raise TreenetsError(f"{self.config.model.name} gives no syntactic distances: its trees come from "
+                            f"{self.tree_source} (`parse`)")
+
+
 def _describe(value) -> str:
     """What a value that is not a sentence is, for a message."""
     if isinstance(value, list | tuple):

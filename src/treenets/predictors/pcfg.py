@@ -19,7 +19,7 @@ from treenets.config import registered_tasks
 from treenets.errors import TreenetsError
 from treenets.nn.chart import marginals, mbr, viterbi
 from treenets.nn.sampling import sample_trees
-from treenets.predictors.lm import LanguageModel, Layer, Parse, _batch_size, _sentences
+from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
 from treenets.text import Dropped
 from treenets.trees.ensemble import nested_from_spans
 
@@ -128,36 +128,12 @@ class GrammarSample(GrammarParse):
         return [f"labelled: {self.labelled}", f"log p(words, tree) = {self.score:.4f}"]
 
 
-class GrammarModel(LanguageModel):
+class GrammarModel(TreeModel):
     """A Neural or Compound PCFG with its vocabulary, from `treenets.load`: `parse` (labelled trees, `decode`
     "viterbi" or "mbr"), `score` (log-probabilities of sentences) and `sample` (sentences drawn with their trees)."""
 
-    splits = ("official",)  # trees come from the grammar, not from distances: no split rule to choose
     decoders = DECODERS
     tree_source = "its grammar"
-
-    @property
-    def induces_trees(self) -> bool:
-        return True
-
-    @property
-    def num_distance_rows(self) -> int:
-        return 0
-
-    @property
-    def default_layer(self) -> int:
-        return 1
-
-    def layers(self, spec: Layer = "default", option: str = "layer") -> list[Layer]:
-        """[1]: a grammar has one tree per sentence (`spec` default, 1 or all)."""
-        if spec in ("default", "all", None, 1, "1"):
-            return [1]
-        raise TreenetsError(f"{option} {spec}: a grammar has no layers of distances: its tree is the grammar's "
-                            "(expected 1, the default)")
-
-    def _require_distances(self) -> None:
-        raise TreenetsError(f"{self.config.model.name} gives no syntactic distances: its trees come from its "
-                            "grammar (`parse`)")
 
     def _batch(self, tokens: list[list[str]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Word ids [B, N] (right-padded) and lengths [B] of sentences already read."""

@@ -12,7 +12,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn.chart import tree_crf_marginals
-from treenets.predictors.lm import LanguageModel, Layer, Parse, _batch_size, _sentences
+from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
 from treenets.trees.ensemble import best_binary_tree, nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
@@ -60,37 +60,13 @@ def decode_trees(scores: torch.Tensor, lengths: torch.Tensor, decode: str = "vit
     return found
 
 
-class SpanParserModel(LanguageModel):
+class SpanParserModel(TreeModel):
     """A trained span parser with its vocabulary, from `treenets.load`: `parse` (binary trees, `decode` "viterbi" or
     "mbr"). It gives trees, not probabilities of sentences nor syntactic distances."""
 
-    splits = ("official",)  # its trees are its own: no split rule to choose
     decoders = DECODERS
     scores_sentences = False
     tree_source = "its span scores"
-
-    @property
-    def induces_trees(self) -> bool:
-        return True
-
-    @property
-    def num_distance_rows(self) -> int:
-        return 0
-
-    @property
-    def default_layer(self) -> int:
-        return 1
-
-    def layers(self, spec: Layer = "default", option: str = "layer") -> list[Layer]:
-        """[1]: one tree per sentence (`spec` default, 1 or all)."""
-        if spec in ("default", "all", None, 1, "1"):
-            return [1]
-        raise TreenetsError(f"{option} {spec}: a span parser has no layers of distances: its tree is its tree CRF's "
-                            "(expected 1, the default)")
-
-    def _require_distances(self) -> None:
-        raise TreenetsError(f"{self.config.model.name} gives no syntactic distances: its trees come from its span "
-                            "scores (`parse`)")
 
     def score(self, sentences, pretokenized: bool = False):
         raise TreenetsError(f"{self.config.model.name} is a parser: it gives trees, not the probability of a sentence "

@@ -14,7 +14,6 @@ representation for a word it never saw).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,6 +23,7 @@ import torch
 from treenets import data
 from treenets.config import TrainConfig
 from treenets.data.batching import Batch, ShuffledBatches
+from treenets.data.lm import UNK
 from treenets.data.treebanks import resolve_treebank
 from treenets.errors import TreenetsError
 from treenets.nn.chart import tree_crf_log_z, tree_crf_score
@@ -43,7 +43,6 @@ from treenets.trees.walk import leaves
 from treenets.vocab import Vocab
 
 ParserConfig = config_union("parsing")
-UNK = "<unk>"
 
 
 class ParsingDataConfig(Section):
@@ -125,15 +124,6 @@ def read_trees(path: Path, max_length: int | None = None) -> tuple[list[list[str
     return words, found, skipped
 
 
-def _vocabulary(sentences: list[list[str]], size: int) -> Vocab:
-    """The `size` most frequent words (ties: the first seen), `<unk>` among them, in the order first seen."""
-    counts = Counter(word for sentence in sentences for word in sentence)
-    counts[UNK] += 0
-    order = {word: i for i, word in enumerate(dict.fromkeys([*(w for s in sentences for w in s), UNK]))}
-    kept = sorted(counts, key=lambda w: (w != UNK, -counts[w], order[w]))[:size]
-    return Vocab(sorted(kept, key=order.__getitem__), unk=UNK)
-
-
 @register
 class ParsingTask(Task):
     """A parser trained on trees (`treenets distill`'s student)."""
@@ -175,7 +165,7 @@ class ParsingTask(Task):
                 self.gold[split] = [s.gold for s in gold]
                 self.words[split] = [s.words for s in gold]
         if self.vocab is None:
-            self.vocab = _vocabulary(self.words["train"], cfg.vocab_size)
+            self.vocab = Vocab.most_frequent(self.words["train"], cfg.vocab_size, UNK)
         if "train" in self.splits:
             self.batches = ShuffledBatches(len(self.words["train"]), cfg.batch_size, config.train.seed, rank=self.rank,
                                            world=self.world, lengths=[len(w) for w in self.words["train"]])

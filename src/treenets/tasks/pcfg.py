@@ -16,7 +16,6 @@ sentence-level F1 of the Viterbi trees (the whole sentence's span left out, as `
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
@@ -169,16 +168,6 @@ class GrammarMetric(Perplexity):
         return values
 
 
-def _vocabulary(sentences: list[list[str]], size: int) -> Vocab:
-    """The `size` most frequent words of `sentences` (ties: the first seen), `<unk>` among them (added where the
-    text has none, as a text of one's own may not: every other word is read as it), in the order first seen."""
-    counts = Counter(word for sentence in sentences for word in sentence)
-    counts[UNK] += 0  # (always a word of the vocabulary)
-    order = {word: i for i, word in enumerate(dict.fromkeys([*(w for s in sentences for w in s), UNK]))}
-    kept = sorted(counts, key=lambda w: (w != UNK, -counts[w], order[w]))[:size]
-    return Vocab(sorted(kept, key=order.__getitem__), unk=UNK)
-
-
 def _noise(net, batch: int, draws: torch.Generator, device) -> dict:
     """A Compound PCFG's standard normal draws of z for `batch` sentences from `draws` (`noise=`); nothing for a
     grammar without z."""
@@ -253,7 +242,7 @@ class PCFGTask(Task):
                 self.gold[split] = [s.gold for s in gold]
                 words[split] = [s.words for s in gold]
         if self.vocab is None:
-            self.vocab = _vocabulary(words["train"], cfg.vocab_size)
+            self.vocab = Vocab.most_frequent(words["train"], cfg.vocab_size, UNK)
         self.ids = {split: [torch.tensor(self.vocab.encode(s)[0]) for s in sentences]
                     for split, sentences in words.items()}
         self._unknown = {split: sum(w not in self.vocab for s in sentences for w in s)
