@@ -223,13 +223,15 @@ def test_bad_input_is_a_clear_error(tmp_path, teacher_files, capsys):
     corpus, lines, files = teacher_files
     short = tmp_path / "short.txt"
     short.write_text("(X a b)\n")
+    out = str(tmp_path / "o")
     for argv, message in (
-        (["--corpus", str(tmp_path / "none.txt")], "no such file or folder"),
-        ([short.name and str(short), "--corpus", str(corpus)], "1 lines for a corpus of 40"),
-        (["--corpus", str(corpus), "--shard", "1/2", "--workers", "2"], "--shard with --workers"),
+        ([*files[:2], "--corpus", str(tmp_path / "none.txt"), "--out", out], "no such file or folder"),
+        ([*files[:2], str(short), "--corpus", str(corpus), "--out", out], "1 lines for a corpus of 40"),
+        ([*files[:2], "--corpus", str(corpus), "--out", out, "--shard", "1/2", "--workers", "2"],
+         "--shard with --workers"),
+        ([*files[:2], "--corpus", str(corpus), "--out", str(corpus)], "a file (the --corpus)"),
     ):
-        assert main(["distill", *files[:2], *argv, "--out", str(tmp_path / "o"), "--teachers-only",
-                     "--pretokenized"]) == 2
+        assert main(["distill", *argv, "--teachers-only", "--pretokenized"]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
     with pytest.raises(SystemExit) as exited:

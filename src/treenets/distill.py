@@ -238,6 +238,9 @@ def teacher_trees(refs: list[str], corpus: str, out: Path, shard: tuple[int, int
     pretokenized = words_given if pretokenized is None else pretokenized
     if not lines:
         raise TreenetsError(f"--corpus {corpus}: no line to parse")
+    if out.exists() and not out.is_dir():
+        raise TreenetsError(f"--out {out}: a file" + (" (the --corpus)" if out.resolve() == path.resolve() else "") +
+                            "; expected the distillation's folder (new, or one an earlier run wrote)")
     out.mkdir(parents=True, exist_ok=True)
     record = {"teachers": list(refs), "weights": weights, "mode": mode, "corpus": str(path), "lines": len(lines),
               "sha256": _sha256(path), "pretokenized": pretokenized}
