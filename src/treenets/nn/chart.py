@@ -681,8 +681,10 @@ def viterbi(grammar: Grammar, lengths) -> list[ViterbiTree]:
         # PyTorch code below is their specification
         tables = (grammar.left, grammar.right) if grammar.factored else (grammar.rules,)
         kernels = kernels_for("pcfg_chart", terms, *tables)
-        if grammar.factored:
-            chart, pointers = _viterbi_factored(grammar.expanded(), terms, longest, kernels)
+        if grammar.factored and kernels is not None:  # each cell's split points read where they lie
+            chart, pointers = _viterbi_factored_compiled(grammar, terms, longest, kernels)
+        elif grammar.factored:
+            chart, pointers = _viterbi_factored(grammar.expanded(), terms, longest)
         else:
             chart, pointers = _viterbi_rules(grammar.expanded(), terms, longest, kernels)
     roots = grammar.roots.detach()
@@ -793,14 +795,14 @@ def _viterbi_middle(lefts, rights, w: int, cells: int, middle: torch.Tensor, pai
     return torch.cat(bests, dim=1), torch.cat(keys, dim=1)
 
 
-def _viterbi_factored(grammar: Grammar, terms: torch.Tensor, longest: int, kernels=None):
+def _viterbi_factored(grammar: Grammar, terms: torch.Tensor, longest: int):
     nt = grammar.nt
     s = nt + grammar.t
     left, right = grammar.left.detach(), grammar.right.detach()
 
     def best_child(production: torch.Tensor, cell: torch.Tensor, offset: int):
         # max_B cell[s, B] + production[A, B] and its first B (as a symbol): [b, cells, NT] each
-        found, index = _max_plus(cell, production.transpose(1, 2), kernels)
+        found, index = _max_plus(cell, production.transpose(1, 2))
         return found, index + offset
 
     as_left = [None, best_child(left[:, :, nt:], terms, nt)]
@@ -821,6 +823,46 @@ def _viterbi_factored(grammar: Grammar, terms: torch.Tensor, longest: int, kerne
         if w < longest:
             as_left.append(best_child(left[:, :, :nt], best, 0))
             as_right.append(best_child(right[:, :, :nt], best, 0))
+    return chart, pointers
+
+
+def _viterbi_factored_compiled(grammar: Grammar, terms: torch.Tensor, longest: int, kernels):
+    """`_viterbi_factored` (its specification: the same sums, maxima and ties) over a flat chart (`_chart_row`): per
+    width the best children of each span as a left and as a right child (`max_plus`, the productions of batch 1
+    read in place) and each cell's best split point (`split_max`, read where the children lie), so that memory is
+    the chart's, O(B n^2 NT), not a width's [cells, K, NT] stripes of values and symbols (the PyTorch code's peak
+    at 64 sentences of 140 words and 512 nonterminals is tens of GiB)."""
+    nt = grammar.nt
+    s = nt + grammar.t
+    left, right = grammar.left.detach(), grammar.right.detach()
+    batch, n = terms.shape[:2]
+    rows = _chart_row(batch, n, n + 1)
+    values = {side: terms.new_empty(rows, nt) for side in ("left", "right")}
+    symbols = {side: torch.empty(rows, nt, dtype=torch.long, device=terms.device) for side in ("left", "right")}
+    best = terms.new_empty(rows, nt)
+    keys = torch.empty(rows, nt, dtype=torch.long, device=terms.device)
+
+    def as_child(width: int, cell: torch.Tensor, offset: int) -> None:
+        # max_B cell[s, B] + production[A, B] and its first B (as a symbol), as each side's child
+        first, count = _chart_row(batch, n, width), cell.shape[0] * cell.shape[1]
+        block = slice(nt, None) if offset else slice(None, nt)
+        for side, production in (("left", left), ("right", right)):
+            found, index = kernels.max_plus(cell, production[:, :, block].transpose(1, 2))
+            values[side][first:first + count] = found.reshape(count, nt)
+            symbols[side][first:first + count] = index.reshape(count, nt) + offset
+
+    as_child(1, terms, nt)
+    chart: list[torch.Tensor | None] = [None, terms]
+    pointers: list[torch.Tensor | None] = [None, None]
+    for w in range(2, longest + 1):
+        first, cells = _chart_row(batch, n, w), n - w + 1
+        kernels.split_max(values["left"], values["right"], symbols["left"], symbols["right"], best, keys, batch, n, w,
+                          s)
+        cell = best[first:first + batch * cells].view(batch, cells, nt)
+        chart.append(cell)
+        pointers.append(keys[first:first + batch * cells].view(batch, cells, nt))
+        if w < longest:
+            as_child(w, cell, 0)
     return chart, pointers
 
 

@@ -24,6 +24,10 @@ from treenets.text import Dropped
 from treenets.trees.ensemble import nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
+# The most chart entries (a sentence's n (n + 1) / 2 cells times NT nonterminals, summed over a batch) one batch of
+# parsing holds: the charts take some 40 bytes an entry (values, children's symbols, pointers; MBR's inside and
+# outside), so about 1.3 GiB; a grammar of hundreds of nonterminals parses long sentences in smaller batches.
+CHART_ENTRIES = 1 << 25
 
 
 def labelled_bracketing(words: list[str], spans, tags, nonterminal: str = "NT", preterminal: str = "T") -> str:
@@ -160,8 +164,12 @@ class GrammarModel(TreeModel):
         for i in [i for i in order if len(tokens[i]) == 1]:
             result[i] = ([], [int(self._grammar([tokens[i]])[0].terms[0, 0].argmax())], math.nan)
         longer = [i for i in order if len(tokens[i]) >= 2]
-        for start in range(0, len(longer), batch_size):
-            chunk = longer[start : start + batch_size]
+        start = 0
+        while start < len(longer):
+            # at most `batch_size` sentences, fewer where their charts would pass `CHART_ENTRIES` (cells x NT)
+            longest = len(tokens[longer[min(start + batch_size, len(longer)) - 1]])  # (ascending: the chunk's last)
+            size = max(1, min(batch_size, CHART_ENTRIES // (longest * (longest + 1) // 2 * self.net.nonterminals)))
+            chunk, start = longer[start : start + size], start + size
             grammar, lengths = self._grammar([tokens[i] for i in chunk])
             if decode == "viterbi":
                 found = [(tree.spans, tree.tags, tree.score) for tree in viterbi(grammar, lengths)]

@@ -4,7 +4,8 @@
 // The PyTorch code in chart.py is the specification: the same sums in the same order (so the same floats), the
 // same maxima and the same ties (the smallest key); tests check both agree.
 //
-// max_plus(x [b, n, k], y [b, k, m]) -> values [b, n, m] = max_k x[b, i, k] + y[b, k, j] and its first k.
+// max_plus(x [b, n, k], y [b or 1, k, m]) -> values [b, n, m] = max_k x[b, i, k] + y[b, k, j] and its first k
+//   (y of batch 1: the same for every sentence, read in place).
 //   (The edge tables of chart.py: a preterminal child contracted with its rule block.)
 //
 // viterbi_middle(lefts [b, c, K, NT], rights [b, c, K, NT], rules [b, A, NT * NT], s)
@@ -17,6 +18,10 @@
 //   over the chart's flat layout [rows, NT]: width v's rows (b, s), s = 0..n-v, start at `chart_row(batch, n, v)`.
 //   chart.py's `_inside_factored` is the specification (its logsumexp over the stacked split points); here each
 //   cell's split points are read where they lie, with no [cells, K, NT] stripes copied.
+// split_max(left, right, left_symbols, right_symbols, best, keys, batch, n, w, s): the factored Viterbi's cells of
+//   width w over the flat chart: best[w][b, c, A] = max_{k=1}^{w-1} left[k][b, c, A] + right[w - k][b, c + k, A]
+//   (the first k among ties) and its pointer (k - 1) * s * s + left_symbols[k][b, c, A] * s + right_symbols[w -
+//   k][b, c + k, A] (chart.py's `_viterbi_factored`, its specification: the same sums and ties).
 // split_logsumexp_backward(left, right, cells, grad, grad_left, grad_right, batch, n, w): its gradient, added to
 //   grad_left and grad_right (the rows of widths below w): exp(left + right - cell) * grad per split point.
 #include <limits>
@@ -30,11 +35,12 @@ using namespace treenets;
 namespace {
 
 template <typename T>
-void max_plus_rows(const T* xs, const T* ys, T* vs, int64_t* is, int64_t batch, int64_t n, int64_t k, int64_t m) {
+void max_plus_rows(const T* xs, const T* ys, T* vs, int64_t* is, int64_t batch, int64_t n, int64_t k, int64_t m,
+                   bool shared) {
   at::parallel_for(0, batch * n, 1, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const T* xr = xs + row * k;
-      const T* yb = ys + (row / n) * k * m;
+      const T* yb = ys + (shared ? 0 : row / n) * k * m;
       T* v = vs + row * m;
       int64_t* index = is + row * m;
       for (int64_t j = 0; j < m; ++j) v[j] = xr[0] + yb[j];
@@ -57,17 +63,17 @@ std::tuple<Tensor, Tensor> max_plus(const Tensor& x_in, const Tensor& y_in) {
   const char* fn = "max_plus";
   check_float(x_in, 3, fn, "x");
   check_float(y_in, 3, fn, "y");
-  TORCH_CHECK(y_in.scalar_type() == x_in.scalar_type() && y_in.size(0) == x_in.size(0) &&
+  TORCH_CHECK(y_in.scalar_type() == x_in.scalar_type() && (y_in.size(0) == x_in.size(0) || y_in.size(0) == 1) &&
                   y_in.size(1) == x_in.size(2) && x_in.size(2) > 0,
-              fn, ": expected x [b, n, k] and y [b, k, m] of one dtype with k > 0, got ", shape_text(x_in.sizes()),
-              " and ", shape_text(y_in.sizes()));
+              fn, ": expected x [b, n, k] and y [b or 1, k, m] of one dtype with k > 0, got ",
+              shape_text(x_in.sizes()), " and ", shape_text(y_in.sizes()));
   const Tensor x = x_in.contiguous(), y = y_in.contiguous();
   const int64_t batch = x.size(0), n = x.size(1), k = x.size(2), m = y.size(2);
   Tensor values = at::empty({batch, n, m}, x.options());
   Tensor indices = at::zeros({batch, n, m}, x.options().dtype(at::kLong));
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "max_plus", [&] {
     max_plus_rows(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), values.data_ptr<scalar_t>(),
-                  indices.data_ptr<int64_t>(), batch, n, k, m);
+                  indices.data_ptr<int64_t>(), batch, n, k, m, y.size(0) == 1 && batch > 1);
   });
   return {values, indices};
 }
@@ -260,6 +266,63 @@ void split_logsumexp_backward(const Tensor& left, const Tensor& right, const Ten
   });
 }
 
+template <typename T>
+void split_max_cells(const T* ls, const T* rs, const int64_t* lsym, const int64_t* rsym, T* best, int64_t* keys,
+                     int64_t batch, int64_t n, int64_t w, int64_t nt, int64_t s) {
+  const int64_t cells = n - w + 1;
+  at::parallel_for(0, batch * cells, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> first(nt);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / cells, c = row % cells;
+      T* top = best + (chart_row(batch, n, w) + row) * nt;
+      int64_t* key = keys + (chart_row(batch, n, w) + row) * nt;
+      for (int64_t k = 1; k < w; ++k) {
+        const T* l = ls + (chart_row(batch, n, k) + b * (n - k + 1) + c) * nt;
+        const T* r = rs + (chart_row(batch, n, w - k) + b * (n - w + k + 1) + c + k) * nt;
+        if (k == 1) {
+#pragma omp simd
+          for (int64_t a = 0; a < nt; ++a) {
+            top[a] = l[a] + r[a];
+            first[a] = 1;
+          }
+          continue;
+        }
+#pragma omp simd
+        for (int64_t a = 0; a < nt; ++a) {
+          const T candidate = l[a] + r[a];
+          const bool better = candidate > top[a];  // strictly: the first split keeps a tie
+          top[a] = better ? candidate : top[a];
+          first[a] = better ? k : first[a];
+        }
+      }
+      for (int64_t a = 0; a < nt; ++a) {
+        const int64_t k = first[a];
+        const int64_t left_at = (chart_row(batch, n, k) + b * (n - k + 1) + c) * nt + a;
+        const int64_t right_at = (chart_row(batch, n, w - k) + b * (n - w + k + 1) + c + k) * nt + a;
+        key[a] = (k - 1) * s * s + lsym[left_at] * s + rsym[right_at];
+      }
+    }
+  });
+}
+
+void split_max(const Tensor& left, const Tensor& right, const Tensor& left_symbols, const Tensor& right_symbols,
+               Tensor& best, Tensor& keys, int64_t batch, int64_t n, int64_t w, int64_t s) {
+  const char* fn = "split_max";
+  check_chart(left, fn, "left", left, batch, n, w);
+  check_chart(right, fn, "right", left, batch, n, w);
+  check_chart(best, fn, "best", left, batch, n, w);
+  for (const auto& [t, name] : {std::pair<const Tensor&, const char*>{left_symbols, "left_symbols"},
+                                {right_symbols, "right_symbols"}, {keys, "keys"}}) {
+    TORCH_CHECK(t.is_contiguous() && t.scalar_type() == at::kLong && t.sizes() == left.sizes(), fn, ": expected ",
+                name, " a contiguous int64 chart like the left chart, got ", shape_text(t.sizes()));
+  }
+  AT_DISPATCH_FLOATING_TYPES(left.scalar_type(), "split_max", [&] {
+    split_max_cells(left.data_ptr<scalar_t>(), right.data_ptr<scalar_t>(), left_symbols.data_ptr<int64_t>(),
+                    right_symbols.data_ptr<int64_t>(), best.data_ptr<scalar_t>(), keys.data_ptr<int64_t>(), batch, n,
+                    w, left.size(1), s);
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
@@ -268,6 +331,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   module.def("viterbi_middle", &viterbi_middle, "Viterbi over the NT x NT splits of one width's cells",
              without_gil);
   module.def("split_logsumexp", &split_logsumexp, "the factored inside algorithm's cells of one width", without_gil);
+  module.def("split_max", &split_max, "the factored Viterbi's cells of one width and their pointers", without_gil);
   module.def("split_logsumexp_backward", &split_logsumexp_backward, "their gradient, added to the children's",
              without_gil);
 }
