@@ -343,7 +343,7 @@ def distill(refs: list[str], corpus: str, out: str, config: str | None = None, o
     if shard is not None or teachers_only or trees is None:
         return 0
     run = folder / "run"
-    settings = [f"data.train={trees.resolve()}", *overrides]
+    settings = [f"data.train={trees}", *overrides]  # (the path as given: the run's config reads as the command)
     if threads is not None:
         settings.append(f"train.threads={threads}")
     resume = str(run / "last.pt") if (run / "last.pt").is_file() and not overwrite else None
