@@ -8,6 +8,7 @@ import itertools
 import os
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from treenets.errors import TreenetsError
 
@@ -17,12 +18,22 @@ def memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+class _NoNormalDraws(TorchFunctionMode):
+    """`normal_` (a tensor's and `torch.nn.init`'s) does nothing: on the meta device it draws nothing anyway, and its
+    meta kernel imports torch._dynamo, a second of every command's start (a word embedding's initialisation)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", None) == "normal_":
+            return args[0] if args else kwargs["tensor"]  # (`torch.nn.init.normal_` passes it by name)
+        return func(*args, **(kwargs or {}))
+
+
 def check_fits(build, where: str) -> None:
     """Build on the meta device (shapes only: no memory, no random draws) to check that the parameters and
     buffers of `build()` take at most half of this machine's memory: sizes from a config or a model folder
     (`hidden_size: 1e9`) end in an error naming `where`, not in an allocation failure."""
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _NoNormalDraws():
             probe = build()
     except (RuntimeError, ValueError, OverflowError) as exc:  # e.g. "Storage size calculation overflowed"
         raise TreenetsError(f"{where}: no model of these sizes can be built ({str(exc).splitlines()[0][:120]}); "

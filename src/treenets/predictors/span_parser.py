@@ -79,16 +79,19 @@ class SpanParserModel(TreeModel):
     @torch.no_grad()
     def trees_of_tokens(self, tokens: list[list[str]], decode: str = "viterbi",
                         batch_size: int = 64) -> list[list[tuple[int, int]]]:
-        """For sentences already read: each one's spans (start, end inclusive), in batches of similar length."""
+        """For sentences already read: each one's spans (start, end inclusive), in batches of one length (the
+        network's LSTM runs them unpacked)."""
         from treenets.nn.span_parser.model import char_ids
 
         self.net.eval()
         result = [[] for _ in tokens]
-        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = [i for i in order[start : start + batch_size] if len(tokens[i]) >= 2]
-            if not chunk:
-                continue
+        by_length = {}
+        for i in sorted(range(len(tokens)), key=lambda i: len(tokens[i])):
+            if len(tokens[i]) >= 2:
+                by_length.setdefault(len(tokens[i]), []).append(i)
+        chunks = [same[start : start + batch_size] for same in by_length.values()
+                  for start in range(0, len(same), batch_size)]
+        for chunk in chunks:
             words = [tokens[i] for i in chunk]
             ids = [torch.tensor(self.vocab.encode(w)[0]) for w in words]
             lengths = torch.tensor([len(w) for w in words])
