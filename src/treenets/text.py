@@ -43,6 +43,7 @@ space between them.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -259,9 +260,12 @@ class Normalizer:
         """Each token's word (None where the normaliser drops it): tokens already split, e.g. another model's."""
         return [self.word(token) for token in tokens]
 
+    @functools.lru_cache(maxsize=1 << 14)  # noqa: B019 (the normalisers live as long as the program)
     def read(self, text: str) -> Reading:
         """The words of `text` (those of `self(text)` once its invisible characters are dropped), where each came
-        from, and what was dropped: each invisible character (`invisible`), each token without a word."""
+        from, and what was dropped: each invisible character (`invisible`), each token without a word. The last
+        texts' readings are kept (a file's lines are read to check them, then again to parse them): a reading is
+        not to be changed."""
         dropped, kept = [], []  # kept: the offset in `text` of each character that is not invisible
         for offset, char in enumerate(text):
             if invisible(char):

@@ -7,12 +7,20 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treenets.trees import left_branching, random_tree, right_branching, spans
-from treenets.trees.ensemble import agreement, best_binary_tree, combine, nested_from_spans, span_scores
+from treenets.trees.ensemble import (
+    agreement,
+    best_binary_tree,
+    best_binary_trees,
+    combine,
+    nested_from_spans,
+    span_scores,
+)
 from treenets.trees.metrics import official_prf
 
 
@@ -102,6 +110,17 @@ def test_known_ensembles_of_teachers_built_from_a_tree():
     assert chosen == gold and agree[1] == pytest.approx(1.0)  # (the official F1's 1e-8s)
     # No agreement at all (every teacher without a span): the right-branching tree (the shortest left children).
     assert spans(combine(words[:4], [[0, 1, 2, 3]] * 2)[0]) == spans(right_branching(list(range(4))))
+
+
+@given(n=st.integers(1, 6), batch=st.integers(1, 4), seed=st.integers(0, 10_000))
+def test_a_batchs_cky_is_each_sentences_alone_and_the_best_tree(n, batch, seed):
+    """`best_binary_trees` over a batch: each sentence's tree is the one of the largest sum (brute force), and the
+    one `best_binary_tree` finds alone, ties included (scores of few values: many ties)."""
+    grids = np.random.default_rng(seed).integers(0, 3, size=(batch, n + 1, n + 1)).astype(float)
+    for grid, (found, total) in zip(grids, best_binary_trees(grids, n)):
+        assert (found, total) == best_binary_tree(grid, n)
+        sums = [sum(grid[s, e] for s, e in spans(tree, True) if e - s >= 2) for tree in all_binary_trees(0, n)]
+        assert total == max(sums) and sum(grid[s, e] for s, e in found) == total
 
 
 def test_a_cky_over_span_scores_by_hand():

@@ -13,7 +13,7 @@ import torch
 from treenets.errors import TreenetsError
 from treenets.nn.chart import tree_crf_marginals
 from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
-from treenets.trees.ensemble import best_binary_tree, nested_from_spans
+from treenets.trees.ensemble import best_binary_trees, nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
 
@@ -41,7 +41,8 @@ def binary_spans(tree) -> list[tuple[int, int]]:
 def decode_trees(scores: torch.Tensor, lengths: torch.Tensor, decode: str = "viterbi") -> list[list[tuple[int, int]]]:
     """Each sentence's tree as its spans (start, end inclusive) of two words or more: `viterbi` the tree of the
     largest summed span scores, `mbr` of the largest summed span marginals (`tree_crf_marginals`); a CKY each
-    (`treenets.trees.ensemble.best_binary_tree`; ties: the shortest left child)."""
+    (`treenets.trees.ensemble.best_binary_trees`, the sentences of one length together; ties: the shortest
+    left child)."""
     if decode not in DECODERS:
         raise TreenetsError(f"decode {decode!r}: expected {' or '.join(map(repr, DECODERS))}")
     values = [int(n) for n in lengths.tolist()]
@@ -52,11 +53,13 @@ def decode_trees(scores: torch.Tensor, lengths: torch.Tensor, decode: str = "vit
     else:
         table = scores
     table = table.detach().cpu().double().numpy()
-    found = []
-    for b, n in enumerate(values):
-        grid = np.zeros((n + 1, n + 1))
-        grid[:n, 1:] = np.triu(table[b, :n, :n])  # [start, end exclusive]
-        found.append([(s, e - 1) for s, e in best_binary_tree(grid, n)[0]])
+    found = [[] for _ in values]
+    for n in sorted(set(values)):  # one CKY for the sentences of each length (`best_binary_trees`)
+        same = [b for b, length in enumerate(values) if length == n]
+        grids = np.zeros((len(same), n + 1, n + 1))
+        grids[:, :n, 1:] = np.triu(table[same, :n, :n])  # [start, end exclusive]
+        for b, (spans, _) in zip(same, best_binary_trees(grids, n)):
+            found[b] = [(s, e - 1) for s, e in spans]
     return found
 
 

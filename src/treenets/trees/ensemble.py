@@ -44,24 +44,36 @@ def best_binary_tree(scores: np.ndarray, n: int) -> tuple[list[tuple[int, int]],
     """The binary tree over n words with the largest sum of `scores` over its spans of two or more words (the
     whole sentence's included), by CKY over the widths: its spans (start, end exclusive) and that sum. Ties: the
     split point with the shortest left child."""
-    best = np.zeros((n + 1, n + 1))
-    split = np.zeros((n + 1, n + 1), dtype=np.int64)
+    return best_binary_trees(scores[None], n)[0]
+
+
+def best_binary_trees(scores: np.ndarray, n: int) -> list[tuple[list[tuple[int, int]], float]]:
+    """`best_binary_tree` of each sentence of a batch of one length: scores [B, n + 1, n + 1] (spans [start, end
+    exclusive]), one CKY over the widths for all of them."""
+    batch = np.arange(len(scores))[:, None, None]
+    best = np.zeros(scores.shape)
+    split = np.zeros(scores.shape, dtype=np.int64)
     for width in range(2, n + 1):
         starts = np.arange(0, n - width + 1)
         ends = starts + width
-        # candidates[c, k]: the split after k + 1 words of the cell starting at starts[c]
+        # candidates[b, c, k]: the split after k + 1 words of the cell starting at starts[c]
         lefts = starts[:, None] + np.arange(1, width)[None, :]
-        candidates = best[starts[:, None], lefts] + best[lefts, ends[:, None]]
-        choice = candidates.argmax(axis=1)  # the first maximum: the shortest left child
-        best[starts, ends] = candidates[np.arange(len(starts)), choice] + scores[starts, ends]
-        split[starts, ends] = lefts[np.arange(len(starts)), choice]
-    found, stack = [], [(0, n)] if n >= 2 else []
-    while stack:
-        start, end = stack.pop()
-        found.append((start, end))
-        middle = split[start, end]
-        stack += [(s, e) for s, e in ((start, middle), (middle, end)) if e - s >= 2]
-    return sorted(found), float(best[0, n]) if n >= 2 else 0.0
+        candidates = best[batch, starts[:, None], lefts] + best[batch, lefts, ends[:, None]]
+        choice = candidates.argmax(axis=2)  # the first maximum: the shortest left child
+        cells = np.arange(len(starts))
+        best[:, starts, ends] = np.take_along_axis(candidates, choice[..., None], axis=2)[..., 0] + \
+            scores[:, starts, ends]
+        split[:, starts, ends] = lefts[cells[None, :], choice]
+    trees = []
+    for b in range(len(scores)):
+        found, stack = [], [(0, n)] if n >= 2 else []
+        while stack:
+            start, end = stack.pop()
+            found.append((start, end))
+            middle = split[b, start, end]
+            stack += [(s, e) for s, e in ((start, middle), (middle, end)) if e - s >= 2]
+        trees.append((sorted(found), float(best[b, 0, n]) if n >= 2 else 0.0))
+    return trees
 
 
 def nested_from_spans(words: Sequence, found: list[tuple[int, int]]):
