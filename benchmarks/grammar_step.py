@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from treenets.nn.backend import use_backend  # noqa: E402
 from treenets.nn.chart import Grammar, inside  # noqa: E402
-from treenets.nn.compound_pcfg.model import CompoundPCFGConfig, gaussian_kl  # noqa: E402
+from treenets.nn.compound_pcfg.model import CompoundPCFGConfig  # noqa: E402
+from treenets.nn.grammars import gaussian_kl  # noqa: E402
 from treenets.nn.neural_pcfg.model import NeuralPCFGConfig  # noqa: E402
 from treenets.nn.simple_pcfg.model import SimpleNeuralPCFGConfig  # noqa: E402
 

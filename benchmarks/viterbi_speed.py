@@ -1,5 +1,5 @@
 """Viterbi (a grammar's parse) by its PyTorch code and by the compiled max-plus products (the `pcfg_chart` kernels,
-`src/treenets/nn/neural_pcfg/pcfg_chart_cpu.cpp`), in turns in one run: sentences per second, and whether both give the
+`src/treenets/nn/chart_cpu.cpp`), in turns in one run: sentences per second, and whether both give the
 same trees, scores and ties.
 
     python benchmarks/viterbi_speed.py [--threads 1] [--nt 30 --t 60] [--batches 4,16] [--lengths 10,20,30,40]

@@ -21,7 +21,7 @@ from treenets.nn import chart
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.chart import Grammar, Marginals, inside, marginals, mbr, viterbi
 
-# The PyTorch code and the compiled kernels (nn/neural_pcfg/pcfg_chart_cpu.cpp: Viterbi's max-plus products, the
+# The PyTorch code and the compiled kernels (nn/chart_cpu.cpp: Viterbi's max-plus products, the
 # factored inside's sums over split points with its hand-written backward), which the PyTorch code specifies: the
 # same trees, scores and ties, the same log Z, gradients and marginals
 BACKENDS = ["torch", "cpp"]

@@ -677,7 +677,7 @@ def viterbi(grammar: Grammar, lengths) -> list[ViterbiTree]:
     nt, t = grammar.nt, grammar.t
     s = nt + t
     with _no_autocast(grammar.roots.device):
-        # the max-plus products compiled (nn/neural_pcfg/pcfg_chart_cpu.cpp) where the backend runs kernels: the
+        # the max-plus products compiled (nn/chart_cpu.cpp) where the backend runs kernels: the
         # PyTorch code below is their specification
         tables = (grammar.left, grammar.right) if grammar.factored else (grammar.rules,)
         kernels = kernels_for("pcfg_chart", terms, *tables)

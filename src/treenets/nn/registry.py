@@ -28,11 +28,11 @@ NN = Path(__file__).parent
 
 @dataclass(frozen=True)
 class Kernel:
-    """C++ kernels a model builds (`treenets kernels build NAME`), compiled from `source` with the shared headers
-    of `treenets/nn/csrc/`."""
+    """C++ kernels a model or a shared layer builds (`treenets kernels build NAME`), compiled from `source` with the
+    shared headers of `treenets/nn/csrc/`."""
 
     name: str  # the build's name, e.g. "onlstm"
-    source: Path  # the .cpp file, in the model's folder
+    source: Path  # the .cpp file, in the model's folder (a shared layer's: beside its module)
     mixed_precision: bool = False  # whether they run their products in bfloat16 inside a bf16 block
 
 
@@ -163,6 +163,11 @@ def fixture_kinds() -> dict[str, FixtureKind]:
     return dict(sorted((kind, FixtureKind(kind, m)) for m in all_models().values() for kind in m.fixtures))
 
 
+# The shared layers' kernels, whichever model runs them: the dynamic programs over binary trees (`treenets.nn.chart`,
+# its source beside it: every grammar's Viterbi and inside pass).
+LAYER_KERNELS = (Kernel("pcfg_chart", NN / "chart_cpu.cpp"),)
+
+
 def kernels() -> dict[str, Kernel]:
-    """Every model's C++ kernels, by name (the models' order)."""
-    return {k.name: k for m in all_models().values() for k in m.kernels}
+    """Every model's C++ kernels, by name (the models' order), then the shared layers' (`LAYER_KERNELS`)."""
+    return {k.name: k for k in (*(k for m in all_models().values() for k in m.kernels), *LAYER_KERNELS)}

@@ -2,16 +2,12 @@
 dynamic programs are `treenets.nn.chart`), `convert.py` the official weights, `fixtures.py` the `neural-pcfg`
 fixtures of `check-golden`."""
 
-from pathlib import Path
-
 from treenets.nn.neural_pcfg.model import NeuralPCFGConfig
-from treenets.nn.registry import Kernel, Model, register
+from treenets.nn.registry import Model, register
 
 register(Model(
     name="neural-pcfg", title="Neural PCFG (Kim et al., ACL 2019)", package=__name__, order=70,
     configs={"pcfg": (NeuralPCFGConfig,)},
-    # the max-plus products of every grammar's Viterbi (treenets.nn.chart), the Compound and SimplePCFG's too
-    kernels=(Kernel("pcfg_chart", Path(__file__).with_name("pcfg_chart_cpu.cpp")),),
     convert="convert:from_official",
     fixtures={"neural-pcfg": "fixtures:neural_pcfg"},
     fixture_files=("params.npz",), fixture_inputs=("tokens_", "eps_"),  # the inputs travel in outputs.npz

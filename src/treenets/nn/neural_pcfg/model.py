@@ -11,9 +11,10 @@ symbol NT + j). Rules (eq. 4 of the paper; the official `models.py`)::
     pi_{A -> B C}  = softmax_{BC}(u_{BC}^T w_A)                   binary   [NT, S*S]  rule_mlp (one linear map)
     pi_{T -> w}    = softmax_w(u_w^T f_2(w_T))                    emission [T, V]     vocab_mlp
 
-where f_1, f_2 are a linear map to D followed by two residual layers (`ResidualLayer`: x + ReLU(W_2 ReLU(W_1 x)))
-and the output layer. The Compound PCFG (`treenets.nn.compound_pcfg`) concatenates a sentence's latent vector z
-to every symbol embedding; this network takes it as an argument (`z`, None for the Neural PCFG).
+where f_1, f_2 are a linear map to D followed by two residual layers (`treenets.nn.grammars.ResidualLayer`: x +
+ReLU(W_2 ReLU(W_1 x))) and the output layer. The Compound PCFG (`treenets.nn.compound_pcfg`) concatenates a
+sentence's latent vector z to every symbol embedding; this network takes it as an argument (`z`, None for the
+Neural PCFG).
 
 A child over one word must be a preterminal and a wider child a nonterminal; the rule table has every pair, and
 the inside algorithm reads the entries its widths allow (`treenets.nn.chart`). Log p(sentence) is the inside
@@ -30,42 +31,15 @@ Parameter names are the official `state_dict`'s (`t_emb`, `nt_emb`, `root_emb`, 
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from treenets.nn.chart import Grammar, inside
+from treenets.nn.grammars import PCFGOutput, symbol_network
 from treenets.schema import PositiveInt, Section
-
-
-class PCFGOutput(NamedTuple):
-    """What a grammar gives a batch of sentences: the loss is `(nll + kl).mean()` (for the Compound PCFG the
-    negative evidence lower bound, an upper bound on -log p(sentence))."""
-
-    nll: torch.Tensor  # [B]: -log p(sentence | z), the inside algorithm's -log Z
-    kl: torch.Tensor  # [B]: KL(q(z | sentence) || N(0, I)); zeros for the Neural PCFG
-    grammar: Grammar  # the rules each sentence was scored with
-
-
-class ResidualLayer(nn.Module):
-    """x + ReLU(W_2 ReLU(W_1 x + b_1) + b_2): the residual layer of the root and emission networks."""
-
-    def __init__(self, size: int):
-        super().__init__()
-        self.lin1 = nn.Linear(size, size)
-        self.lin2 = nn.Linear(size, size)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.relu(self.lin2(F.relu(self.lin1(x)))) + x
-
-
-def symbol_network(in_size: int, state_dim: int, out_size: int) -> nn.Sequential:
-    """f: a linear map to `state_dim`, two residual layers, and the output layer (the official `root_mlp`,
-    `vocab_mlp`)."""
-    return nn.Sequential(nn.Linear(in_size, state_dim), ResidualLayer(state_dim), ResidualLayer(state_dim),
-                         nn.Linear(state_dim, out_size))
 
 
 class NeuralPCFGConfig(Section):

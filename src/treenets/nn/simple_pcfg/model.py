@@ -57,8 +57,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from treenets.nn.chart import Grammar, inside
-from treenets.nn.compound_pcfg.model import CompoundPCFG
-from treenets.nn.neural_pcfg.model import PCFGOutput, ResidualLayer, symbol_network
+from treenets.nn.grammars import CompoundGrammar, PCFGOutput, ResidualLayer, symbol_network
 from treenets.schema import PositiveInt, Section
 
 
@@ -179,9 +178,9 @@ class SimpleNeuralPCFG(nn.Module):
         return PCFGOutput(nll, torch.zeros_like(nll), grammar)
 
 
-class SimpleCompoundPCFG(SimpleNeuralPCFG):
-    """SimplePCFG's compound grammar: the parents and the emissions read a per-sentence z, inferred by the Compound
-    PCFG's inference network.
+class SimpleCompoundPCFG(CompoundGrammar, SimpleNeuralPCFG):
+    """SimplePCFG's compound grammar: the parents and the emissions read a per-sentence z, inferred by the compound
+    grammars' inference network (`CompoundGrammar`: `encode`, and `forward`, -log p(sentence | z) and the KL).
 
     Args (beyond `SimpleNeuralPCFG`'s):
         z_dim: the latent vector's size.
@@ -191,9 +190,7 @@ class SimpleCompoundPCFG(SimpleNeuralPCFG):
     def __init__(self, vocab_size: int, nonterminals: int = 2048, preterminals: int = 4096, state_dim: int = 512,
                  z_dim: int = 64, h_dim: int = 512, w_dim: int = 512):
         super().__init__(vocab_size, nonterminals, preterminals, state_dim, z_dim)
-        self.enc_emb = nn.Embedding(vocab_size, w_dim)
-        self.enc_rnn = nn.LSTM(w_dim, h_dim, bidirectional=True, num_layers=1, batch_first=True)
-        self.enc_params = nn.Linear(2 * h_dim, 2 * z_dim)
+        self._build_inference(vocab_size, h_dim, w_dim)
 
     def _build_emissions(self) -> None:
         """f: a linear map of [w_T; z] to D, two residual layers, and the output layer to V."""
@@ -204,10 +201,3 @@ class SimpleCompoundPCFG(SimpleNeuralPCFG):
         if z is None:
             raise ValueError("the compound grammar's emissions depend on z [B, z_dim] (`encode`)")
         return F.log_softmax(self.preterminal_net(_with_z(self.symbol_emb[self.nonterminals :], z)), dim=-1)
-
-    # q(z | sentence): the Compound PCFG's inference network (the same modules `enc_emb`, `enc_rnn`, `enc_params`;
-    # a sentence's z does not depend on its batch's other sentences)
-    encode = CompoundPCFG.encode
-
-    # -log p(sentence | z) and the KL, z drawn from q(z | sentence) or at its mean: the Compound PCFG's forward
-    forward = CompoundPCFG.forward
