@@ -174,3 +174,19 @@ def test_config_that_is_not_yaml_text_is_named(tmp_path, kind):
                 "latin-1": ":1: not UTF-8 text"}[kind]
     with pytest.raises(TreenetsError, match=rf"^{re.escape(str(path))}{expected}.*expected a YAML config file"):
         load_config(path)
+
+
+def test_a_saved_config_is_upgraded_by_its_models_own_section():
+    """A checkpoint's config from an earlier treenets loads: the ON-LSTM's section drops its `fused` (declared in its
+    folder, `ONLSTMConfig.upgrade_saved`); another model's section keeps what it has, so `fused` there stays an
+    error, and a config without the key is unchanged."""
+    from treenets.config import saved_config
+
+    earlier = {"task": "lm", "model": {"name": "onlstm", "emb_size": 20, "hidden_size": 30, "fused": True}}
+    config = saved_config({"config": earlier}, "old.pt")
+    assert (config.model.name, config.model.emb_size) == ("onlstm", 20) and "fused" not in to_dict(config)["model"]
+    assert earlier["model"]["fused"] is True  # (the checkpoint's dict is left as it was)
+    with pytest.raises(TreenetsError, match=r"old.pt \(saved config\).*unknown key 'model.fused'"):
+        saved_config({"config": {"task": "lm", "model": {"name": "lstm", "fused": True}}}, "old.pt")
+    today = {"task": "lm", "model": {"name": "onlstm", "emb_size": 20, "hidden_size": 30}}
+    assert to_dict(saved_config({"config": today}, "new.pt")) == to_dict(build_config(today))

@@ -199,13 +199,27 @@ _SGD_ONLY = ("nt_asgd", "nonmono", "lr_scale_by_length")
 _ADAM_ONLY = ("betas", "eps")
 
 
+def _model_section(name) -> type | None:
+    """The config class of the model section named `name` (its literal `name`), of any model folder."""
+    from treenets.nn.registry import all_models
+
+    for model in all_models().values():
+        for configs in model.configs.values():
+            for config in configs:
+                if config.model_fields["name"].default == name:
+                    return config
+    return None
+
+
 def upgrade_saved(raw: dict) -> dict:
-    """A config saved in a checkpoint by an earlier treenets, in the current schema: ON-LSTM's `model.fused`
-    is gone (the backend decides), and the flat optimiser section keeps only its optimiser's keys."""
+    """A config saved in a checkpoint by an earlier treenets, in the current schema: its model section as its
+    model's config upgrades it (`Section.upgrade_saved`, declared in the model's folder), and the flat optimiser
+    section keeps only its optimiser's keys."""
     raw = yaml.safe_load(yaml.safe_dump(raw))
     model, optim = raw.get("model"), raw.get("optim")
-    if isinstance(model, dict):
-        model.pop("fused", None)
+    if isinstance(model, dict) and isinstance(model.get("name"), str):
+        section = _model_section(model["name"])
+        raw["model"] = section.upgrade_saved(model) if section else model
     if isinstance(optim, dict):
         name = optim.get("name", "sgd")
         dropped = (_ADAM_ONLY if name != "adam" else ()) + (_SGD_ONLY if name != "sgd" else ())

@@ -37,6 +37,12 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    @classmethod
+    def upgrade_saved(cls, section: dict) -> dict:
+        """This section as a checkpoint of an earlier treenets saved it (plain data), in today's schema: a model's
+        config section drops what its model no longer has (`treenets.config.upgrade_saved`). As it is, here."""
+        return section
+
     @model_validator(mode="before")
     @classmethod
     def _no_boolean_numbers(cls, data: Any) -> Any:

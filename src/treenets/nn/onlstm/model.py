@@ -257,6 +257,12 @@ class ONLSTMConfig(Section):
     weight_drop_inverted: bool = False  # False: official (no rescale in training, x(1-p) in eval)
     tie_weights: bool = True
 
+    @classmethod
+    def upgrade_saved(cls, section: dict) -> dict:
+        """`fused` (an earlier treenets chose the fused cell here) is gone: the backend decides."""
+        section.pop("fused", None)
+        return section
+
     @model_validator(mode="after")
     def _sizes_divisible_by_chunk(self):
         sizes = {"emb_size": self.emb_size}
