@@ -539,3 +539,30 @@ def test_resume_into_another_runs_folder_needs_overwrite(tmp_path, corpus, capsy
                  "--set", "train.epochs=2", "--no-progress"]) == 0
     assert main([*resume, "--overwrite"]) == 0
     assert "task: lm" in (other / "config.yaml").read_text()
+
+
+def test_an_evaluation_records_its_tasks_metric_and_the_curve_draws_it(tmp_path, corpus):
+    """Each evaluation of the log names the figure that selects the model (the task's metric's `key`), and the
+    learning curve draws that one: a language model's perplexity beside its running training perplexity, on a log
+    scale where it spans ten times; a grammar's bound (`ppl_bound`, which the training log does not have) beside
+    the training loss (before: the shared plot knew a list of keys and drew a grammar's `loss`)."""
+    from treenets.runlog import learning_curve, plot_curve, read_metrics
+
+    _finished_run(tmp_path, corpus)
+    records = read_metrics(tmp_path / "run")
+    evals = [r for r in records if r["event"] == "eval"]
+    assert evals and all(r["key"] == "ppl" for r in evals)
+    curve = learning_curve(records)
+    assert curve["key"] == "ppl" and curve["beside"] and curve["valid"] == [(r["step"], r["ppl"]) for r in evals
+                                                                           if r["split"] == "valid"]
+    grammar = [{"event": "train", "step": s, "epoch": 1, "loss": 9.0 - s, "ppl": 900.0 / s} for s in (1, 2, 3)]
+    grammar += [{"event": "eval", "split": "valid", "step": 3, "epoch": 1, "key": "ppl_bound", "ppl_bound": 300.0,
+                 "loss": 5.7}]
+    curve = learning_curve(grammar)
+    assert (curve["key"], curve["valid"], curve["beside"]) == ("ppl_bound", [(3, 300.0)], False)
+    assert curve["train"] == [(1, 8.0), (2, 7.0), (3, 6.0)] and not curve["log"]
+    accuracy = [{"event": "train", "step": s, "epoch": 1, "loss": 1.0 / s, "accuracy": 0.5 + s / 10} for s in (1, 2)]
+    accuracy += [{"event": "eval", "split": "valid", "step": 2, "epoch": 1, "key": "accuracy", "accuracy": 0.75}]
+    assert learning_curve(accuracy)["beside"] and not learning_curve(accuracy)["log"]
+    plot_curve(grammar, tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"

@@ -116,28 +116,43 @@ def print_metrics(run: str | Path, plot: str | Path | None = None) -> None:
         print(f"plot: {plot}")
 
 
+def learning_curve(records: list[dict]) -> dict:
+    """What `plot_curve` draws: `key`, the validation figure that selects the model (the `key` each evaluation
+    records: the task's metric, e.g. a perplexity, a perplexity's bound, Pearson, accuracy; `loss` in a log that
+    names none); `valid`, its (step, value) points; `train`, the running training figure's where the training log
+    has the same one (a language model's perplexity), else the training loss's, and `beside` whether it is the
+    same figure (one axis) or the loss (a second axis); `log`, whether the figure spans ten times or more from its
+    least to its largest (a log scale)."""
+    valid = [r for r in records if r["event"] == "eval" and r.get("split") == "valid"]
+    train = [r for r in records if r["event"] == "train"]
+    key = valid[0].get("key", "loss") if valid else "loss"
+    points = [(r["step"], r[key]) for r in valid if isinstance(r.get(key), float)]
+    running = [(r["step"], r[key]) for r in train if isinstance(r.get(key), float)]
+    values = [v for _, v in points + running]
+    return {"key": key, "valid": points, "beside": bool(running),
+            "train": running or [(r["step"], r["loss"]) for r in train if isinstance(r.get("loss"), float)],
+            "log": bool(running) and min(values) > 0 and max(values) >= 10 * min(values)}
+
+
 def plot_curve(records: list[dict], out: str | Path) -> None:
-    """The learning curve against optimizer steps, to a PNG file: training and validation perplexity (log scale)
-    or bits per character for language models, else the validation metric (Pearson, accuracy) and the training
-    loss."""
+    """The learning curve against optimizer steps (`learning_curve`), to a PNG file."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    valid = [r for r in records if r["event"] == "eval" and r.get("split") == "valid"]
-    train = [r for r in records if r["event"] == "train"]
-    key = next((k for k in ("bpc", "ppl", "pearson", "root_accuracy", "accuracy") if valid and k in valid[0]), "loss")
+    curve = learning_curve(records)
+    key = curve["key"]
     fig, ax = plt.subplots(figsize=(7, 4))
-    if key in ("ppl", "bpc"):  # language models: the running training figure beside validation
-        shown = [r for r in train if r.get(key) is not None]
-        ax.plot([r["step"] for r in shown], [r[key] for r in shown], label="train (running)", alpha=0.6)
-        ax.set_yscale("log" if key == "ppl" else "linear")
-    else:
+    if curve["beside"]:  # the running training figure beside validation's
+        ax.plot(*zip(*curve["train"]), label="train (running)", alpha=0.6)
+        ax.set_yscale("log" if curve["log"] else "linear")
+    elif curve["train"]:
         twin = ax.twinx()
-        twin.plot([r["step"] for r in train], [r["loss"] for r in train], color="tab:gray", alpha=0.5)
+        twin.plot(*zip(*curve["train"]), color="tab:gray", alpha=0.5)
         twin.set_ylabel("training loss")
-    ax.plot([r["step"] for r in valid], [r[key] for r in valid], "o-", color="tab:orange", label=f"validation {key}")
+    if curve["valid"]:
+        ax.plot(*zip(*curve["valid"]), "o-", color="tab:orange", label=f"validation {key}")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel(key)
     ax.grid(True, which="both", alpha=0.3)

@@ -369,7 +369,7 @@ class Trainer:
         if self.world > 1:  # every process must agree on the best value (it drives no decision, but is saved)
             self.state.best, self.state.best_step = self._gather((self.state.best, self.state.best_step))[0]
         record = {"event": "eval", "split": split, "step": self.state.step, "epoch": self.state.epoch,
-                  "averaged": bool(swaps), **result.values()}
+                  "averaged": bool(swaps), "key": result.key, **result.values()}  # key: the task's metric's
         self.metrics.write(record)
         return result
 
