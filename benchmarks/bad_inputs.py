@@ -782,7 +782,13 @@ def fourth_round_cases() -> list[Case]:
 # to its API, the answer printed, the server stopped; a server that does not start passes on its stderr and status.
 SERVE = """import json, subprocess, sys, time, urllib.error, urllib.request
 from pathlib import Path
-models = sys.argv[1:]
+query, models = {'sentence': 'The cat sat on the mat.'}, []
+for arg in sys.argv[1:]:  # sentence=... and second=... set the inputs; the others are models
+    key, eq, value = arg.partition('=')
+    if eq and key in ('sentence', 'second'):
+        query[key] = value
+    else:
+        models.append(arg)
 server = subprocess.Popen([str(Path(sys.executable).with_name('treenets')), 'serve', *models, '--port', '0'],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 line = server.stdout.readline()
@@ -791,7 +797,7 @@ if not line:
     sys.exit(server.wait() or 1)
 try:
     url = line.split(' at ')[1].split()[0]
-    body = json.dumps({'sentence': 'The cat sat on the mat.', 'models': models}).encode()
+    body = json.dumps({**query, 'models': models}).encode()
     request = urllib.request.Request(url + 'api/parse', body, {'Content-Type': 'application/json'})
     for attempt in range(100):  # (the address is printed before uvicorn listens on it)
         try:
@@ -835,12 +841,12 @@ def _says_on_stderr(text: str, wrong: str):
     return after
 
 
-def _served(kind: str):
-    """A `SERVE` run is right only if the answer holds a result of `kind` with a tree."""
+def _served(kind: str, field: str = "tree"):
+    """A `SERVE` run is right only if the answer holds a result of `kind` with a `field` (its tree, its score)."""
     def check(_root: Path, stdout: str):
         results = json.loads(stdout)["results"]
         found = [r for r in results if r.get("kind") == kind]
-        return None if found and found[0].get("tree") is not None else f"no {kind} tree in the answer"
+        return None if found and found[0].get(field) is not None else f"no {kind} {field} in the answer"
     return check
 
 
@@ -848,7 +854,7 @@ def fifth_round_cases() -> list[Case]:
     """The families of the fifth reliability round: `train --resume` into another run's folder, a grammar's
     `eval --file` (its KL, its one-word lines), a grammar's training text and validation treebanks, check-golden
     fixtures lacking an array or holding integer weights or no token, and `serve` of an ensemble and of models that
-    read no single sentence."""
+    read two inputs."""
     compound = str(ROOT / "configs/compound-pcfg-ptb.yaml")
     tiny_grammar = ["--set", "data.path={T}/corpus", "--set", "model.h_dim=4", "--set", "model.w_dim=4",
                     "--set", "model.z_dim=2", "--set", "model.state_dim=4", "--set", "data.valid=[{T}/tiny.mrg]"]
@@ -898,11 +904,12 @@ def fifth_round_cases() -> list[Case]:
         Case("serve kinds", "serve an ensemble folder of two runs' checkpoints", ["-c", SERVE, "{T}/ens"],
              {"ens/ensemble.json": json.dumps({"members": ["{T}/run/best.pt", "{T}/run/last.pt"]})}, api=True,
              check=_served("ensemble")),
-        Case("serve kinds", "serve treelstm-sick (relatedness: two sentences)", ["serve", "treelstm-sick", "--port",
-                                                                                  "0"],
-             blame="a relatedness model reads --pair A B"),
-        Case("serve kinds", "serve om-logic (logic: two formulas)", ["serve", "om-logic", "--port", "0"],
-             blame="a logic model reads --pair PREMISE HYPOTHESIS"),
+        Case("serve kinds", "serve treelstm-sick (relatedness: two sentences)",
+             ["-c", SERVE, "treelstm-sick", "second=A dog is sitting on a mat."], api=True,
+             check=_served("relatedness", "score")),
+        Case("serve kinds", "serve om-logic (logic: two formulas)",
+             ["-c", SERVE, "om-logic", "sentence=(A (and (not B)))", "second=a"], api=True,
+             check=_served("logic", "formulas")),
     ]
 
 

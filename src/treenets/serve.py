@@ -3,10 +3,12 @@ for a language model the tree of every layer (split official or before, where th
 syntactic distances under the words, each word's surprisal, and for a model that induces dependencies
 (StructFormer) their arcs; for a grammar its labelled tree by each decoder; for a sentiment model (SST) the class of
 the sentence and, for a Tree-LSTM, of every phrase of the tree it read (induced by its parser); for an ensemble
-(`treenets ensemble`, a zoo `*-ensemble`) its combined tree and each member's, with its agreement. Models that read
-no single sentence (relatedness: two sentences; logic: two formulas; ListOps: a sequence) are refused when the
-server starts, naming what `treenets predict` reads of them. A Starlette app run by uvicorn; the page
-(`report/serve.html`, drawing with the report's `trees.js`) asks `POST /api/parse`.
+(`treenets ensemble`, a zoo `*-ensemble`) its combined tree and each member's, with its agreement; for a model that
+reads two inputs, the second typed below the first, a relatedness model's score of the two sentences (with each
+sentence's parents for a dependency Tree-LSTM) and a logic model's relation of two formulas (with the trees Ordered
+Memory induces of them). Models that read neither (ListOps: a sequence of operations) are refused when the server
+starts, naming what `treenets predict` reads of them. A Starlette app run by uvicorn; the page (`report/serve.html`,
+drawing with the report's `trees.js`) asks `POST /api/parse`.
 
 The page reads nothing from the file system: the models are loaded when the server starts, and the only files
 it serves are the reports (`index.html`) found then in the models' run folders.
@@ -35,6 +37,8 @@ from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
 from treenets.predictors.ensemble import EnsembleParser
 from treenets.predictors.lm import LanguageModel
+from treenets.predictors.logic import LogicClassifier
+from treenets.predictors.relatedness import RelatednessPredictor
 from treenets.predictors.sentiment import SentimentClassifier
 from treenets.report import render_page, tree_json
 from treenets.text import checked_text
@@ -49,7 +53,7 @@ REQUEST_SECONDS = 20.0  # for a client to send a whole request (`RequestDeadline
 @dataclass
 class ServedModel:
     id: str  # the model as given on the command line: the page and the API name it so
-    lm: LanguageModel | SentimentClassifier | EnsembleParser  # the predictor
+    lm: LanguageModel | SentimentClassifier | EnsembleParser | RelatednessPredictor | LogicClassifier  # the predictor
     reports: list[Path] = field(default_factory=list)
 
 
@@ -64,21 +68,23 @@ def find_reports(spec: str) -> list[Path]:
 
 
 SERVED = (LanguageModel, SentimentClassifier, EnsembleParser)  # what reads one sentence, and what the page draws
+PAIRS = (RelatednessPredictor, LogicClassifier)  # what reads two: the first input and the second
 
 
 def load_models(specs: list[str], device: str = "cpu") -> list[ServedModel]:
     """Each model given (once) through `treenets.load`: a language model or grammar, a sentiment model or an
-    ensemble; a model that reads no single sentence (relatedness, logic, ListOps) is refused, naming its task and
-    what it reads."""
+    ensemble; a relatedness or logic model (two inputs); a model that reads neither (ListOps) is refused, naming its
+    task and what it reads."""
     models = []
     for spec in dict.fromkeys(specs):
         lm = treenets.load(spec, device=device)
-        if not isinstance(lm, SERVED):
+        if not isinstance(lm, SERVED + PAIRS):
             task = getattr(getattr(lm, "config", None), "task", None) or type(lm).__name__
             reads = getattr(lm, "reads", "")
             raise TreenetsError(f"serve: {spec} is a {task} model: serve shows models that read one sentence "
                                 "(language models and grammars, sentiment models, ensembles of models that induce "
-                                "trees)" + (f"; {reads}: try treenets predict {spec}" if reads else ""))
+                                "trees) or a pair (relatedness and logic models)"
+                                + (f"; {reads}: try treenets predict {spec}" if reads else ""))
         models.append(ServedModel(spec, lm, find_reports(spec)))
     return models
 
@@ -98,22 +104,24 @@ class Refused(Exception):
         self.status = status
 
 
-def check_sentence(sentence) -> str:
-    """The sentence of a request, as sent (the models say what of it they drop), or why it is refused: not text,
-    nothing but white space and invisible characters, or more than the limits."""
+def check_sentence(sentence, field: str = "sentence") -> str:
+    """The sentence of a request (its `field`: "sentence", or "second", a pair's second input), as sent (the models
+    say what of it they drop), or why it is refused: not text, nothing but white space and invisible characters,
+    or more than the limits."""
+    the = "the sentence" if field == "sentence" else "the second input"
     if not isinstance(sentence, str):
-        raise Refused(400, 'expected {"sentence": "...", "models": [...]}: "sentence" must be a string')
+        raise Refused(400, f'expected {{"sentence": "...", "models": [...]}}: "{field}" must be a string')
     try:
-        visible = checked_text(sentence, "the sentence")  # invisible characters dropped: zero-width only is empty
+        visible = checked_text(sentence, the)  # invisible characters dropped: zero-width only is empty
     except TreenetsError as exc:
         raise Refused(400, str(exc)) from None
     if not visible.strip():
-        raise Refused(400, "the sentence is empty: type at least one word")
+        raise Refused(400, f"{the} is empty: type at least one word")
     if len(sentence) > MAX_CHARACTERS:
-        raise Refused(400, f"the sentence has {len(sentence):,} characters: at most {MAX_CHARACTERS:,}")
+        raise Refused(400, f"{the} has {len(sentence):,} characters: at most {MAX_CHARACTERS:,}")
     words = len(visible.split())
     if words > MAX_WORDS:
-        raise Refused(400, f"the sentence has {words} words: at most {MAX_WORDS}")
+        raise Refused(400, f"{the} has {words} words: at most {MAX_WORDS}")
     return sentence
 
 
@@ -168,7 +176,27 @@ class RequestDeadline(H11Protocol):
         super().connection_lost(exc)
 
 
-def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretokenized: bool = False) -> dict:
+def check_pair(model: ServedModel, second, parents) -> None:
+    """Why a request cannot be answered by `model`, a model of two inputs: no second input, or parents that are
+    not two strings, or parents for a model that takes none."""
+    lm = model.lm
+    what = "a second sentence" if isinstance(lm, RelatednessPredictor) else "a hypothesis (a second formula)"
+    if second is None:
+        raise Refused(400, f'{model.id} reads two inputs: give "second", {what}')
+    check_sentence(second, "second")
+    dependency = describe(model, 0)["parents"]
+    if parents is None and dependency:
+        raise Refused(400, f"{model.id} reads each sentence over its dependency tree, which treenets cannot induce: "
+                           'give "parents", two strings of each word\'s parent (as SICK\'s .parents files)')
+    if parents is not None:
+        if not isinstance(lm, RelatednessPredictor) or lm.net.sequential:
+            raise Refused(400, f'{model.id} takes no parents: "parents" are a relatedness Tree-LSTM\'s')
+        if not (isinstance(parents, list) and len(parents) == 2 and all(isinstance(p, str) for p in parents)):
+            raise Refused(400, '"parents" must be two strings, each sentence\'s parents as SICK\'s files give them')
+
+
+def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretokenized: bool = False,
+            second: str | None = None, parents: list[str] | None = None) -> dict:
     """One model's reading of a sentence (normalised as its training text, or with `pretokenized` split on
     white space): tokens, what of the sentence was dropped (`dropped`: each piece's text, start and why; a
     sentiment model's too), surprisal in bits of each token and of the closing boundary token, perplexity, and
@@ -177,9 +205,13 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
     trees over token positions, as the page draws them), with the dependency heads of a model that induces them
     (`heads`, CoNLL's: 1-based, 0 for the root; None for the others). With `precision` bf16 the model's products
     run in bfloat16 (a block opened here: autocast holds for the thread that opens it, and requests are answered
-    in worker threads)."""
+    in worker threads). A model of two inputs reads `sentence` and `second` (`_relatedness`, `_logic`)."""
     lm = model.lm
     with autocast(precision, device_of(lm)):
+        if isinstance(lm, RelatednessPredictor):
+            return _relatedness(model, lm, sentence, second, parents, pretokenized)
+        if isinstance(lm, LogicClassifier):
+            return _logic(model, lm, sentence, second)
         if isinstance(lm, SentimentClassifier):
             return _sentiment(model, lm, sentence, pretokenized)
         if isinstance(lm, EnsembleParser):
@@ -187,6 +219,33 @@ def analyse(model: ServedModel, sentence: str, precision: str = "fp32", pretoken
         if lm.decoders:  # a model that decodes labelled trees (a grammar)
             return _decoded(model, lm, sentence, pretokenized)
         return _analyse(model, lm, sentence, pretokenized)
+
+
+def _relatedness(model: ServedModel, predictor: RelatednessPredictor, a: str, b: str, parents: list[str] | None,
+                 pretokenized: bool) -> dict:
+    """How related two sentences are: the expected score on the model's scale and its distribution over the scale's
+    points, the tokens it read of each sentence and where their trees came from (`parser`: a language model, a
+    shape, or "given" parents)."""
+    a_parents, b_parents = parents or (None, None)
+    result = predictor.predict(a, b, a_parents, b_parents, pretokenized=pretokenized)
+    return {"model": model.id, "kind": "relatedness", "score": result.score, "scale": result.scale,
+            "distribution": result.distribution, "tokens": result.tokens, "unknown": result.unknown,
+            "parser": result.parser, "dropped": [[asdict(piece) for piece in side] for side in result.dropped]}
+
+
+def _logic(model: ServedModel, classifier: LogicClassifier, premise: str, hypothesis: str) -> dict:
+    """The relation of two formulas (its symbol, name and every relation's probability) and, for a model that
+    induces trees (Ordered Memory), each formula's induced tree over its tokens without brackets beside the tree
+    its brackets give (`own`)."""
+    result = classifier.predict(premise, hypothesis)
+    answer = {"model": model.id, "kind": "logic", "relation": result.relation, "name": result.name,
+              "probabilities": result.probabilities, "formulas": None}
+    if classifier.net.induces_trees:
+        parses = [classifier.parse(text) for text in (premise, hypothesis)]
+        answer["formulas"] = [{"tokens": [w for w in p.words if w not in p.left_out],
+                               "tree": json.loads(tree_json(p.scored)), "own": json.loads(tree_json(p.own))}
+                              for p in parses]
+    return answer
 
 
 def _sentiment(model: ServedModel, classifier: SentimentClassifier, sentence: str, pretokenized: bool) -> dict:
@@ -266,6 +325,18 @@ def _analyse(model: ServedModel, lm: LanguageModel, sentence: str, pretokenized:
 def describe(model: ServedModel, first_report: int) -> dict:
     """What the page shows of a model; its reports are numbered from `first_report` (`/reports/N`)."""
     lm = model.lm
+    if isinstance(lm, PAIRS):
+        relatedness = isinstance(lm, RelatednessPredictor)
+        parents = relatedness and not lm.net.sequential and getattr(lm.config.data, "trees", None) == "dependency"
+        over = ("" if not relatedness and not lm.net.induces_trees else
+                ", inducing each formula's tree" if not relatedness else
+                ", reading the words in order" if lm.net.sequential else
+                ", over each sentence's dependency tree (its parents given)" if parents else
+                f", over each sentence's tree induced by {lm.config.data.parser}")
+        return {"id": model.id, "kind": "relatedness" if relatedness else "logic", "reports": [],
+                "first": "first sentence" if relatedness else "premise (a formula)",
+                "second": "second sentence" if relatedness else "hypothesis (a formula)", "parents": parents,
+                "description": f"{lm.config.model.name} ({lm.config.task}){over}"}
     if isinstance(lm, SentimentClassifier):
         classes = NUM_CLASSES[lm.config.data.classes]
         trees = "" if lm.net.sequential else (
@@ -336,6 +407,7 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
             if not isinstance(query, dict):
                 raise Refused(400, 'expected a JSON object: {"sentence": "...", "models": [...]}')
             sentence = check_sentence(query.get("sentence"))
+            second, parents = query.get("second"), query.get("parents")
             pretokenized = query.get("pretokenized", False)
             if not isinstance(pretokenized, bool):
                 raise Refused(400, '"pretokenized" must be true or false')
@@ -345,9 +417,13 @@ def create_app(models: list[ServedModel], precision: str = "fp32") -> Starlette:
             unknown = [n for n in names if n not in known]
             if unknown:
                 raise Refused(404, f"unknown model {unknown[0]!r}: this server has {', '.join(known)}")
+            for name in names:
+                if isinstance(known[name].lm, PAIRS):
+                    check_pair(known[name], second, parents)
             # The models run outside the event loop, which goes on answering other requests meanwhile.
             answers = await run_in_threadpool(
-                lambda: [analyse(known[n], sentence, precision, pretokenized) for n in dict.fromkeys(names)])
+                lambda: [analyse(known[n], sentence, precision, pretokenized, second, parents)
+                         for n in dict.fromkeys(names)])
         except Refused as refused:
             return JSONResponse({"error": str(refused)}, status_code=refused.status)
         except TreenetsError as exc:  # e.g. a character-level model and a character it never saw

@@ -286,16 +286,86 @@ def test_a_sentiment_model_gives_the_class_of_the_sentence_and_of_every_phrase_o
     assert refused.status_code == 400 and "finds no word in it" in refused.json()["error"]
 
 
-@pytest.mark.parametrize(("name", "task", "reads"), [
-    ("treelstm-sick", "relatedness", "a relatedness model reads --pair A B"),
-    ("om-logic", "logic", "a logic model reads --pair PREMISE HYPOTHESIS (bracketed formulas)"),
-])
-def test_a_model_that_reads_no_single_sentence_is_refused(name, task, reads):
+def test_a_model_that_reads_neither_one_input_nor_two_is_refused(monkeypatch):
+    """A ListOps model (a sequence of operations; none ships) is refused when the server starts, naming what
+    `treenets predict` reads of it."""
+    from types import SimpleNamespace
+
+    listops = SimpleNamespace(config=SimpleNamespace(task="listops"), reads="a ListOps model reads --sentence")
+    monkeypatch.setattr(treenets, "load", lambda spec, device="cpu": listops)
     with pytest.raises(TreenetsError) as refused:
-        load_models([name])
-    assert str(refused.value).startswith(f"serve: {name} is a {task} model: serve shows models that read one "
-                                         "sentence (language models and grammars, sentiment models, ensembles")
-    assert f"; {reads}" in str(refused.value) and str(refused.value).endswith(f": try treenets predict {name}")
+        load_models(["my-listops"])
+    assert str(refused.value) == ("serve: my-listops is a listops model: serve shows models that read one sentence "
+                                  "(language models and grammars, sentiment models, ensembles of models that induce "
+                                  "trees) or a pair (relatedness and logic models); a ListOps model reads --sentence: "
+                                  "try treenets predict my-listops")
+
+
+@pytest.fixture(scope="module")
+def pair_client():
+    with TestClient(create_app(load_models(["treelstm-sick", "om-logic", "treelstm-sick-dependency",
+                                            "lstm-logic"]))) as client:
+        yield client
+
+
+def test_a_relatedness_model_scores_the_two_sentences_as_predict_does(pair_client):
+    """Before: `serve treelstm-sick` was refused ("serve shows models that read one sentence")."""
+    a, b = "A man is playing a guitar.", "A person plays an instrument."
+    answer = pair_client.post("/api/parse", json={"sentence": a, "second": b, "models": ["treelstm-sick"]})
+    assert answer.status_code == 200
+    (found,) = answer.json()["results"]
+    expected = treenets.load("treelstm-sick").predict(a, b)
+    assert found["kind"] == "relatedness" and found["score"] == pytest.approx(expected.score)
+    assert found["distribution"] == expected.distribution and found["tokens"] == expected.tokens
+    assert found["scale"] == "1 (completely unrelated) to 5 (very related)" and found["parser"] == "onlstm-ptb-small"
+    info = {m["id"]: m for m in pair_client.get("/api/models").json()["models"]}
+    assert info["treelstm-sick"]["kind"] == "relatedness" and info["treelstm-sick"]["second"] == "second sentence"
+    assert not info["treelstm-sick"]["parents"] and info["treelstm-sick-dependency"]["parents"]
+    # a dependency Tree-LSTM reads each sentence's parents, given as SICK's files give them
+    parents = ["2 0 4 2", "2 0"]
+    answer = pair_client.post("/api/parse", json={"sentence": "A man plays guitar", "second": "people play",
+                                                  "parents": parents, "models": ["treelstm-sick-dependency"]})
+    expected = treenets.load("treelstm-sick-dependency").predict("A man plays guitar", "people play", *parents)
+    assert answer.status_code == 200 and answer.json()["results"][0]["score"] == pytest.approx(expected.score)
+    assert answer.json()["results"][0]["parser"] == "given"
+
+
+def test_a_logic_model_gives_the_relation_and_ordered_memory_its_trees_of_both_formulas(pair_client):
+    premise, hypothesis = "(A (and (not B)))", "a"
+    answer = pair_client.post("/api/parse", json={"sentence": premise, "second": hypothesis,
+                                                  "models": ["om-logic", "lstm-logic"]})
+    assert answer.status_code == 200
+    om, lstm = answer.json()["results"]
+    for found, name in ((om, "om-logic"), (lstm, "lstm-logic")):
+        expected = treenets.load(name).predict(premise, hypothesis)
+        assert found["kind"] == "logic" and (found["relation"], found["name"]) == (expected.relation, expected.name)
+        assert found["probabilities"] == expected.probabilities
+    assert lstm["formulas"] is None  # an LSTM induces no trees
+    parse = treenets.load("om-logic").parse(premise)
+    assert om["formulas"][0] == {"tokens": ["a", "and", "not", "b"], "tree": json.loads(tree_json(parse.scored)),
+                                 "own": [0, [1, [2, 3]]]}
+    assert om["formulas"][1] == {"tokens": ["a"], "tree": 0, "own": 0}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ({"sentence": "a man", "models": ["treelstm-sick"]}, 'treelstm-sick reads two inputs: give "second", a second '
+                                                          "sentence"),
+    ({"sentence": "(a)", "models": ["lstm-logic"]}, 'lstm-logic reads two inputs: give "second", a hypothesis'),
+    ({"sentence": "a man", "second": 3, "models": ["treelstm-sick"]}, '"second" must be a string'),
+    ({"sentence": "a man", "second": " ", "models": ["treelstm-sick"]}, "the second input is empty"),
+    ({"sentence": "a man", "second": "a dog", "models": ["treelstm-sick-dependency"]},
+     'treelstm-sick-dependency reads each sentence over its dependency tree, which treenets cannot induce: give '
+     '"parents"'),
+    ({"sentence": "a man", "second": "a dog", "parents": ["2 0"], "models": ["treelstm-sick-dependency"]},
+     '"parents" must be two strings'),
+    ({"sentence": "(a)", "second": "(b)", "parents": ["0", "0"], "models": ["om-logic"]}, "om-logic takes no parents"),
+    ({"sentence": "a man", "second": "a dog", "parents": ["2 0 9", "2 0"], "models": ["treelstm-sick-dependency"]},
+     "parents of sentence a"),
+    ({"sentence": "(a (and", "second": "a", "models": ["om-logic"]}, "premise"),
+])
+def test_a_pair_that_cannot_be_read_is_refused_naming_what_is_wrong(pair_client, query, message):
+    answer = pair_client.post("/api/parse", json=query)
+    assert answer.status_code == 400 and message in answer.json()["error"], answer.json()
 
 
 def _ensemble_folder(folder, members, mode="generative"):
@@ -493,4 +563,36 @@ def test_page_draws_an_ensembles_tree_and_its_members_in_a_browser(open_page, mo
         assert "the ensemble's tree (generative)" in figures.nth(0).locator(".caption").first.text_content()
         assert "agreement" in figures.nth(1).locator(".caption").first.text_content()
         page.screenshot("serve-ensemble")
+        assert page.errors == []
+
+
+@pytest.mark.usefixtures("browser")
+def test_page_asks_for_the_second_input_of_a_pair_model_and_draws_its_answer_in_a_browser(open_page, tiny_run):
+    with serving(create_app(load_models(["om-logic", "treelstm-sick-dependency"]))) as address:
+        page = open_page(tiny_run / "screenshots")
+        tab = page.tab
+        tab.goto(address)
+        assert tab.is_visible("#second") and tab.is_visible("#parents-a")  # the dependency model is the right one
+        tab.select_option("#model-b", "")
+        assert tab.is_visible("#second") and not tab.is_visible("#parents-a")
+        assert tab.get_attribute("#sentence", "placeholder") == "premise (a formula)"
+        tab.fill("#sentence", "(A (and (not B)))")
+        tab.fill("#second", "a")
+        tab.press("#second", "Enter")
+        tab.wait_for_selector(".panel svg")
+        assert tab.inner_text(".panel .verdict").startswith("< forward entailment (p = ")
+        figures = tab.locator(".panel svg")
+        assert figures.count() == 4  # each formula's induced tree beside its brackets'
+        assert figures.nth(0).locator("text.word").all_text_contents() == ["a", "and", "not", "b"]
+        page.screenshot("serve-logic")
+        tab.select_option("#model-a", "treelstm-sick-dependency")
+        tab.fill("#sentence", "A man plays guitar")
+        tab.fill("#second", "people play")
+        tab.fill("#parents-a", "2 0 4 2")
+        tab.fill("#parents-b", "2 0")
+        tab.click("#parse-button")
+        tab.wait_for_selector(".panel .distribution")
+        assert tab.inner_text(".panel .verdict").startswith("relatedness ")
+        assert tab.inner_text(".panel .verdict").endswith("on 1 (completely unrelated) to 5 (very related)")
+        page.screenshot("serve-relatedness")
         assert page.errors == []

@@ -15,12 +15,15 @@ class Serve(Command):
     description = ("Serve a web page where you type a sentence and see, for one model or two side by side, the tree "
                    "of every layer (split official or before), the syntactic distances under the words, each "
                    "word's surprisal, a grammar's labelled trees, an ensemble's tree and its members', a sentiment "
-                   "model's classes, and links to the reports found in the models' run folders. The page uses "
-                   "the JSON API POST /api/parse ({\"sentence\": ..., \"models\": [...]}). Ctrl-C stops it.")
+                   "model's classes, a relatedness model's score of two sentences, a logic model's relation of "
+                   "two formulas, and links to the reports found in the models' run folders. The page uses the "
+                   "JSON API POST /api/parse ({\"sentence\": ..., \"models\": [...]}; a pair's \"second\"). "
+                   "Ctrl-C stops it.")
 
     def add_options(self, parser):
         parser.add_argument("checkpoints", nargs="+", metavar="MODEL",
-                            help="language models, grammars, sentiment models or ensembles: " + MODEL_HELP)
+                            help="language models, grammars, sentiment, relatedness or logic models, or "
+                                 "ensembles: " + MODEL_HELP)
         parser.add_argument("--host", default="127.0.0.1",
                             help="address to listen on (default: 127.0.0.1, this machine only)")
         parser.add_argument("--port", type=port_number, default=8000,

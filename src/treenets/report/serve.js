@@ -7,6 +7,7 @@
   const $ = (id) => document.getElementById(id);
   const form = $("parse-form"), input = $("sentence"), modelA = $("model-a"), modelB = $("model-b");
   const split = $("split"), error = $("error"), results = $("results");
+  const second = $("second"), parentsA = $("parents-a"), parentsB = $("parents-b");
   const byId = Object.fromEntries(DATA.models.map((m) => [m.id, m]));
   let answer = null;  // the last answer of the server, drawn again when the split changes
 
@@ -20,6 +21,20 @@
   // The split is a choice only where some model builds its trees more than one way (a StructFormer: its own).
   split.closest("label").hidden = !DATA.models.some((m) => m.splits && m.splits.length > 1);
 
+  // A model of two inputs (relatedness, logic) asks for the second below the first; a dependency Tree-LSTM for each
+  // sentence's parents too. The first input serves every chosen model.
+  const chosen = () => [...new Set([modelA.value, modelB.value].filter(Boolean))].map((id) => byId[id]);
+  function showInputs() {
+    const pair = chosen().find((m) => m.second);
+    second.hidden = !pair;
+    second.placeholder = pair ? pair.second : "";
+    input.placeholder = pair && chosen().every((m) => m.second) ? pair.first : "the stock market fell sharply";
+    parentsA.hidden = parentsB.hidden = !chosen().some((m) => m.parents);
+  }
+  modelA.addEventListener("change", showInputs);
+  modelB.addEventListener("change", showInputs);
+  showInputs();
+
   function showError(message) {
     error.textContent = message;
     error.hidden = !message;
@@ -27,12 +42,14 @@
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const models = [...new Set([modelA.value, modelB.value].filter(Boolean))];
+    const models = chosen().map((m) => m.id);
+    const query = { sentence: input.value, models };
+    if (!second.hidden) query.second = second.value;
+    if (!parentsA.hidden) query.parents = [parentsA.value, parentsB.value];
     results.classList.add("busy");
     try {
       const response = await fetch("api/parse", {
-        method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ sentence: input.value, models }),
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(query),
       });
       const body = await response.json();
       if (!response.ok) throw new Error(body.error || `the server answered ${response.status}`);
@@ -112,8 +129,40 @@
     return box;
   }
 
+  // A relatedness model: its expected score of the two sentences and the probability of each point of its scale.
+  function relatednessPanel(r, info) {
+    const read = r.tokens.map((t, k) => `${k ? "second" : "first"}: ${t.join(" ")}`).join("; ");
+    return htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
+      htmlEl("p", { class: "meta", text: `${info.description}; read ${read}` +
+        (r.unknown.length ? `; read as <unk>: ${r.unknown.join(" ")}` : "") }),
+      htmlEl("p", { class: "verdict", text: `relatedness ${r.score.toFixed(2)} on ${r.scale}` }),
+      htmlEl("p", { class: "meta distribution", text: "p of each score: " +
+        r.distribution.map((p, k) => `${k + 1}: ${p.toFixed(3)}`).join(", ") }));
+  }
+
+  // A logic model: the relation of the premise to the hypothesis, every relation's probability, and for Ordered
+  // Memory the tree it induces of each formula beside the tree its brackets give.
+  function logicPanel(r, info) {
+    const box = htmlEl("section", { class: "panel", "data-model": r.model }, htmlEl("h2", { text: r.model }),
+      htmlEl("p", { class: "meta", text: info.description }),
+      htmlEl("p", { class: "verdict", text: `${r.relation} ${r.name} (p = ${r.probabilities[r.relation].toFixed(2)})` }),
+      htmlEl("p", { class: "meta distribution", text: "p of each relation: " +
+        Object.entries(r.probabilities).map(([rel, p]) => `${rel} ${p.toFixed(3)}`).join(", ") }));
+    for (const [k, f] of (r.formulas || []).entries()) {
+      const name = k ? "hypothesis" : "premise";
+      box.append(htmlEl("div", { class: "layers" },
+        htmlEl("div", { class: "figure-scroll" }, Trees.figure({ words: f.tokens, unknown: new Set(), tree: f.tree,
+          caption: `${name}: the tree it induces` })),
+        htmlEl("div", { class: "figure-scroll" }, Trees.figure({ words: f.tokens, unknown: new Set(), tree: f.own,
+          caption: `${name}: the tree its brackets give` }))));
+    }
+    return box;
+  }
+
   function panel(r) {
     const info = byId[r.model];
+    if (r.kind === "relatedness") return relatednessPanel(r, info);
+    if (r.kind === "logic") return logicPanel(r, info);
     if (r.kind === "sentiment") return sentimentPanel(r, info);
     if (r.kind === "decoded") return decodedPanel(r, info);
     if (r.kind === "ensemble") return ensemblePanel(r, info);
