@@ -3,12 +3,13 @@ raw sentences from each model (an ensemble and its distilled student, say), the 
 loading included.
 
     python benchmarks/parse_file_speed.py ptb-ensemble ptb-distilled [--file F | --sentences 500] [--turns 3]
-        [--threads 1]
+        [--threads 1] [--json]
 
 Without `--file`, the first `--sentences` sentences of WSJ 24's raw words (capitals, numbers and punctuation
 restored from the treebank's leaves) are written to a temporary file. Each turn runs every model once, in the order
 given, then in reverse in the next turn; the median over the turns is reported, with the ratio of each model's time
-to the first one's. The trees go to /dev/null (they are `parse`'s stdout).
+to the first one's. The trees go to /dev/null (they are `parse`'s stdout): drawn as text, or with `--json` one JSON
+object a sentence (what a program reading the trees of a large file asks for).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="parse --json: the trees as JSON lines, not drawn")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.file) if args.file else Path(tmp) / "sentences.txt"
@@ -62,10 +64,12 @@ def main() -> None:
         for turn in range(args.turns):
             for model in args.models if turn % 2 == 0 else list(reversed(args.models)):
                 start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "treenets", "parse", model, "--file", str(path), "--threads",
-                                str(args.threads)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                command = [sys.executable, "-m", "treenets", "parse", model, "--file", str(path), "--threads",
+                           str(args.threads), *(["--json"] if args.json else [])]
+                subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
                 times[model].append(time.perf_counter() - start)
-    print(f"{cpu_name()}, {args.threads} thread(s), {lines} sentences, {args.turns} turns (median)")
+    print(f"{cpu_name()}, {args.threads} thread(s), {lines} sentences, {args.turns} turns (median), trees "
+          f"{'as JSON' if args.json else 'drawn as text'}")
     print("| model | seconds | sentences/s | time / the first model's |")
     print("| --- | ---: | ---: | ---: |")
     first = statistics.median(times[args.models[0]])

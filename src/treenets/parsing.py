@@ -93,7 +93,8 @@ def _check_decoder(model, ref: str | list[str], decode: str | None) -> None:
     """An error unless `decode` is None or one of `model`'s decoders (`TreeInducer.decoders`)."""
     if decode is not None and decode not in model.decoders:
         raise TreenetsError(f"--decode {decode}: {_named(ref)} has no decoder to choose (its trees come from "
-                            f"{model.tree_source}); --decode is for a grammar (a Neural or Compound PCFG)")
+                            f"{model.tree_source}); --decode is for a model that decodes its trees: a grammar, a "
+                            "span parser")
 
 
 def shown(text: str) -> str:

@@ -103,7 +103,7 @@ def test_a_model_that_is_not_a_grammar_is_refused_in_one_line(capsys):
     code, out, err = sample(capsys, "onlstm-ptb-small", "-n", "2")
     assert code == 2 and out == ""
     assert err.startswith("treenets: error: onlstm-ptb-small: not a grammar (its model is onlstm, of the lm task): "
-                          "sample draws sentences from a Neural or Compound PCFG")
+                          "sample draws sentences from a grammar (a model of the pcfg task")
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 

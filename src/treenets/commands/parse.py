@@ -26,8 +26,8 @@ class Parse(Command):
                    "ListOps or sentiment model with an Ordered Memory encoder draws the tree built from its memory "
                    "slots of a formula, a sequence or a sentence (as its predict reads it), with the input's own "
                    "tree where it has one (--json: gold_tree; null for a sentence) and, for a formula, the induced "
-                   "tree without its brackets (scored_tree), as its task scores them. A grammar (a Neural or "
-                   "Compound PCFG) draws its most probable tree (--decode viterbi) or the tree of the largest summed "
+                   "tree without its brackets (scored_tree), as its task scores them. A grammar (a model of the "
+                   "pcfg task) draws its most probable tree (--decode viterbi) or the tree of the largest summed "
                    "span probabilities (mbr), with each span's nonterminal and each word's preterminal (--json: "
                    "labelled_tree, spans, tags).")
 

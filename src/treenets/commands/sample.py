@@ -37,7 +37,7 @@ def sentence_length(text: str) -> int:
 class Sample(Command):
     name, order = "sample", 55
     help = "draw sentences, and the trees they were drawn with, from a trained grammar"
-    description = ("Draw sentences from a grammar (a Neural or Compound PCFG) top-down: the root's nonterminal, each "
+    description = ("Draw sentences from a grammar (a model of the pcfg task) top-down: the root's nonterminal, each "
                    "nonterminal's two children, each preterminal's word (a Compound PCFG first draws each sentence's "
                    "z from its prior, N(0, I)). Prints one sentence a line; with --tree each one's labelled tree, "
                    "bracketed and drawn as text as parse draws a grammar's tree, with its log-probability; with "
@@ -46,7 +46,7 @@ class Sample(Command):
                    "on stderr.")
 
     def add_options(self, parser):
-        parser.add_argument("checkpoint", metavar="MODEL", help="a grammar (a Neural or Compound PCFG): " + MODEL_HELP)
+        parser.add_argument("checkpoint", metavar="MODEL", help="a grammar (a model of the pcfg task): " + MODEL_HELP)
         parser.add_argument("-n", dest="count", type=positive_int, default=1, metavar="N",
                             help="how many sentences to draw (default: 1)")
         parser.add_argument("--seed", type=seed_number, metavar="S",
@@ -85,8 +85,8 @@ def print_samples(ref: str, count: int, seed: int | None = None, max_length: int
     model = Predictor.load(ref, device=device)
     if not isinstance(model, GrammarModel):
         raise TreenetsError(f"{ref}: not a grammar (its model is {model.config.model.name}, of the "
-                            f"{model.config.task} task): sample draws sentences from a Neural or Compound PCFG (a "
-                            "model of the pcfg task, e.g. neural-pcfg-ptb or compound-pcfg-ptb)")
+                            f"{model.config.task} task): sample draws sentences from a grammar (a model of the "
+                            "pcfg task, e.g. compound-pcfg-ptb or simple-pcfg-ptb)")
     if seed is None:
         seed = secrets.randbelow(1 << 32)
         note(f"seed {seed} (--seed {seed} draws these sentences again)")
