@@ -284,10 +284,10 @@ def test_no_run_is_written_into_a_model_folder(installed, tmp_path, capsys):
         capsys.readouterr()
         assert main(["train", "--init", "lstm-logic", "--out", str(out), "--no-progress"]) == 2
         assert capsys.readouterr().err == (
-            f"treenets: error: --out {out}: {where}; a run writes its files (last.pt, best.pt, config.yaml, "
-            "metrics.jsonl) into a folder of its own, never into a model's: give another --out\n")
+            f"treenets: error: --out {out}: {where}, which holds nothing but a model's own files (a run's files: "
+            "last.pt, best.pt, config.yaml, metrics.jsonl never go there): give a path outside it\n")
         assert main(["train", "lstm-logic", "--out", str(out), "--no-progress"]) == 2  # (from a config too)
-        assert "a run writes its files" in capsys.readouterr().err
+        assert "a run's files: last.pt" in capsys.readouterr().err
     assert leftovers(folders.cache_dir()) == before  # nothing written, om-logic's folder not made
     assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(zoo.FILES)
     assert zoo._damage(cached, zoo.registry()["lstm-logic"]) is None

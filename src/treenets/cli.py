@@ -69,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not command.take_extra(args, extra):
         _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        written = {dest: getattr(args, dest) for dest in command.outputs if getattr(args, dest, None) is not None}
+        if written:  # (zoo imports torch: only when there is something to check)
+            from treenets.zoo import refuse_model_folder
+
+            for dest, path in written.items():
+                refuse_model_folder(path, f"--{dest}")
         if command.sets_threads and hasattr(args, "threads"):
             from treenets.devices import set_threads
 

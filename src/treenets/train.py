@@ -649,12 +649,7 @@ def check_not_a_model_folder(out: Path) -> None:
     model, or a zoo model's folder in the checkout or the cache), into which a run never writes."""
     from treenets import zoo
 
-    folder = zoo.model_folder_of(out)
-    if folder is not None:
-        where = "is" if folder == out.expanduser().resolve() else "lies in"
-        raise TreenetsError(f"--out {out}: {where} the model folder {folder}; a run writes its files (last.pt, "
-                            "best.pt, config.yaml, metrics.jsonl) into a folder of its own, never into a model's: give "
-                            "another --out")
+    zoo.refuse_model_folder(out, "--out", "a run's files: last.pt, best.pt, config.yaml, metrics.jsonl")
 
 
 def _train_in(out: Path, config, resume, overwrite: bool, root, progress: bool, init: InitialModel | None) -> int:

@@ -358,6 +358,17 @@ def model_folder_of(path: str | Path) -> Path | None:
     return next((folder for folder in (path, *path.parents) if is_model_folder(folder)), None)
 
 
+def refuse_model_folder(out: str | Path, option: str, what: str = "a command's outputs") -> None:
+    """An error naming `option` when `out` (an output file or folder) is or lies in a model folder
+    (`is_model_folder`), which holds nothing but a model's own files: `what` never go there (they would replace a
+    file of the model, its metrics.json say, or lie beside them)."""
+    folder = model_folder_of(out)
+    if folder is not None:
+        where = "is" if folder == Path(out).expanduser().resolve() else "lies in"
+        raise TreenetsError(f"{option} {out}: {where} the model folder {folder}, which holds nothing but a model's "
+                            f"own files ({what} never go there): give a path outside it")
+
+
 def check_target(out: str | Path, source: str | Path | None = None, overwrite: bool = False) -> Path:
     """`out` if a model folder may be written there: a new or empty folder, or with `overwrite` a model folder
     (whose own files, `FILES`, are then replaced and nothing else); never the folder being exported (`source`),

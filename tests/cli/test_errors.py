@@ -162,6 +162,40 @@ def test_output_paths_are_checked_before_the_work(trained, tmp_path, capsys, arg
     _one_error_line(captured.err, message.format(**names))
 
 
+INTO_A_MODEL_FOLDER = [
+    ["syneval", "{model}", "--limit", "1", "--output", "{model}/metrics.json"],  # (before: replaced the card's)
+    ["eval", "{model}", "--output", "{model}/eval"],
+    ["eval", "{model}", "--plot", "{model}/curve.png"],
+    ["parse", "{model}", "a cat", "--svg", "{model}"],
+    ["parse-eval", "{model}", "--treebank", "{treebank}", "--output", "{model}/report"],
+    ["metrics", "{run}", "--plot", "{model}/curve.png"],
+    ["ensemble", "{best}", "{model}", "--treebank", "{treebank}", "--output", "{model}/trees.txt"],
+    ["data", "prepare", "{treebank}", "--out", "{model}/corpus"],
+    ["distill", "{best}", "--corpus", "{treebank}", "--out", "{model}/distill"],
+    ["configs", "lstm-ptb-small", "--out", "{model}/config.yaml"],
+]
+
+
+@pytest.mark.parametrize("args", INTO_A_MODEL_FOLDER, ids=[" ".join(a[:1] + a[-2:-1]) for a in INTO_A_MODEL_FOLDER])
+def test_no_command_writes_into_a_model_folder(trained, tmp_path, capsys, args):
+    """A model folder holds its model's files only: an output naming it or a path in it is refused before any
+    work, nothing written there (before: `syneval --output MODEL/metrics.json` replaced the model's card figures)."""
+    model = tmp_path / "model"
+    assert main(["export", str(trained / "run" / "best.pt"), str(model)]) == 0
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    (tmp_path / "tiny.mrg").write_text("( (S (NP (DT the) (NN cat)) (VP (VBD sat))) )\n")
+    names = {"model": str(model), "best": str(trained / "run" / "best.pt"), "run": str(trained / "run"),
+             "treebank": str(tmp_path / "tiny.mrg")}
+    capsys.readouterr()
+    assert main([a.format(**names) for a in args]) == 2
+    captured = capsys.readouterr()
+    option, path = args[-2], args[-1].format(**names)
+    where = "is" if path == str(model) else "lies in"
+    _one_error_line(captured.err, f"{option} {path}: {where} the model folder {model}, which holds nothing but a "
+                                  "model's own files")
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only folder")
 def test_a_read_only_output_folder(trained, tmp_path, capsys):
     folder = tmp_path / "read-only"

@@ -52,6 +52,8 @@ class Command:
             its config instead).
         autocast: `main` runs it in the autocast block its `--precision` option names (`train` reads it into its
             config; `serve` opens the block in the threads that answer requests: autocast holds for one thread).
+        outputs: the options naming what it writes (files or folders; `--output` is `output`): `main` refuses one
+            that is or lies in a model folder before it runs (`treenets.zoo.refuse_model_folder`).
     """
 
     name: ClassVar[str]
@@ -61,6 +63,7 @@ class Command:
     long_job: ClassVar[bool] = False
     sets_threads: ClassVar[bool] = True
     autocast: ClassVar[bool] = True
+    outputs: ClassVar[tuple[str, ...]] = ()
 
     def add_options(self, parser: CommandParser) -> None:
         """Add the command's arguments and options (and subcommands: `data check`) to its parser."""

@@ -10,6 +10,7 @@ from treenets.errors import TreenetsError
 @register
 class Configs(Command):
     name, order = "configs", 130
+    outputs = ("out",)
     help = "list the configs shipped with treenets, or print or copy one"
     description = ("The training recipes shipped with treenets (the configs of the shipped models and of the "
                    "papers), which `treenets train NAME` takes by name. Without NAME: list them; with NAME: "

@@ -10,6 +10,7 @@ from treenets.console import note
 @register
 class Data(Command):
     name, order = "data", 40
+    outputs = ("out",)
     help = "verify or download datasets"
     description = "Verify (sizes, sha256) or download the datasets treenets uses."
 

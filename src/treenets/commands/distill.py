@@ -29,6 +29,7 @@ def shard_spec(text: str) -> tuple[int, int]:
 @register
 class Distill(Command):
     name, order, long_job = "distill", 67, True
+    outputs = ("out",)
     sets_threads = False  # (the student's training reads train.threads)
     help = "teach one fast parser the trees of an ensemble of models (distillation)"
     description = ("Distillation (Shayegh et al., ICLR 2024): the teachers (models, an ensemble, or files of trees "

@@ -22,6 +22,7 @@ from treenets.commands.options import (
 @register
 class Ensemble(Command):
     name, order, long_job = "ensemble", 65, True
+    outputs = ("output",)
     help = "combine several systems' trees of a treebank into the trees that agree most with them"
     description = ("For each sentence of the treebank, the tree with the largest total agreement (the sentence F1 "
                    "of the official convention, weighted per system) with the systems' trees (Shayegh et al., ICLR "

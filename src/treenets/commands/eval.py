@@ -19,6 +19,7 @@ from treenets.commands.options import (
 @register
 class Eval(Command):
     name, order, long_job = "eval", 20, True
+    outputs = ("output", "plot")
     help = "evaluate checkpoints (perplexity, Pearson/Spearman/MSE, accuracy)"
     description = ("Evaluate checkpoints on a split of their dataset, or language models on a text file: one JSON "
                    "line each; with several (e.g. seeds), a last line with the mean and standard deviation of "

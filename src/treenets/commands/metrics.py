@@ -10,6 +10,7 @@ from treenets.runlog import print_metrics
 @register
 class Metrics(Command):
     name, order = "metrics", 100
+    outputs = ("plot",)
     help = "print a run's validation curve, optionally plot it"
     description = "Read RUN/metrics.jsonl and print every evaluation."
 

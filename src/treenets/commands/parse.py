@@ -18,6 +18,7 @@ from treenets.commands.options import (
 @register
 class Parse(Command):
     name, order = "parse", 50
+    outputs = ("svg",)
     help = "induce trees for sentences with a trained language model or grammar (or an Ordered Memory encoder)"
     description = ("Print the tree a model induces for each sentence, bracketed and drawn as text, or with --json "
                    "one JSON object per sentence and line. A sentence is first normalised into the words of the "

@@ -24,6 +24,7 @@ from treenets.commands.options import (
 @register
 class ParseEval(Command):
     name, order, long_job = "parse-eval", 60, True
+    outputs = ("output",)
     help = "score induced trees, or any parser's trees, against a treebank, beside the baselines"
     description = ("Score the trees of each system against a treebank: a language model's (induced for every "
                    "sentence) or any parser's (a file of bracketed trees, one a line, matched with the treebank's "

@@ -17,6 +17,7 @@ from treenets.commands.options import (
 @register
 class Syneval(Command):
     name, order, long_job = "syneval", 80, True
+    outputs = ("output",)
     help = "targeted syntactic evaluation (Marvin & Linzen 2018) of language models"
     description = ("Score the minimal pairs of Marvin & Linzen (2018) (syneval/EMNLP2018/templates under the data "
                    "root) with each checkpoint: an item is correct when the grammatical sentence has the higher "
