@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 from treenets.console import note
 from treenets.data.syneval import CaseItems, load_case, select_cases, templates_folder
 from treenets.devices import resolve_device
-from treenets.files import json_text, output_file
+from treenets.files import json_text, output_file, refuse_output_over_inputs
 from treenets.predictors.lm import LanguageModel
 from treenets.report import report_beside, write_report
 
@@ -154,8 +154,12 @@ def evaluate_models(refs: list[str], cases: list[str] | None = None, limit: int 
     (`evaluate_syneval`; with `limit`, the first `limit` items of each condition) and print the table of
     accuracies and each model's vocabulary coverage; with `output`, every count and accuracy as JSON in that
     file and an HTML report beside it."""
-    if output:
-        output_file(output, "--output")
+    if output:  # (a model folder is refused by the command; a checkpoint file is an input too)
+        html = report_beside(output)
+        for target in (output, html):
+            refuse_output_over_inputs(output_file(target, "--output"),
+                                      {f"the checkpoint of model {k}": ref for k, ref in enumerate(refs, 1)
+                                       if Path(ref).is_file()}, "--output")
     selected = [load_case(case, root, limit) for case in select_cases(cases)]
     device = resolve_device(device, "--device")
     items = sum(len(case.items) for case in selected)
@@ -176,5 +180,4 @@ def evaluate_models(refs: list[str], cases: list[str] | None = None, limit: int 
                     "checkpoints": [{"checkpoint": str(ref), **result.to_dict()} for ref, result in zip(refs, results)]}
         Path(output).write_text(json_text(document, indent=1))
         print(f"output: {output}")
-        html = report_beside(output)
         print(f"report: {write_report(html.parent, 'treenets syneval', syneval=document, name=html.name)}")

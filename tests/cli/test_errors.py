@@ -144,6 +144,8 @@ OUTPUTS = [
     (["metrics", "{run}", "--plot", "{folder}/curve.xyz"], "--plot {folder}/curve.xyz: expected a file name ending in"),
     (["syneval", "{best}", "--limit", "1", "--output", "{folder}"], "--output {folder}: is a folder"),
     (["syneval", "{best}", "--limit", "1", "--output", "{file}/s.json"], "--output {file}/s.json: {file} is a file"),
+    (["syneval", "{best}", "--limit", "1", "--output", "{best}"], "--output {best}: is the checkpoint of model 1 "
+                                                                  "({best}), an input of this command"),
 ]
 
 
