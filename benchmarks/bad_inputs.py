@@ -853,8 +853,8 @@ def _served(kind: str, field: str = "tree"):
 def fifth_round_cases() -> list[Case]:
     """The families of the fifth reliability round: `train --resume` into another run's folder, a grammar's
     `eval --file` (its KL, its one-word lines), a grammar's training text and validation treebanks, check-golden
-    fixtures lacking an array or holding integer weights or no token, and `serve` of an ensemble and of models that
-    read two inputs."""
+    fixtures lacking an array or holding integer weights or no token, `serve` of an ensemble and of models that
+    read two inputs, and outputs into a model folder or over a checkpoint read."""
     compound = str(ROOT / "configs/compound-pcfg-ptb.yaml")
     tiny_grammar = ["--set", "data.path={T}/corpus", "--set", "model.h_dim=4", "--set", "model.w_dim=4",
                     "--set", "model.z_dim=2", "--set", "model.state_dim=4", "--set", "data.valid=[{T}/tiny.mrg]"]
@@ -904,6 +904,16 @@ def fifth_round_cases() -> list[Case]:
         Case("serve kinds", "serve an ensemble folder of two runs' checkpoints", ["-c", SERVE, "{T}/ens"],
              {"ens/ensemble.json": json.dumps({"members": ["{T}/run/best.pt", "{T}/run/last.pt"]})}, api=True,
              check=_served("ensemble")),
+        *[Case("model folder outputs", name, args, setup=[["export", "{T}/run/best.pt", "{T}/model"]],
+               blame="which holds nothing but a model's own files")
+          for name, args in (
+              ("syneval --output MODEL/metrics.json", ["syneval", "{T}/model", "--limit", "1", "--output",
+                                                       "{T}/model/metrics.json"]),
+              ("configs --out MODEL/mine.yaml", ["configs", "lstm-ptb-small", "--out", "{T}/model/mine.yaml"]),
+              ("eval --plot MODEL/curve.png", ["eval", "{T}/model", "--plot", "{T}/model/curve.png"]))],
+        Case("model folder outputs", "syneval --output the checkpoint it reads",
+             ["syneval", "{T}/run/best.pt", "--limit", "1", "--output", "{T}/run/best.pt"],
+             blame="an input of this command"),
         Case("serve kinds", "serve treelstm-sick (relatedness: two sentences)",
              ["-c", SERVE, "treelstm-sick", "second=A dog is sitting on a mat."], api=True,
              check=_served("relatedness", "score")),
