@@ -151,3 +151,33 @@ def test_a_list_of_words_keeps_the_words_of_the_vocabulary_as_they_are(best):
     treebank_words = Vocab(["<unk>", "<s>", "</s>", "the", "N", "N.N", "%"], unk="<unk>")
     sentence_lm = LanguageModel(tiny.net, treebank_words, build_config({"task": "sentence-lm"}))
     assert sentence_lm.tokenize(["The", "N.N", "3.5", "1950s"]) == ["the", "N.N", "N.N", "Ns"]
+
+
+def test_a_grammar_parses_long_sentences_in_the_batches_its_memory_allows(monkeypatch):
+    """MBR under Kim's rules keeps every width's split stripes (about 3 n^3 NT bytes a sentence,
+    `treenets.nn.chart.decode_bytes`): distill's teachers parsed a raw text with a line of 206 words 64 sentences a
+    batch and were killed by the system at 22 GB. Batches now hold what `BATCH_BYTES` allows, with the trees of one
+    sentence at a time; a sentence that alone would take half the memory is an error naming its length."""
+    from treenets.predictors import pcfg
+
+    model = treenets.load("neural-pcfg-ptb")
+    words = ["the", "company", "said", "it", "expects", "to", "report", "a", "loss", "for", "the", "third", "quarter"]
+    tokens = [model.read(" ".join(words[:n])) for n in (3, 8, 12)] + [model.read(" ".join(words * 5))]
+    longest = len(tokens[-1])
+    sizes, real = [], pcfg.marginals
+    monkeypatch.setattr(pcfg, "marginals",
+                        lambda grammar, lengths: sizes.append(len(lengths)) or real(grammar, lengths))
+    batched = model.trees_of_tokens(tokens, decode="mbr")
+    assert sizes == [4]  # (the default budget: one batch)
+    sizes.clear()
+    monkeypatch.setattr(pcfg, "BATCH_BYTES", 2 * pcfg.decode_bytes(longest, 30, False, "mbr"))
+    assert [spans for spans, _, _ in model.trees_of_tokens(tokens, decode="mbr")] == \
+        [spans for spans, _, _ in batched]
+    assert sizes == [2, 2]  # each batch sized by its longest possible sentence
+    alone = [model.trees_of_tokens([t], decode="mbr")[0] for t in tokens]
+    assert [(spans, tags) for spans, tags, _ in alone] == [(spans, tags) for spans, tags, _ in batched]
+    monkeypatch.setattr(pcfg, "memory_bytes", lambda: pcfg.decode_bytes(longest, 30, False, "mbr"))
+    with pytest.raises(TreenetsError, match=f"a sentence of {longest} words: its mbr chart takes about .* GiB, more "
+                                            "than half of this machine's memory .*; --decode viterbi parses it"):
+        model.trees_of_tokens(tokens, decode="mbr")
+    assert model.trees_of_tokens(tokens[-1:], decode="viterbi")[0][0]  # Viterbi's chart is n^2: it parses

@@ -624,6 +624,15 @@ def inside(grammar: Grammar, lengths) -> torch.Tensor:
     return _inside(grammar, lengths)[0]
 
 
+def decode_bytes(longest: int, nonterminals: int, factored: bool, decode: str) -> int:
+    """About the memory decoding one sentence of `longest` words takes at its peak: its chart's cells (about 40
+    bytes a cell and nonterminal: values, children's symbols, pointers; MBR's inside and outside), and for MBR under
+    an NT x S x S rule tensor what its backward keeps of every width, each cell's children at every split point
+    ([cells, K, NT] stripes: measured 2.2-2.4 bytes per n^3 NT for Kim's grammars at 100 and 140 words; 3 here)."""
+    cells = longest * (longest + 1) // 2 * nonterminals * 40
+    return cells + (3 * longest**3 * nonterminals if decode == "mbr" and not factored else 0)
+
+
 # --- marginals --------------------------------------------------------------------------------------------------
 def marginals(grammar: Grammar, lengths) -> Marginals:
     """The posterior marginals, as gradients of log Z: zero-valued offsets added to every chart cell (their

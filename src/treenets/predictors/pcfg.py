@@ -17,17 +17,17 @@ import torch
 
 from treenets.config import registered_tasks
 from treenets.errors import TreenetsError
-from treenets.nn.chart import marginals, mbr, viterbi
+from treenets.nn.chart import decode_bytes, marginals, mbr, viterbi
 from treenets.nn.sampling import sample_trees
+from treenets.nn.utils import memory_bytes
 from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
 from treenets.text import Dropped
 from treenets.trees.ensemble import nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
-# The most chart entries (a sentence's n (n + 1) / 2 cells times NT nonterminals, summed over a batch) one batch of
-# parsing holds: the charts take some 40 bytes an entry (values, children's symbols, pointers; MBR's inside and
-# outside), so about 1.3 GiB; a grammar of hundreds of nonterminals parses long sentences in smaller batches.
-CHART_ENTRIES = 1 << 25
+# The most memory one batch of parsing takes (`treenets.nn.chart.decode_bytes`, summed over the batch): a grammar of
+# hundreds of nonterminals, or Kim's grammars' MBR of long sentences, parse in smaller batches.
+BATCH_BYTES = 40 << 25  # 1.25 GiB: 2^25 cell-nonterminal entries at 40 bytes
 
 
 def labelled_bracketing(words: list[str], spans, tags, nonterminal: str = "NT", preterminal: str = "T") -> str:
@@ -153,6 +153,17 @@ class GrammarModel(TreeModel):
         z = self.net.encode(ids, lengths)[0] if self.net.z_dim else None
         return self.net.grammar(ids, z), lengths
 
+    def _decode_bytes(self, longest: int, decode: str) -> int:
+        """`decode_bytes` of a sentence of `longest` words under this grammar; an error for one that would take
+        more than half this machine's memory alone, naming its length (before: killed by the system)."""
+        needed = decode_bytes(longest, self.net.nonterminals, self.net.factored_rules, decode)
+        if needed > memory_bytes() // 2:
+            raise TreenetsError(f"a sentence of {longest} words: its {decode} chart takes about {needed / 2**30:,.0f} "
+                                f"GiB, more than half of this machine's memory ({memory_bytes() / 2**30:,.0f} GiB)"
+                                + ("; --decode viterbi parses it in a fraction of that" if decode == "mbr" else "")
+                                + ", or split it into shorter lines")
+        return needed
+
     def trees_of_tokens(self, tokens: list[list[str]], decode: str = "viterbi", batch_size: int = 64):
         """For sentences already read: each one's (spans, tags, score) by `decode`, in batches of similar length.
         A one-word sentence is its word alone under the root (no span of two words; its tag the preterminal
@@ -166,9 +177,9 @@ class GrammarModel(TreeModel):
         longer = [i for i in order if len(tokens[i]) >= 2]
         start = 0
         while start < len(longer):
-            # at most `batch_size` sentences, fewer where their charts would pass `CHART_ENTRIES` (cells x NT)
+            # at most `batch_size` sentences, fewer where their charts would pass `BATCH_BYTES`
             longest = len(tokens[longer[min(start + batch_size, len(longer)) - 1]])  # (ascending: the chunk's last)
-            size = max(1, min(batch_size, CHART_ENTRIES // (longest * (longest + 1) // 2 * self.net.nonterminals)))
+            size = max(1, min(batch_size, BATCH_BYTES // self._decode_bytes(longest, decode)))
             chunk, start = longer[start : start + size], start + size
             grammar, lengths = self._grammar([tokens[i] for i in chunk])
             if decode == "viterbi":

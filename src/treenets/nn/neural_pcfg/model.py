@@ -65,6 +65,8 @@ class NeuralPCFG(nn.Module):
         z_dim: the size of the latent vector concatenated to every embedding (0: the Neural PCFG).
     """
 
+    factored_rules = False  # binary rules as an NT x S x S tensor (`treenets.nn.chart.decode_bytes`)
+
     def __init__(self, vocab_size: int, nonterminals: int = 30, preterminals: int = 60, state_dim: int = 256,
                  z_dim: int = 0):
         super().__init__()

@@ -109,6 +109,8 @@ class SimpleNeuralPCFG(nn.Module):
         z_dim: the size of the latent vector the parents read (0: the neural grammar; `SimpleCompoundPCFG`).
     """
 
+    factored_rules = True  # left and right productions: no NT x S x S tensor (`treenets.nn.chart.decode_bytes`)
+
     def __init__(self, vocab_size: int, nonterminals: int = 4096, preterminals: int = 8192, state_dim: int = 512,
                  z_dim: int = 0):
         super().__init__()
