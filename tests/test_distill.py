@@ -124,7 +124,7 @@ def test_teachers_trees_are_their_ensembles_one_line_per_corpus_line_and_reused(
 
 
 def test_a_killed_run_continues_after_its_last_whole_line_parsing_nothing_twice(tmp_path, teacher_files,
-                                                                                 monkeypatch):
+                                                                                 monkeypatch, capsys):
     corpus, lines, files = teacher_files
     monkeypatch.setattr(treenets.distill, "CHUNK", 7)
     whole = tmp_path / "whole"
@@ -142,10 +142,14 @@ def test_a_killed_run_continues_after_its_last_whole_line_parsing_nothing_twice(
     monkeypatch.setattr(treenets.distill.Teachers, "trees",
                         lambda self, chunk, first: parsed.extend(range(first, first + len(chunk))) or
                         original(self, chunk, first))
+    capsys.readouterr()
     assert main(["distill", *files, "--corpus", str(corpus), "--pretokenized", "--out", str(out),
                  "--teachers-only"]) == 0
     assert (out / "teachers.txt").read_text() == text
     assert parsed == list(range(14, len(lines)))
+    # the count of lines without a tree is the whole file's, the earlier run's lines too (before: this run's)
+    empty = sum(not line for line in text.splitlines())
+    assert f"distill: {empty:,} of its {len(lines):,} lines without a tree" in capsys.readouterr().err
 
 
 def test_shards_parsed_apart_are_merged_into_the_same_trees(tmp_path, teacher_files, capsys):

@@ -267,21 +267,21 @@ def teacher_trees(refs: list[str], corpus: str, out: Path, shard: tuple[int, int
         note(f"distill: {target} holds {done:,} of its {stop - start:,} lines: continuing after them")
     teachers = Teachers(refs, pretokenized, device, weights, mode, len(lines))
     begin = time.perf_counter()
-    missing = 0
     with target.open("a", encoding="utf-8") as handle:
         for first in range(start + done, stop, CHUNK):
             chunk = lines[first : min(stop, first + CHUNK)]
             trees = teachers.trees(chunk, first)
-            missing += sum(tree is None for tree in trees)
             handle.write("".join((bracketed(tree) if tree is not None else "") + "\n" for tree in trees))
             handle.flush()
             os.fsync(handle.fileno())
             written = first + len(chunk) - start
             rate = (written - done) / max(time.perf_counter() - begin, 1e-9)
             note(f"distill: {written:,} of {stop - start:,} lines parsed by the teachers ({rate:.1f} sentences/s)")
+    with target.open(encoding="utf-8") as handle:  # (the whole file's: a resumed run's earlier lines too)
+        missing = sum(not line.strip() for line in handle)
     if missing:
-        note(f"distill: {missing:,} lines without a tree (nothing to read, one word, or teachers that read different "
-             "words): empty lines")
+        note(f"distill: {missing:,} of its {stop - start:,} lines without a tree (nothing to read, one word, or "
+             "teachers that read different words): empty lines")
     if shard is not None:
         return target
     return final
