@@ -15,7 +15,7 @@ Two stages, each resumable:
    `OUT/teachers.txt`.
 2. The student trains on those trees (`treenets train` with the `parsing` task's config, `ptb-distilled` by
    default, its `data.train` set to `OUT/teachers.txt`; run folder `OUT/run`, resumed where it holds a
-   checkpoint). `treenets export OUT/run/best.pt --out DIR` makes it a model folder with its card.
+   checkpoint). `treenets export OUT/run/best.pt DIR` makes it a model folder with its card.
 
 A teacher is a model (a zoo name, a model folder, a checkpoint; REF:layer=L or REF:decode=D as in `treenets
 ensemble`), an ensemble's folder or zoo name (its tree counts as one teacher's), or a file of trees over the corpus,
@@ -352,5 +352,5 @@ def distill(refs: list[str], corpus: str, out: str, config: str | None = None, o
                           else [s for s in settings if not s.startswith("data.train=")], str(run), resume,
                           overwrite, root, progress=progress)
     if status == 0:
-        note(f"distill: export the student with `treenets export {run / 'best.pt'} --out DIR`")
+        note(f"distill: export the student with `treenets export {run / 'best.pt'} DIR`")
     return status

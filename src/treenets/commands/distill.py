@@ -37,7 +37,7 @@ class Distill(Command):
                    "written once to OUT/teachers.txt (in chunks: a killed run continues where it was; shards for "
                    "processes or other machines, merged when all are there); then a student, a span parser (a tree "
                    "CRF over a BiLSTM's span scores), trains on those trees in OUT/run as `treenets train` trains "
-                   "(resumed where it was; `treenets export OUT/run/best.pt --out DIR` makes it a model folder).")
+                   "(resumed where it was; `treenets export OUT/run/best.pt DIR` makes it a model folder).")
 
     def add_options(self, parser):
         parser.add_argument("teachers", nargs="+", metavar="TEACHER",
