@@ -189,3 +189,21 @@ def test_drawing_keeps_word_order():
     art = ascii_art(tree, ["the", "cat", "sat"])
     bottom = art.strip().splitlines()[-1].split()
     assert bottom == ["the", "cat", "sat"]
+
+
+def test_a_parses_nltk_tree_draws_its_words_in_order(capsys):
+    """`parse(...).tree.pretty_print()` (the README's first example): nltk's own drawing of a tree of words put
+    `economy` before `the u.s.` (nltk 3.10); a `WordTree` draws them in order, subtrees and labels as nltk's."""
+    import io
+
+    from treenets.trees.draw import WordTree, to_nltk
+
+    words = ["the", "u.s.", "economy", "grew", "N", "N", "in", "N", "mr.", "smith", "said"]
+    tree = [[[["the", "u.s."], "economy"], [["grew", ["N", "N"]], ["in", "N"]]], [["mr.", "smith"], "said"]]
+    drawn = to_nltk(tree)
+    assert isinstance(drawn, WordTree) and drawn.leaves() == words and str(drawn).startswith("(X\n  (X (X (X the")
+    drawn.pretty_print()
+    assert capsys.readouterr().out.strip().splitlines()[-1].split() == words
+    stream = io.StringIO()
+    drawn[1].pretty_print(stream=stream, unicodelines=True)  # a subtree, nltk's options
+    assert stream.getvalue().strip().splitlines()[-1].split() == ["mr.", "smith", "said"] and "─" in stream.getvalue()

@@ -13,9 +13,30 @@ from treenets.limits import MAX_TREE_DEPTH
 from treenets.trees.walk import depth, fold
 
 
+class WordTree(nltk.Tree):
+    """An `nltk.Tree` whose `pretty_print` draws the words in sentence order. nltk's own, given a tree whose leaves
+    are words, may not: `(X (X (X (X the u.s.) economy) ...) ...)` came out as `economy the u.s. ...` (nltk 3.10);
+    here, as `ascii_art` draws, the leaves are positions and the words are put under them."""
+
+    def pretty_print(self, sentence=None, highlight=(), stream=None, **kwargs):
+        if sentence is not None:  # (positions as leaves, the words given: nltk's own way is right)
+            return super().pretty_print(sentence, highlight, stream, **kwargs)
+        from nltk.tree.prettyprinter import TreePrettyPrinter
+
+        position = itertools.count()
+        indexed = fold(_nested(self), lambda _: next(position), lambda _, children: nltk.Tree(self.label(), children))
+        print(TreePrettyPrinter(indexed, self.leaves(), highlight).text(**kwargs), file=stream)
+
+
+def _nested(tree):
+    """An `nltk.Tree` as nested lists (its labels dropped)."""
+    return [_nested(child) if isinstance(child, nltk.Tree) else child for child in tree]
+
+
 def to_nltk(tree, label: str = "X") -> nltk.Tree | str:
-    """A nested-list tree as an `nltk.Tree` with every node labelled `label` (a lone word stays a string)."""
-    return fold(tree, lambda word: word, lambda _, children: nltk.Tree(label, children))
+    """A nested-list tree as an `nltk.Tree` (a `WordTree`: its `pretty_print` keeps the words in order) with every
+    node labelled `label` (a lone word stays a string)."""
+    return fold(tree, lambda word: word, lambda _, children: WordTree(label, children))
 
 
 def bracketed(tree) -> str:
