@@ -69,6 +69,15 @@ def test_a_word_it_never_saw_is_read_by_its_characters():
     assert not torch.allclose(one[0, :3, :3].triu(), two[0, :3, :3].triu())
 
 
+def test_a_words_characters_are_its_first_bytes_of_utf8_between_boundaries():
+    ids = char_ids([["naïve", "x" * 25], ["a"]], 2)
+    assert ids.shape == (2, 4, 20) and ids.dtype == torch.long
+    assert ids[0, 1, :6].tolist() == list("naïve".encode()) and ids[0, 1, 6:].eq(256).all()  # (ï: two bytes)
+    assert ids[0, 2].tolist() == [ord("x")] * 20  # its first 20 bytes
+    assert ids[:, 0, 0].tolist() == [257, 257] and ids[0, 3, 0] == 257 and ids[1, 2, 0] == 257  # <s>, </s>
+    assert ids[1, 3].eq(256).all() and ids[0, 0, 1:].eq(256).all()  # padding past </s>, and after a boundary
+
+
 def test_binary_spans_group_a_nodes_children_from_the_right():
     assert sorted(binary_spans([["the", "cat"], ["sat", "on", "it"]])) == [(0, 1), (0, 4), (2, 4), (3, 4)]
     assert binary_spans([["a"], "b", "c"]) == [(1, 2), (0, 2)]

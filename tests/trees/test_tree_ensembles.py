@@ -21,7 +21,7 @@ from treenets.trees.ensemble import (
     nested_from_spans,
     span_scores,
 )
-from treenets.trees.metrics import official_prf
+from treenets.trees.metrics import node_spans, official_prf
 
 
 def all_binary_trees(start: int, end: int):
@@ -121,6 +121,16 @@ def test_a_batchs_cky_is_each_sentences_alone_and_the_best_tree(n, batch, seed):
         assert (found, total) == best_binary_tree(grid, n)
         sums = [sum(grid[s, e] for s, e in spans(tree, True) if e - s >= 2) for tree in all_binary_trees(0, n)]
         assert total == max(sums) and sum(grid[s, e] for s, e in found) == total
+
+
+@given(n=st.integers(1, 9), seed=st.integers(0, 10_000))
+def test_the_tree_of_a_trees_spans_is_the_tree(n, seed):
+    """`nested_from_spans` of a tree's spans (binary or n-ary, in any order, one-word spans among them) gives the
+    tree back, its words in order."""
+    tree = trees_of(n, seed) if n > 1 else 0
+    found = [*node_spans(tree)[0], (0, 1)]
+    random.Random(seed).shuffle(found)
+    assert nested_from_spans(list(range(n)), found) == tree
 
 
 def test_a_cky_over_span_scores_by_hand():

@@ -77,27 +77,30 @@ def best_binary_trees(scores: np.ndarray, n: int) -> list[tuple[list[tuple[int, 
 
 
 def nested_from_spans(words: Sequence, found: list[tuple[int, int]]):
-    """The tree whose nodes over two or more words are `found` (start, end exclusive; a binary tree's), as nested
-    lists of `words` (a lone word for one)."""
-    children = {span: [] for span in found}
-    for start, end in sorted(found, key=lambda span: span[1] - span[0]):
-        parent = min((s for s in found if s[0] <= start and end <= s[1] and s != (start, end)),
-                     key=lambda s: s[1] - s[0], default=None)
-        if parent is not None:
-            children[parent].append((start, end))
+    """The tree whose nodes over two or more words are `found` (start, end exclusive; nested, the whole sentence's
+    among them), as nested lists of `words` (a lone word for one). One pass over the spans sorted parents first,
+    each one's parent the innermost open span that holds it."""
+    if len(words) <= 1:
+        return words[0] if words else []
+    root: list = [0, len(words), []]  # [start, end, children]
+    open_spans = [root]
+    inner = {(start, end) for start, end in found if end - start >= 2} - {(0, len(words))}
+    for start, end in sorted(inner, key=lambda span: (span[0], -span[1])):
+        while not (open_spans[-1][0] <= start and end <= open_spans[-1][1]):
+            open_spans.pop()
+        node = [start, end, []]
+        open_spans[-1][2].append(node)
+        open_spans.append(node)
 
-    def node(start: int, end: int):
-        if end - start == 1:
-            return words[start]
-        inner = sorted(children[(start, end)])
-        items, position = [], start
-        for child_start, child_end in inner:
-            items += [words[i] for i in range(position, child_start)]
-            items.append(node(child_start, child_end))
-            position = child_end
-        return items + [words[i] for i in range(position, end)]
+    def nested(node):
+        items, position = [], node[0]
+        for child in node[2]:
+            items += words[position : child[0]]
+            items.append(nested(child))
+            position = child[1]
+        return items + list(words[position : node[1]])
 
-    return node(0, len(words)) if len(words) > 1 else (words[0] if words else [])
+    return nested(root)
 
 
 def agreement(tree: set, others: Sequence[set | None], weights: Sequence[float]) -> float:

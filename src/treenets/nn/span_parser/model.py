@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -59,20 +60,16 @@ class SpanParserConfig(Section):
                           self.mlp_dim, self.dropout)
 
 
-def word_bytes(word: str) -> list[int]:
-    """A word's character ids: its first `MAX_WORD_BYTES` bytes of UTF-8."""
-    return list(word.encode("utf-8")[:MAX_WORD_BYTES])
-
-
 def char_ids(sentences: list[list[str]], longest: int) -> torch.Tensor:
-    """[B, longest + 2, MAX_WORD_BYTES] the bytes of each word, <s> and </s> around each sentence, padded."""
-    ids = torch.full((len(sentences), longest + 2, MAX_WORD_BYTES), PAD_BYTE, dtype=torch.long)
+    """[B, longest + 2, MAX_WORD_BYTES] the character ids of each word (its first `MAX_WORD_BYTES` bytes of UTF-8),
+    <s> and </s> around each sentence, padded."""
+    ids = np.full((len(sentences), longest + 2, MAX_WORD_BYTES), PAD_BYTE, dtype=np.int64)
     for b, words in enumerate(sentences):
         ids[b, 0, 0] = ids[b, len(words) + 1, 0] = BOUNDARY_BYTE
         for i, word in enumerate(words, start=1):
-            found = word_bytes(word)
-            ids[b, i, : len(found)] = torch.tensor(found, dtype=torch.long)
-    return ids
+            found = word.encode("utf-8")[:MAX_WORD_BYTES]
+            ids[b, i, : len(found)] = np.frombuffer(found, dtype=np.uint8)
+    return torch.from_numpy(ids)
 
 
 class SpanParser(nn.Module):
