@@ -159,3 +159,27 @@ def test_the_shipped_parsers_config_trains_it_as_its_card_and_the_docs_say():
         said = re.search(r"([\d,]+) steps, (\d+) threads?, ([\d.]+) min", lines[0])
         assert said and (int(said[1].replace(",", "")), int(said[2]), float(said[3])) == (
             training["steps"], shipped["train"]["threads"], round(training["minutes"])), (page.name, lines[0])
+
+
+def test_the_layout_table_names_every_module():
+    """docs/development.md's layout: every module of the package is named in the row of its folder (a model
+    folder's modules by the folder, `onlstm/`; a command's file by its command, the commands' row describing them
+    as one file each; a folder's `__init__.py` by the row itself), so that no module hides from a reader."""
+    from treenets.commands import all_commands
+
+    rows = {}
+    for line in (ROOT / "docs" / "development.md").read_text().splitlines():
+        found = re.match(r"\| `src/treenets/([\w/]*)` \|", line)
+        if found:
+            rows[found[1]] = line
+    package = ROOT / "src" / "treenets"
+    commands = {name.replace("-", "_") for name in all_commands()}
+    unnamed = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        if path.name == "__init__.py" or (parts[0] == "commands" and path.stem in commands):
+            continue
+        row = rows.get(f"{parts[0]}/" if len(parts) > 1 else "", "")
+        if (f"`{parts[1]}/`" if len(parts) > 2 else f"`{path.name}`") not in row:
+            unnamed.append("/".join(parts))
+    assert unnamed == [], f"docs/development.md's layout names none of {unnamed}"
