@@ -161,3 +161,16 @@ def test_every_character_of_a_text_is_in_a_word_in_what_was_dropped_or_white_spa
         visible = "".join(char for char in text if not invisible(char))
         assert reading.words == normalizer(visible) and len(reading.spans) == len(reading.words), normalizer.name
         assert [token for token, _, _ in normalizer.token_spans(visible)] == normalizer.tokens(visible)
+
+
+def test_a_reading_kept_for_the_next_read_of_the_same_text_is_not_shared():
+    """The normalisers keep their last readings (a file's lines are read to check them, then to parse them): each
+    call gets lists of its own, so a caller that changes its words changes nobody else's."""
+    from treenets.text import NORMALIZERS
+
+    first = NORMALIZERS["ptb"].read("The cat, 3 years old, sat.")
+    first.words.append("changed")
+    first.dropped.clear()
+    again = NORMALIZERS["ptb"].read("The cat, 3 years old, sat.")
+    assert again.words == ["the", "cat", "N", "years", "old", "sat"] and len(again.dropped) == 3
+    assert again.words is not first.words

@@ -260,12 +260,17 @@ class Normalizer:
         """Each token's word (None where the normaliser drops it): tokens already split, e.g. another model's."""
         return [self.word(token) for token in tokens]
 
-    @functools.lru_cache(maxsize=1 << 14)  # noqa: B019 (the normalisers live as long as the program)
     def read(self, text: str) -> Reading:
         """The words of `text` (those of `self(text)` once its invisible characters are dropped), where each came
         from, and what was dropped: each invisible character (`invisible`), each token without a word. The last
-        texts' readings are kept (a file's lines are read to check them, then again to parse them): a reading is
-        not to be changed."""
+        texts' readings are kept (a file's lines are read to check them, then again to parse them); each call
+        gets lists of its own."""
+        words, spans, dropped = self._read(text)
+        return Reading(list(words), list(spans), list(dropped))
+
+    @functools.lru_cache(maxsize=1 << 14)  # noqa: B019 (the normalisers live as long as the program)
+    def _read(self, text: str) -> tuple[tuple, tuple, tuple]:
+        """`read`'s words, spans and dropped pieces, as tuples (kept by the cache: nobody can change them)."""
         dropped, kept = [], []  # kept: the offset in `text` of each character that is not invisible
         for offset, char in enumerate(text):
             if invisible(char):
@@ -282,7 +287,7 @@ class Normalizer:
             else:
                 words.append(word)
                 spans.append((start, end))
-        return Reading(words, spans, sorted(dropped, key=lambda piece: piece.start))
+        return tuple(words), tuple(spans), tuple(sorted(dropped, key=lambda piece: piece.start))
 
 
 def _same(token: str) -> str:
