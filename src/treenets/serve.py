@@ -176,6 +176,12 @@ class RequestDeadline(H11Protocol):
         super().connection_lost(exc)
 
 
+def _needs_parents(lm) -> bool:
+    """Whether a model of two inputs reads each sentence over dependency parents it must be given."""
+    return (isinstance(lm, RelatednessPredictor) and not lm.net.sequential
+            and getattr(lm.config.data, "trees", None) == "dependency")
+
+
 def check_pair(model: ServedModel, second, parents) -> None:
     """Why a request cannot be answered by `model`, a model of two inputs: no second input, or parents that are
     not two strings, or parents for a model that takes none."""
@@ -184,8 +190,7 @@ def check_pair(model: ServedModel, second, parents) -> None:
     if second is None:
         raise Refused(400, f'{model.id} reads two inputs: give "second", {what}')
     check_sentence(second, "second")
-    dependency = describe(model, 0)["parents"]
-    if parents is None and dependency:
+    if parents is None and _needs_parents(lm):
         raise Refused(400, f"{model.id} reads each sentence over its dependency tree, which treenets cannot induce: "
                            'give "parents", two strings of each word\'s parent (as SICK\'s .parents files)')
     if parents is not None:
@@ -327,7 +332,7 @@ def describe(model: ServedModel, first_report: int) -> dict:
     lm = model.lm
     if isinstance(lm, PAIRS):
         relatedness = isinstance(lm, RelatednessPredictor)
-        parents = relatedness and not lm.net.sequential and getattr(lm.config.data, "trees", None) == "dependency"
+        parents = _needs_parents(lm)
         over = ("" if not relatedness and not lm.net.induces_trees else
                 ", inducing each formula's tree" if not relatedness else
                 ", reading the words in order" if lm.net.sequential else
