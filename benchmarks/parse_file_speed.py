@@ -2,11 +2,13 @@
 raw sentences from each model (an ensemble and its distilled student, say), the process's start and the models'
 loading included.
 
-    python benchmarks/parse_file_speed.py ptb-ensemble ptb-distilled [--file F | --sentences 500] [--turns 3]
-        [--threads 1] [--json]
+    python benchmarks/parse_file_speed.py ptb-ensemble ptb-distilled [--file F | --sentences 500
+        [--treebank wsj24 ...]] [--turns 3] [--threads 1] [--json]
 
-Without `--file`, the first `--sentences` sentences of WSJ 24's raw words (capitals, numbers and punctuation
-restored from the treebank's leaves) are written to a temporary file. Each turn runs every model once, in the order
+Without `--file`, the first `--sentences` sentences of the treebanks' raw words (capitals, numbers and punctuation
+restored from the leaves; WSJ 24 unless `--treebank` names others, read in the order given) are written to a
+temporary file: `--treebank wsj22 --treebank wsj24 --treebank nltk-sample --sentences 7000` makes a file of 6,960.
+Each turn runs every model once, in the order
 given, then in reverse in the next turn; the median over the turns is reported, with the ratio of each model's time
 to the first one's. The trees go to /dev/null (they are `parse`'s stdout): drawn as text, or with `--json` one JSON
 object a sentence (what a program reading the trees of a large file asks for).
@@ -37,20 +39,24 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def wsj24_sentences(count: int) -> list[str]:
-    """The first `count` sentences of WSJ 24 as raw text: the treebank's leaves, empty elements dropped."""
+def raw_sentences(treebanks: list[str], count: int) -> list[str]:
+    """The first `count` sentences of the treebanks, one after another, as raw text: their leaves, empty elements
+    dropped."""
     from treenets.data.treebanks import resolve_treebank
     from treenets.trees.ptb import WORD_RULES, load_gold
 
-    sentences = load_gold(resolve_treebank("wsj24"), rule=WORD_RULES["li-punct"])[:count]
-    return [" ".join(s.forms) for s in sentences if s.forms]
+    sentences = [s for name in treebanks for s in load_gold(resolve_treebank(name), rule=WORD_RULES["li-punct"])]
+    return [" ".join(s.forms) for s in sentences[:count] if s.forms]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+")
-    parser.add_argument("--file", help="a file of raw sentences, one a line (default: WSJ 24's first --sentences)")
+    parser.add_argument("--file", help="a file of raw sentences, one a line (default: the first --sentences of the "
+                                       "treebanks)")
     parser.add_argument("--sentences", type=int, default=500)
+    parser.add_argument("--treebank", action="append", help="a treebank whose raw sentences make the file, "
+                                                            "repeatable (default: wsj24)")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="parse --json: the trees as JSON lines, not drawn")
@@ -58,7 +64,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.file) if args.file else Path(tmp) / "sentences.txt"
         if not args.file:
-            path.write_text("\n".join(wsj24_sentences(args.sentences)) + "\n")
+            path.write_text("\n".join(raw_sentences(args.treebank or ["wsj24"], args.sentences)) + "\n")
         lines = sum(1 for line in path.read_text().splitlines() if line.strip())
         times: dict[str, list[float]] = {model: [] for model in args.models}
         for turn in range(args.turns):

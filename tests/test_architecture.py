@@ -104,13 +104,16 @@ def test_no_import_circle():
 # (`treenets.nn.registry`) and name no model themselves (identifiers, imports and strings that are a model's name,
 # kind or kernel; docstrings and the prose of messages aside).
 SHARED = ["golden", "convert", "serve", "cards", "parsing", "ensembles", "evaluate", "train", "zoo", "config",
-          "checkpoint", "report", "commands", "trees", "predictors.base", "tasks.base", "nn.backend", "nn.registry",
+          "checkpoint", "report", "commands", "trees", "predictors", "tasks", "nn.backend", "nn.registry",
           "nn.official"]
 # Where naming a model is the plain truth, each with why (at most five): "module: text -> model".
 NAMED_MODELS_ALLOWED: dict[str, str] = {
     "treenets.trees.evaluation: compound-pcfg -> compound-pcfg":
         "parse-eval --output writes the trees in the format of Kim et al.'s compare_trees.py into a folder named "
         "after that code, compound-pcfg/: a format's name, which the report's users know it by",
+    "treenets.predictors.tree_sources: onlstm-ptb-small -> onlstm":
+        "the default of the Tree-LSTM tasks' data.parser: the shipped model (a zoo name) that induces the trees of "
+        "sentences that come without one, as a task's default model is named in its config",
 }
 
 
@@ -129,8 +132,7 @@ def _model_tokens() -> dict[str, str]:
                  *(k.name for k in model.kernels)}
         tokens.update({"".join(_words(n)): name for n in names})
     # Ordered Memory's own vocabulary: its trees are built from the memory slots it writes each token at.
-    tokens.update({"".join(_words(n)): "ordered-memory" for n in ("SlotParse", "SlotParser", "tree_from_slots",
-                                                                  "slot_distances")})
+    tokens.update({"".join(_words(n)): "ordered-memory" for n in ("tree_from_slots",)})
     return tokens
 
 
@@ -180,10 +182,31 @@ def _named_models(path: Path, tokens: dict[str, str]) -> list[str]:
     return found
 
 
+def _task_default(path: Path) -> set[str]:
+    """In a task's module, what names the task's default model, which its config names (`model: ParserConfig =
+    SpanParserConfig()`): the import of that one config class from the model's folder, and the class."""
+    imports = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
+               and re.fullmatch(r"treenets\.nn\.\w+\.model", node.module or "")
+               and all(a.name.endswith("Config") for a in node.names) and len(node.names) == 1]
+    assert len(imports) <= 1, f"{path}: a task has one default model"
+    # the import itself (its line), and the class wherever it is used
+    return {text for node in imports for text in (f"{node.lineno}: {node.module}", node.names[0].name)}
+
+
+def _unexpected_names(name: str, path: Path, tokens: dict[str, str]) -> set[str]:
+    """`module: text -> model` for each place of a shared module that names a model, a task's default aside."""
+    default = _task_default(path) if name.startswith("treenets.tasks.") else set()
+    found = set()
+    for place in _named_models(path, tokens):
+        line, text = place.rsplit(" -> ", 1)[0].split(": ", 1)
+        if text not in default and f"{line}: {text}" not in default:
+            found.add(f"{name}: {place.split(': ', 1)[1]}")
+    return found
+
+
 def test_the_shared_layers_name_no_model():
     tokens = _model_tokens()
-    named = {f"{name}: {place.split(': ', 1)[1]}" for name, path in _shared_modules().items()
-             for place in _named_models(path, tokens)}
+    named = {place for name, path in _shared_modules().items() for place in _unexpected_names(name, path, tokens)}
     assert sorted(named - set(NAMED_MODELS_ALLOWED)) == []
     assert len(NAMED_MODELS_ALLOWED) <= 5
 
@@ -198,3 +221,18 @@ def test_the_check_of_named_models_finds_them(tmp_path):
                       "    \"\"\"PRPN and the TreeLSTM in a docstring are prose.\"\"\"\n")
     named = {place.rsplit(" -> ", 1)[1] for place in _named_models(module, _model_tokens())}
     assert named == {"onlstm", "structformer", "ordered-memory"}
+
+
+def test_a_task_may_name_its_default_model_and_nothing_else_of_a_model(tmp_path):
+    """A task's module imports its default model's config (which its config names) and nothing else from a model
+    folder: a constant beside the config class is caught, in a task's module too."""
+    module = tmp_path / "task.py"
+    module.write_text("from treenets.nn.structformer.model import StructFormerConfig\n"
+                      "from treenets.nn.structformer.model import MAX_POSITIONS\n"
+                      "class C:\n"
+                      "    model: StructFormerConfig = StructFormerConfig()\n")
+    found = _unexpected_names("treenets.tasks.masked", module, _model_tokens())
+    assert found == {"treenets.tasks.masked: treenets.nn.structformer.model -> structformer"}  # the second import
+    assert _unexpected_names("treenets.other", module, _model_tokens()) == {  # not a task: every one
+        "treenets.other: treenets.nn.structformer.model -> structformer",
+        "treenets.other: StructFormerConfig -> structformer"}

@@ -108,9 +108,9 @@ def print_trees(ref: str | list[str], sentences: list[str] = (), file: str | Non
     """`treenets parse`: the tree the language model `ref` (several: their ensemble, `tree_inducer`) induces for each
     sentence (those given, then the lines
     of `file`) from the distances of `layer` (`LanguageModel.layers`; `all`: each layer's tree, then the mean's),
-    printed bracketed and drawn as text (for an Ordered Memory encoder, `tree_inducer`: the tree built from its
-    slots over the tokens it read, then without the tokens its task leaves out, and the input's own tree where it
-    has one: `SlotParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
+    printed bracketed and drawn as text (for an encoder that induces trees, `tree_inducer`: the tree it built over
+    the tokens it read, then without the tokens its task leaves out, and the input's own tree where it has one:
+    `InducedParse`), or with `as_json` one JSON object per line (`parse_record`); with `distances` every layer's
     distances too; with `svg` one drawing per tree in that folder (new, empty or an earlier run's unless
     `overwrite`: `files.report_folder`); `decode` how a model that decodes its trees finds them
     (`TreeInducer.decoders`: a grammar's viterbi or mbr; None its default). A sentence given

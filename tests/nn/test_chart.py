@@ -352,7 +352,7 @@ def test_the_tree_crf_is_the_sum_over_every_binary_tree(backend, seed, lengths, 
     parser's decoder against every binary tree of each sentence."""
     _require_kernels(backend)
     from treenets.nn.chart import tree_crf_log_z, tree_crf_marginals, tree_crf_score
-    from treenets.predictors.span_parser import decode_trees
+    from treenets.predictors.parsing import decode_trees
 
     g = torch.Generator().manual_seed(seed)
     n = max(lengths) + pad

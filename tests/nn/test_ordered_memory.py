@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from reference import ReferenceMemoryClassifier
 
 from treenets.nn.ordered_memory.convert import classifier_from_official
-from treenets.nn.ordered_memory.model import OrderedMemory, slot_distances
+from treenets.nn.ordered_memory.model import OrderedMemory, OrderedMemoryOutput
 from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.pair_classifier import PairClassifierConfig
 from treenets.trees import without
@@ -85,9 +85,13 @@ def test_the_split_point_is_a_distribution_that_rises_at_most_one_slot_a_step(se
     assert torch.all(lowest[2:] >= lowest[1:-1] - 1)
 
 
-def test_distances_are_the_most_probable_slot_per_step():
-    probs = torch.tensor([[[0.0, 0.0, 0.0], [0.1, 0.7, 0.2]], [[0.2, 0.3, 0.5], [0.0, 0.0, 0.0]]])
-    assert slot_distances(probs).tolist() == [[0, 1], [2, 0]]
+def test_distances_are_the_most_probable_slot_per_step_and_the_trees_are_built_from_them():
+    probs = torch.tensor([[[0.0, 0.0, 0.0], [0.1, 0.7, 0.2]], [[0.2, 0.3, 0.5], [0.0, 0.0, 0.0]]])  # [T, B, N]
+    run = OrderedMemoryOutput(torch.zeros(2, 4), probs, None)
+    assert run.distances.tolist() == [[0, 1], [2, 0]] and run.row_name == "slots"
+    # column 0 reads two words (slots 0, 2), column 1 one word: its own tree, whatever the padding's slot
+    assert run.trees([["a", "b"], ["c"]]) == [["a", "b"], "c"]
+    assert run.trees([["a", "b"], ["c"]]) == [tree_from_slots(["a", "b"], [0, 2]), tree_from_slots(["c"], [1])]
 
 
 # no dropout: the two draw their masks differently
@@ -121,7 +125,8 @@ def test_the_network_and_its_gradients_match_the_reference_loop_in_training(bidi
     reference.train()
     ours.train()
     expected, reference_probs = reference(tokens)
-    got_vectors, got_probs = ours.encode_with_probs(tokens, lengths, None, None)
+    got_vectors, got_run = ours.encode_inducing(tokens, lengths, None, None)
+    got_probs = got_run.probs
     got = ours.classify(got_vectors)
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-10)
     torch.testing.assert_close(got_probs, reference_probs, rtol=0, atol=1e-10)
@@ -141,8 +146,8 @@ def test_test_time_uses_the_test_slots():
     torch.manual_seed(0)
     model = config.build(12, 7).double().eval()
     tokens, lengths = _formulas(2, count=4)
-    trained = model.encode_with_probs(tokens, lengths, None, None)[1]
-    tested = model.encode_with_probs(tokens, lengths, None, None, test=True)[1]
+    trained = model.encode_inducing(tokens, lengths, None, None)[1].probs
+    tested = model.encode_inducing(tokens, lengths, None, None, test=True)[1].probs
     assert (trained.size(-1), tested.size(-1)) == (3, 6)
     assert not torch.equal(model(tokens, lengths, None, None), model(tokens, lengths, None, None, test=True))
     assert config.model_copy(update={"test_slots": 5}).build(12, 7).test_slots == 5

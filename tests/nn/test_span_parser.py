@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from treenets.nn.span_parser.model import SpanParserConfig, char_ids
-from treenets.predictors.span_parser import binary_spans
+from treenets.predictors.parsing import binary_spans
 
 
 def _parser(seed: int = 0):
@@ -24,7 +24,7 @@ def _inputs(sentences, vocab_ids):
     tokens = torch.zeros(len(sentences), longest, dtype=torch.long)
     for b, s in enumerate(sentences):
         tokens[b, : len(s)] = torch.tensor([vocab_ids[w] for w in s])
-    return tokens, char_ids(sentences, longest), torch.tensor([len(s) for s in sentences])
+    return tokens, sentences, torch.tensor([len(s) for s in sentences])
 
 
 VOCAB = {w: i for i, w in enumerate(["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "<unk>"])}
@@ -34,10 +34,10 @@ def test_span_scores_are_the_equations_one_span_at_a_time():
     """s_ij = w^T ReLU(W [f_{j+1} - f_i ; b_{i+1} - b_{j+2}] + c) + d, from the BiLSTM's states."""
     net = _parser()
     sentences = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran"]]
-    tokens, chars, lengths = _inputs(sentences, VOCAB)
+    tokens, words, lengths = _inputs(sentences, VOCAB)
     with torch.no_grad():
-        scores = net(tokens, chars, lengths)
-        states = net.states(tokens, chars, lengths)
+        scores = net(tokens, words, lengths)
+        states = net.states(tokens, char_ids(words, tokens.size(1)), lengths)
     h = net.hidden_dim
     for b, words in enumerate(sentences):
         for i in range(len(words)):
@@ -62,10 +62,10 @@ def test_a_sentence_in_a_batch_is_the_sentence_alone():
 def test_a_word_it_never_saw_is_read_by_its_characters():
     """Two unknown words (the same <unk> id) with other characters give other span scores."""
     net = _parser(2)
-    tokens, chars, lengths = _inputs([["the", "<unk>", "sat"]], VOCAB)
+    tokens, _, lengths = _inputs([["the", "<unk>", "sat"]], VOCAB)
     with torch.no_grad():
-        one = net(tokens, char_ids([["the", "zebra", "sat"]], 3), lengths)
-        two = net(tokens, char_ids([["the", "quokka", "sat"]], 3), lengths)
+        one = net(tokens, [["the", "zebra", "sat"]], lengths)
+        two = net(tokens, [["the", "quokka", "sat"]], lengths)
     assert not torch.allclose(one[0, :3, :3].triu(), two[0, :3, :3].triu())
 
 

@@ -12,6 +12,7 @@ import yaml
 from treenets.cli import main
 from treenets.config import build_config
 from treenets.data.listops import generate, gold_tree
+from treenets.nn.ordered_memory.model import OrderedMemoryOutput
 from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.tasks import make_task
 from treenets.tasks.metrics import AccuracyByDepth
@@ -40,7 +41,7 @@ class FixedSlots(torch.nn.Module):
         probs = torch.zeros(steps, batch, self.slots)
         for t in range(steps):
             probs[t, :, self.pattern(t)] = 1.0
-        return torch.zeros(batch, 10), probs
+        return torch.zeros(batch, 10), OrderedMemoryOutput(torch.zeros(batch, 4), probs, None)
 
 
 def test_the_induced_trees_are_scored_against_the_trees_of_the_lists(tmp_path):

@@ -189,6 +189,7 @@ def test_plot_is_refused_for_a_metric_without_groups(tmp_path, capsys):
 
 
 def test_induced_trees_of_formulas_are_scored_against_their_bracketing_by_hand():
+    from treenets.nn.ordered_memory.model import OrderedMemoryOutput
     from treenets.tasks.logic import induced_trees
 
     vocab = logic_vocab()
@@ -196,12 +197,16 @@ def test_induced_trees_of_formulas_are_scored_against_their_bracketing_by_hand()
     batch = LogicBatch.build([pair], vocab)
     falling = torch.tensor([[9, 0], [6, 0], [5, 0], [4, 0], [3, 0], [2, 0], [1, 0]])  # the tree branches right
     level = torch.tensor([[9, 0]] + [[3, 0]] * 6)  # the tree branches left
-    predicted, gold = induced_trees(batch, falling, vocab)
+
+    def slots(distances):  # an Ordered Memory that wrote each token at these slots
+        return OrderedMemoryOutput(None, torch.nn.functional.one_hot(distances, 10).float(), None)
+
+    predicted, gold = induced_trees(batch, slots(falling), vocab)
     assert predicted == [["a", ["and", "b"]], "c"] and gold == [["a", ["and", "b"]], "c"]
     metric = AccuracyByOperators()
     metric.add(torch.tensor([[1.0, 0.0]]), torch.tensor([0]), torch.tensor([1]))
     assert "tree_f1" not in metric.values()
-    predicted, gold = induced_trees(batch, level, vocab)
+    predicted, gold = induced_trees(batch, slots(level), vocab)
     assert predicted[0] == [["a", "and"], "b"]
     metric.add_trees(predicted, gold)  # "c" has no bracket: left out
     # spans (0,2), (0,3) against (1,3), (0,3): EVALB counts the whole formula's, 1 of 2; per formula without it, 0
@@ -227,7 +232,6 @@ def test_ordered_memory_is_tested_with_its_test_slots_and_its_trees_scored(tmp_p
 
 def test_parse_draws_the_tree_ordered_memory_induces_of_a_formula(tmp_path, capsys):
     from treenets.data.logic import formula_inputs
-    from treenets.nn.ordered_memory.model import slot_distances
     from treenets.nn.ordered_memory.trees import tree_from_slots
     from treenets.trees import without
     from treenets.trees.draw import bracketed
@@ -247,10 +251,10 @@ def test_parse_draws_the_tree_ordered_memory_induces_of_a_formula(tmp_path, caps
     # the slots of the formula read as the model is tested (its 6 test slots), the tree built from them over every
     # token, and without the brackets the tree the task scores
     model = LogicClassifier.load(best)
-    _, probs = model.net.encode_with_probs(*formula_inputs([parse_formula(" ".join(tokens), "f")], model.vocab),
+    _, induced = model.net.encode_inducing(*formula_inputs([parse_formula(" ".join(tokens), "f")], model.vocab),
                                            test=True)
-    assert probs.size(-1) == 6
-    slots = slot_distances(probs)[:, 0].tolist()
+    assert induced.probs.size(-1) == 6
+    slots = induced.distances[:, 0].tolist()
     assert first["distances"] == [slots]
     assert first["tree"] == bracketed(tree_from_slots(tokens, slots))
     assert first["scored_tree"] == bracketed(without(tree_from_slots(tokens, slots), {"(", ")"}))

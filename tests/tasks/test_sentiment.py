@@ -10,6 +10,7 @@ import torch
 from helpers import train_and_test
 
 from treenets.cli import main
+from treenets.nn.ordered_memory.model import OrderedMemoryOutput
 from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.predictors.sentiment import SentimentClassifier
 from treenets.trees.draw import bracketed
@@ -137,8 +138,8 @@ def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, d
     record = json.loads(capsys.readouterr().out)
     assert record["tokens"] == ["A", "charming", "film", "."] and record["gold_tree"] is None  # none of its own
     model = SentimentClassifier.load(best)
-    _, slots = model.net.forward_with_slots([torch.tensor(model.vocab.encode(record["tokens"])[0])])
-    slots = slots[:, 0].tolist()
+    _, induced = model.net.forward_inducing([torch.tensor(model.vocab.encode(record["tokens"])[0])])
+    slots = induced.distances[:, 0].tolist()
     assert record["distances"] == [slots] and record["tree"] == bracketed(tree_from_slots(record["tokens"], slots))
     assert record["scored_tree"] == record["tree"]  # no token left out
     assert main(["parse", best, "A charming film."]) == 0
@@ -162,9 +163,10 @@ def test_the_trees_ordered_memory_induces_of_sentences_are_scored_against_the_tr
                            "model": {"name": "ordered-memory", "emb_size": 6, "mem_size": 5, "slots": 3}})
     task = make_task(config, None, splits=("train", "valid"))
     model = task.build_model()
-    read = model.forward_with_slots
+    read = model.forward_inducing
     falling = torch.tensor([[3, 3, 3, 3], [2, 2, 2, 0], [1, 1, 1, 0]])  # [T, B]: right-branching trees
-    monkeypatch.setattr(model, "forward_with_slots", lambda word_ids: (read(word_ids)[0], falling))
+    slots = OrderedMemoryOutput(None, torch.nn.functional.one_hot(falling, 4).float(), None)  # these, as argmax
+    monkeypatch.setattr(model, "forward_inducing", lambda word_ids: (read(word_ids)[0], slots))
     values = task.evaluate(model, "valid").values()
     # (It (works .)) and (A (good film)) match both brackets of their own; (a (bad film)) only the whole sentence's
     # of ((a bad) film); "Yes" has no bracket to find. EVALB: 5 of 6 brackets each way; per sentence without the

@@ -25,6 +25,7 @@ from pydantic import Field, model_validator
 from treenets.nn.lstm.model import LSTMStack
 from treenets.nn.onlstm.model import ONLSTMStack
 from treenets.nn.ordered_memory.model import OrderedMemory
+from treenets.nn.registry import InducedTrees
 from treenets.nn.tree_models import chosen_encoder, encoder_configs
 from treenets.nn.treelstm.model import NaryTreeLSTM, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
@@ -174,12 +175,12 @@ class PairClassifier(nn.Module):
         """One vector per formula, [N, hidden]: the sequence encoders' state at the last token of each
         right-padded column of `tokens` [T, N] (`lengths` [N]); the Tree-LSTM's root state over `trees` (with
         their leaves' ids `leaf_ids`). `test`: as the model is tested (Ordered Memory with `test_slots`)."""
-        return self.encode_with_probs(tokens, lengths, trees, leaf_ids, test)[0]
+        return self.encode_inducing(tokens, lengths, trees, leaf_ids, test)[0]
 
-    def encode_with_probs(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids,
-                          test: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`encode`'s vectors, and where the encoder induces trees its split-point distributions [T, N, slots]
-        (`treenets.nn.ordered_memory.model`; None for the other encoders)."""
+    def encode_inducing(self, tokens: torch.Tensor, lengths: torch.Tensor, trees, leaf_ids,
+                        test: bool = False) -> tuple[torch.Tensor, InducedTrees | None]:
+        """`encode`'s vectors, and where the encoder induces trees what it declares of them (`InducedTrees`:
+        their distances [T, N] and the trees; None for the other encoders)."""
         device = self.embedding.weight.device
         if self.reads_trees:
             batch = TreeBatch.build(trees, device)
@@ -190,7 +191,7 @@ class PairClassifier(nn.Module):
         inputs = self.dropout(self.embedding(tokens))
         if self.induces_trees:
             run = self.encoder(inputs, lengths, self.test_slots if test else None)
-            return run.output, run.probs
+            return run.output, run
         last_layer = self.encoder(inputs).outputs[-1]
         # Padding comes after the last token and the encoders read left to right, so it changes nothing before it.
         return last_layer[lengths.to(device) - 1, torch.arange(tokens.size(1), device=device)], None

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 from treenets.errors import TreenetsError
 
@@ -78,6 +79,21 @@ class Model:
         """The function `"module:function"` names in this model's folder."""
         module, _, name = reference.partition(":")
         return getattr(importlib.import_module(f"{self.package}.{module}"), name)
+
+
+class InducedTrees(Protocol):
+    """What an encoder that induces a tree of each sequence it reads returns beside its vectors (a classifier's
+    `encode_inducing`, `forward_inducing`): the tasks and predictors score and draw its trees through these two
+    without knowing how the encoder builds them (Ordered Memory: bottom-up from the memory slots)."""
+
+    row_name: str  # how `parse --distances` names the row of distances (Ordered Memory's: "slots")
+
+    @property
+    def distances(self) -> object:
+        """[T, B] one number per token of each sequence (column b) that the trees are built from."""
+
+    def trees(self, words: Sequence[Sequence[str]]) -> list:
+        """The tree of each sequence read, column b over its tokens `words[b]`: a token, or nested lists."""
 
 
 _MODELS: dict[str, Model] = {}

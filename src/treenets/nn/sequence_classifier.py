@@ -1,7 +1,7 @@
 """A classifier of token sequences with Ordered Memory as its encoder (the ListOps model of Ordered Memory's
 official `listops.py`): embedding, dropout, Ordered Memory (`treenets.nn.ordered_memory.model`), and an MLP of dropout
 and one linear map over the sequence's vector, its output at the last token. Ordered Memory induces a tree of each
-sequence as it reads; `forward` returns its split-point distributions beside the logits.
+sequence as it reads; `forward` returns what it declares of them (`InducedTrees`) beside the logits.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from treenets.nn.ordered_memory.model import OrderedMemory
+from treenets.nn.registry import InducedTrees
 from treenets.schema import PositiveInt, Probability, Section
 
 
@@ -49,9 +50,9 @@ class SequenceClassifier(nn.Module):
                                      config.dropout_memory, config.bidirectional)
         self.mlp = nn.Sequential(nn.Dropout(config.dropout_output), nn.Linear(self.encoder.output_size, num_classes))
 
-    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits [B, num_classes] of the right-padded sequences `tokens` [T, B] of `lengths` [B], and the forward
-        direction's split-point distributions [T, B, slots] (`treenets.nn.ordered_memory.model.slot_distances`)."""
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, InducedTrees]:
+        """Logits [B, num_classes] of the right-padded sequences `tokens` [T, B] of `lengths` [B], and the trees
+        the encoder induced of them (`InducedTrees`: the forward direction's slots [T, B] and the trees)."""
         tokens = tokens.to(self.embedding.weight.device)
         run = self.encoder(self.dropout(self.embedding(tokens)), lengths)
-        return self.mlp(run.output), run.probs
+        return self.mlp(run.output), run

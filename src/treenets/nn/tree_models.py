@@ -20,7 +20,8 @@ from pydantic import Field
 
 from treenets.nn import precision
 from treenets.nn.dropout import locked_dropout
-from treenets.nn.ordered_memory.model import OrderedMemory, slot_distances
+from treenets.nn.ordered_memory.model import OrderedMemory
+from treenets.nn.registry import InducedTrees
 from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM, SimilarityHead, TreeBatch
 from treenets.schema import PositiveInt, Probability, Section
 from treenets.trees.parents import ParentTree
@@ -32,6 +33,8 @@ class _EncoderSizes(Section):
     emb_size: PositiveInt  # the word vectors' size, the encoder's input
     mem_size: PositiveInt  # the memory size (BiLSTM: per direction)
     reads_trees: ClassVar[bool] = True  # False: it reads the words in order, and of a tree only counts its words
+    # the most children a node of the trees it reads may have (None: any number, as a dependency tree's nodes)
+    children: ClassVar[int | None] = None
 
 
 class ChildSumTreeLSTMConfig(_EncoderSizes):
@@ -49,6 +52,7 @@ class BinaryTreeLSTMConfig(_EncoderSizes):
     (binary constituency trees)."""
 
     name: Literal["binary-treelstm"] = "binary-treelstm"
+    children: ClassVar[int | None] = 2
 
     def build(self) -> NaryTreeLSTM:
         return NaryTreeLSTM(self.emb_size, self.mem_size, 2)
@@ -298,9 +302,9 @@ class SentimentModel(TreeModel):
         """Whether the encoder induces a tree of each sentence it reads (Ordered Memory)."""
         return isinstance(self.encoder, OrderedMemorySentences)
 
-    def forward_with_slots(self, word_ids: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Ordered Memory only (`induces_trees`): as `forward` over sentences of these word ids, their
-        log-probabilities [B, classes], with the memory slot of each word [T, B] (`slot_distances`; 0 past a
-        sentence's end), from which its tree is built (`treenets.nn.ordered_memory.trees.tree_from_slots`)."""
+    def forward_inducing(self, word_ids: list[torch.Tensor]) -> tuple[torch.Tensor, InducedTrees]:
+        """An encoder that induces trees only (`induces_trees`): as `forward` over sentences of these word ids,
+        their log-probabilities [B, classes], with the trees it induced of them (`InducedTrees`: Ordered Memory's
+        memory slot of each word [T, B], 0 past a sentence's end, and the trees built from them)."""
         memory = self.encoder.memory(*self.sequence_inputs(word_ids))
-        return self.classify(memory.output), slot_distances(memory.probs)
+        return self.classify(memory.output), memory

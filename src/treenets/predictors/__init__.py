@@ -4,18 +4,18 @@
 `LanguageModel` (score sentences, read syntactic distances, parse), `RelatednessPredictor` (score sentence
 pairs), `SentimentClassifier` (classify sentences and their phrases), `LogicClassifier` (the relation of two
 formulas) or `ListOpsClassifier` (the value of a ListOps sequence); the last two also parse with an Ordered
-Memory encoder (`SlotParse`) — each with `predict`, `save` and typed results, and the inputs it reads as
+Memory encoder (`InducedParse`) — each with `predict`, `save` and typed results, and the inputs it reads as
 `treenets predict`'s options (`inputs`, `predict_inputs`; `prediction_inputs` gathers those of every task).
 """
 
 from treenets.predictors.base import PredictionInput, Predictor, prediction_inputs
+from treenets.predictors.induced import InducedParse
 from treenets.predictors.listops import ListOpsClassifier, ListOpsValue
 from treenets.predictors.lm import LanguageModel, Parse, SentenceScore
 from treenets.predictors.logic import LogicClassifier, Relation
 from treenets.predictors.relatedness import Relatedness, RelatednessPredictor
 from treenets.predictors.sentiment import Sentiment, SentimentClassifier
-from treenets.predictors.slots import SlotParse
 
-__all__ = ["LanguageModel", "ListOpsClassifier", "ListOpsValue", "LogicClassifier", "Parse", "PredictionInput",
-           "Predictor", "Relatedness", "RelatednessPredictor", "Relation", "SentenceScore", "Sentiment",
-           "SentimentClassifier", "SlotParse", "prediction_inputs"]
+__all__ = ["InducedParse", "LanguageModel", "ListOpsClassifier", "ListOpsValue", "LogicClassifier", "Parse",
+           "PredictionInput", "Predictor", "Relatedness", "RelatednessPredictor", "Relation", "SentenceScore",
+           "Sentiment", "SentimentClassifier", "prediction_inputs"]

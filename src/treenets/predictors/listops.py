@@ -10,9 +10,9 @@ import torch
 
 from treenets.data.listops import ListOpsBatch, ListOpsExample, gold_tree, read_sequence
 from treenets.errors import TreenetsError
-from treenets.nn.ordered_memory.model import slot_distances
+from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import PredictionInput, Predictor
-from treenets.predictors.slots import SlotParser
+from treenets.predictors.induced import InducedTreeParser
 
 
 @dataclass
@@ -29,9 +29,9 @@ def typed_sequence(text: str) -> list[str]:
     return re.sub(r"([()\]])", r" \1 ", text).upper().split()
 
 
-class ListOpsClassifier(SlotParser, Predictor):
+class ListOpsClassifier(InducedTreeParser, Predictor):
     """A trained ListOps model with its vocabulary (from `treenets.load`): the value of sequences; `parse` gives the
-    trees its Ordered Memory induces (`treenets.predictors.slots`), scored against the tree of the lists
+    trees its Ordered Memory induces (`treenets.predictors.induced`), scored against the tree of the lists
     (`treenets.data.listops.gold_tree`)."""
 
     inputs = (PredictionInput("sentence", "listops: a sequence such as '[MAX 2 9 [MIN 4 7 ] 0 ]'"),)
@@ -55,7 +55,6 @@ class ListOpsClassifier(SlotParser, Predictor):
         tokens, _, _ = read_sequence(typed_sequence(text), where)
         return list(tokens), gold_tree(tokens)
 
-    def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
+    def _induce(self, tokens: list[list[str]]) -> InducedTrees:
         batch = ListOpsBatch.build([ListOpsExample(0, tuple(t), 0) for t in tokens], self.vocab)
-        _, probs = self.net(batch.tokens, batch.lengths)
-        return slot_distances(probs)
+        return self.net(batch.tokens, batch.lengths)[1]

@@ -10,9 +10,9 @@ import torch
 
 from treenets.data.logic import LABELS, RELATIONS, LogicBatch, LogicPair, formula_inputs, parse_formula
 from treenets.errors import TreenetsError
-from treenets.nn.ordered_memory.model import slot_distances
+from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import PredictionInput, Predictor
-from treenets.predictors.slots import SlotParser
+from treenets.predictors.induced import InducedTreeParser
 from treenets.trees.parents import nested_words
 
 
@@ -23,9 +23,9 @@ class Relation:
     probabilities: dict[str, float]  # every relation's probability
 
 
-class LogicClassifier(SlotParser, Predictor):
+class LogicClassifier(InducedTreeParser, Predictor):
     """A trained logic model with its vocabulary (from `treenets.load`): classifies formula pairs; with an Ordered
-    Memory encoder, `parse` gives the trees it induces of formulas (`treenets.predictors.slots`), brackets included,
+    Memory encoder, `parse` gives the trees it induces of formulas (`treenets.predictors.induced`), brackets included,
     and scored without them."""
 
     inputs = (PredictionInput("pair", "logic: two bracketed formulas (premise, hypothesis)", 2, ("A", "B")),)
@@ -50,10 +50,9 @@ class LogicClassifier(SlotParser, Predictor):
         formula = parse_formula(typed_formula(text), where)
         return list(formula.tokens), nested_words(formula.tree)
 
-    def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
+    def _induce(self, tokens: list[list[str]]) -> InducedTrees:
         formulas = [parse_formula(" ".join(t)) for t in tokens]  # read by `_read_input` already
-        _, probs = self.net.encode_with_probs(*formula_inputs(formulas, self.vocab), test=True)
-        return slot_distances(probs)
+        return self.net.encode_inducing(*formula_inputs(formulas, self.vocab), test=True)[1]
 
     def _no_trees(self) -> str | None:
         if self.net.induces_trees:

@@ -12,7 +12,6 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn import precision
-from treenets.nn.structformer.model import MAX_POSITIONS
 from treenets.predictors.lm import LanguageModel, Parse, SentenceScore, _batch_size, _quoted, _sentences
 from treenets.trees.dependencies import heads_from_parents
 
@@ -38,9 +37,9 @@ class MaskedLanguageModel(LanguageModel):
             TreenetsError: for a sentence longer than the position embedding reads.
         """
         longest = max(range(len(tokens)), key=lambda i: len(tokens[i]))
-        if hasattr(self.net, "pos_emb") and len(tokens[longest]) > MAX_POSITIONS:
+        if self.net.longest is not None and len(tokens[longest]) > self.net.longest:
             raise TreenetsError(f"sentence {_quoted(sentences[longest])}: {len(tokens[longest])} tokens, but the "
-                                f"model's position embedding reads at most {MAX_POSITIONS}")
+                                f"model's position embedding reads at most {self.net.longest}")
         rows = []
         for words in tokens:
             ids, _ = self.vocab.encode(words)

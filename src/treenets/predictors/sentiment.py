@@ -9,9 +9,10 @@ import torch
 
 from treenets.data.sst import CLASS_NAMES
 from treenets.errors import TreenetsError
+from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import PredictionInput, Predictor
+from treenets.predictors.induced import InducedTreeParser
 from treenets.predictors.relatedness import chain
-from treenets.predictors.slots import SlotParser
 from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for
 from treenets.text import Dropped, checked_text
 from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
@@ -47,9 +48,9 @@ def labelled_tree(tree: ParentTree, labels: list[int]) -> str:
     return text[tree.root]
 
 
-class SentimentClassifier(SlotParser, Predictor):
+class SentimentClassifier(InducedTreeParser, Predictor):
     """A trained sentiment model with its vocabulary (from `treenets.load`): classifies sentences and phrases; with
-    an Ordered Memory encoder, `parse` gives the trees it induces of sentences (`treenets.predictors.slots`), over
+    an Ordered Memory encoder, `parse` gives the trees it induces of sentences (`treenets.predictors.induced`), over
     the tokens `predict` reads (a sentence as typed has no tree of its own to show beside it)."""
 
     inputs = (PredictionInput("sentence", "sentiment: a sentence as typed (a Tree-LSTM reads it over the tree --parser "
@@ -115,9 +116,8 @@ class SentimentClassifier(SlotParser, Predictor):
     def _read_input(self, text: str, where: str | None, pretokenized: bool) -> tuple[list[str], None]:
         return sentence_tokens(self.config, text, pretokenized, where or f"sentence {text!r:.60}")[0], None
 
-    def _slots(self, tokens: list[list[str]]) -> torch.Tensor:
-        _, slots = self.net.forward_with_slots([torch.tensor(self.vocab.encode(t)[0]) for t in tokens])
-        return slots
+    def _induce(self, tokens: list[list[str]]) -> InducedTrees:
+        return self.net.forward_inducing([torch.tensor(self.vocab.encode(t)[0]) for t in tokens])[1]
 
     def _no_trees(self) -> str | None:
         if self.net.induces_trees:

@@ -20,8 +20,6 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.listops import ListOpsBatch, gold_tree, listops_vocab, read_listops_splits
-from treenets.nn.ordered_memory.model import slot_distances
-from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.sequence_classifier import SequenceClassifier, SequenceClassifierConfig
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.listops import ListOpsClassifier
@@ -101,11 +99,9 @@ class ListOpsTask(Task):
         with evaluating(model) as net:
             for start in range(0, len(examples), size):
                 batch = ListOpsBatch.build(examples[start : start + size], self.vocab)
-                logits, probs = net(batch.tokens, batch.lengths)
+                logits, induced = net(batch.tokens, batch.lengths)
                 metric.add(logits, batch.labels, batch.depths)
-                slots = slot_distances(probs).cpu()
-                metric.add_trees([tree_from_slots(words, slots[: len(words), j].tolist())
-                                  for j, words in enumerate(batch.words)], [gold_tree(words) for words in batch.words])
+                metric.add_trees(induced.trees(batch.words), [gold_tree(words) for words in batch.words])
                 if progress is not None:
                     progress(batch.size)
         return metric

@@ -20,9 +20,8 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, MAX_FILE, LogicBatch, logic_vocab, read_logic_splits
-from treenets.nn.ordered_memory.model import slot_distances
-from treenets.nn.ordered_memory.trees import tree_from_slots
 from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig
+from treenets.nn.registry import InducedTrees
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.logic import LogicClassifier
 from treenets.schema import PositiveInt, Section
@@ -106,22 +105,20 @@ class LogicTask(Task):
         with evaluating(model) as net:
             for start in range(0, len(pairs), size):
                 batch = LogicBatch.build(pairs[start : start + size], self.vocab)
-                vectors, probs = net.encode_with_probs(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids,
+                vectors, induced = net.encode_inducing(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids,
                                                        test=split == "test")
                 metric.add(net.classify(vectors), batch.labels, batch.operators)
-                if probs is not None:
-                    metric.add_trees(*induced_trees(batch, slot_distances(probs), self.vocab))
+                if induced is not None:
+                    metric.add_trees(*induced_trees(batch, induced, self.vocab))
                 if progress is not None:
                     progress(batch.size)
         return metric
 
 
-def induced_trees(batch: LogicBatch, distances: torch.Tensor, vocab: Vocab) -> tuple[list, list]:
-    """The trees an encoder induced of a batch's formulas from its syntactic distances [T, 2B] (Ordered Memory's
-    slots: `tree_from_slots`), brackets left out, and the formulas' own trees: nested lists of their words."""
-    predicted, gold = [], []
-    for j, (tree, length) in enumerate(zip(batch.trees, batch.lengths.tolist())):
-        tokens = [vocab.words[i] for i in batch.tokens[:length, j].tolist()]
-        predicted.append(without(tree_from_slots(tokens, distances[:length, j].tolist()), {"(", ")"}))
-        gold.append(nested_words(tree))
-    return predicted, gold
+def induced_trees(batch: LogicBatch, induced: InducedTrees, vocab: Vocab) -> tuple[list, list]:
+    """The trees an encoder induced of a batch's formulas (what it declares of them: `InducedTrees`), brackets
+    left out, and the formulas' own trees: nested lists of their words."""
+    tokens = [[vocab.words[i] for i in batch.tokens[:length, j].tolist()] for j, length in
+              enumerate(batch.lengths.tolist())]
+    return ([without(tree, {"(", ")"}) for tree in induced.trees(tokens)],
+            [nested_words(tree) for tree in batch.trees])

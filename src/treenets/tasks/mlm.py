@@ -26,7 +26,7 @@ from treenets.data.batching import Batch, TokenBudgetBatches
 from treenets.data.lm import read_lm_file
 from treenets.errors import TreenetsError
 from treenets.nn.registry import config_union
-from treenets.nn.structformer.model import MAX_POSITIONS, StructFormerConfig
+from treenets.nn.structformer.model import StructFormerConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.mlm import MaskedLanguageModel
@@ -133,13 +133,13 @@ class MaskedLMTask(Task):
         if self.vocab.words[:3] != [PAD, UNK, MASK]:
             raise TreenetsError(f"a masked language model's vocabulary starts with {PAD}, {UNK}, {MASK}; this one "
                                 f"starts with {self.vocab.words[:3]}")
-        if config.model.position_embedding:
+        if config.model.longest is not None:
             for split in self.splits:
                 longest = max(range(len(words[split])), key=lambda i: len(words[split][i]))
-                if len(words[split][longest]) > MAX_POSITIONS:
+                if len(words[split][longest]) > config.model.longest:
                     raise TreenetsError(f"{folder / getattr(cfg, split)}:{longest + 1}: a sentence of "
                                         f"{len(words[split][longest])} words; the position embedding reads at most "
-                                        f"{MAX_POSITIONS} (model.position_embedding: false reads any length)")
+                                        f"{config.model.longest} (model.position_embedding: false reads any length)")
         self.sentences = {split: [np.array(self.vocab.encode(s)[0], dtype=np.int64) for s in words[split] if s]
                           for split in self.splits}
         self._unknown = {split: sum(w not in self.vocab for s in words[split] for w in s) for split in self.splits}

@@ -30,7 +30,7 @@ from treenets.nn.chart import tree_crf_log_z, tree_crf_score
 from treenets.nn.registry import config_union
 from treenets.nn.span_parser.model import SpanParserConfig
 from treenets.optim import AdamConfig, OptimConfig
-from treenets.predictors.span_parser import SpanParserModel, binary_spans, decode_trees
+from treenets.predictors.parsing import TreeCRFParser, binary_spans, decode_trees
 from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
@@ -71,7 +71,7 @@ class ParsingConfig(Section):
 @dataclass
 class TreesBatch(Batch):
     tokens: torch.Tensor  # [B, N] word ids
-    chars: torch.Tensor  # [B, N + 2, bytes] their characters (`span_parser.model.char_ids`)
+    words: list[list[str]]  # the sentences (the parser reads their characters too)
     lengths: torch.Tensor  # [B]
     spans: list[list[tuple[int, int]]]  # each training tree's spans (start, end inclusive) of two words or more
 
@@ -131,7 +131,7 @@ class ParsingTask(Task):
     name = "parsing"
     Config = ParsingConfig
     Metric = TreeF1
-    Predictor = SpanParserModel
+    Predictor = TreeCRFParser
     units = "words"  # what a batch's `read` counts, for speeds (the loss is per sentence: `size`)
     all_splits = ("train", "valid", "test")
     boundaries = ("<s>", "</s>")  # (read by the predictors' base; the parser adds its own around a sentence)
@@ -175,13 +175,10 @@ class ParsingTask(Task):
         return config.model.build(vocab_size)
 
     def _batch(self, sentences: list[list[str]], trees=None) -> TreesBatch:
-        from treenets.nn.span_parser.model import char_ids
-
         ids = [torch.tensor(self.vocab.encode(words)[0]) for words in sentences]
         lengths = torch.tensor([len(words) for words in sentences])
         tokens = torch.nn.utils.rnn.pad_sequence(ids, batch_first=True)
-        return TreesBatch(tokens.to(self.device), char_ids(sentences, tokens.size(1)).to(self.device), lengths,
-                          trees or [])
+        return TreesBatch(tokens.to(self.device), sentences, lengths, trees or [])
 
     def next_batch(self) -> TreesBatch | None:
         rows = self.batches.next_rows()
@@ -191,7 +188,7 @@ class ParsingTask(Task):
 
     def train_loss(self, model, batch: TreesBatch) -> tuple[torch.Tensor, float]:
         """The mean over the batch of -log p(tree) under the tree CRF, and its sum for the log."""
-        scores = model(batch.tokens, batch.chars, batch.lengths)
+        scores = model(batch.tokens, batch.words, batch.lengths)
         losses = tree_crf_log_z(scores, batch.lengths) - tree_crf_score(scores, batch.spans)
         if not torch.isfinite(losses).all():
             raise TreenetsError("the parser's loss is not finite")
@@ -210,7 +207,7 @@ class ParsingTask(Task):
             for start in range(0, len(order), size):
                 chunk = order[start : start + size]
                 batch = self._batch([self.words[split][i] for i in chunk])
-                scores = net(batch.tokens, batch.chars, batch.lengths)
+                scores = net(batch.tokens, batch.words, batch.lengths)
                 for i, found in zip(chunk, decode_trees(scores, batch.lengths, "viterbi")):
                     n = len(self.words[split][i])
                     predicted = {(s, t + 1) for s, t in found} - {(0, n)}

@@ -19,7 +19,13 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sick import SPLIT_FOLDERS, Pair, PairBatch, read_split, read_vocab
-from treenets.nn.tree_models import RelatednessModel, RelatednessModelConfig, expected_score
+from treenets.nn.tree_models import (
+    RelatednessModel,
+    RelatednessModelConfig,
+    TreeEncoderConfig,
+    encoder_configs,
+    expected_score,
+)
 from treenets.optim import AdagradConfig, OptimConfig
 from treenets.predictors.relatedness import RelatednessPredictor
 from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
@@ -30,7 +36,7 @@ from treenets.tasks.metrics import Correlation
 from treenets.text import NormalizerName
 
 # The optimisation of Tai et al. (2015) for both Tree-LSTM tasks.
-TREE_LSTM_OPTIM = AdagradConfig(lr=0.05, weight_decay=1e-4, decay_embeddings=False, clip=0.0)
+ADAGRAD_OPTIM = AdagradConfig(lr=0.05, weight_decay=1e-4, decay_embeddings=False, clip=0.0)
 
 
 class SICKDataConfig(Section):
@@ -51,14 +57,18 @@ class RelatednessConfig(Section):
     task: Literal["relatedness"]
     data: SICKDataConfig = SICKDataConfig()
     model: RelatednessModelConfig = RelatednessModelConfig()
-    optim: OptimConfig = TREE_LSTM_OPTIM
+    optim: OptimConfig = ADAGRAD_OPTIM
     train: TrainConfig = TrainConfig(epochs=10, log_interval=20, seed=123)
 
     @model_validator(mode="after")
     def _trees_fit_the_encoder(self):
-        if self.model.name == "binary-treelstm" and self.data.trees == "dependency":
-            raise ValueError("model.name binary-treelstm needs data.trees: constituency (dependency trees have "
-                             "any number of children; use childsum-treelstm)")
+        encoder = self.model.encoder
+        if encoder.reads_trees and encoder.children is not None and self.data.trees == "dependency":
+            takes_any = [name for name, c in encoder_configs(TreeEncoderConfig).items() if c.reads_trees
+                         and c.children is None]
+            raise ValueError(f"model.name {self.model.name} needs data.trees: constituency (dependency trees have "
+                             f"any number of children, it reads at most {encoder.children}; use "
+                             f"{' or '.join(takes_any)})")
         return self
 
 

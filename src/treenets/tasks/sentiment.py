@@ -22,8 +22,8 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sst import NUM_CLASSES, SPLIT_FILES, TreesBatch, labelled_phrases, read_trees
-from treenets.nn.ordered_memory.trees import tree_from_slots
-from treenets.nn.tree_models import SentimentModel, SentimentModelConfig
+from treenets.nn.registry import InducedTrees
+from treenets.nn.tree_models import SentenceEncoderConfig, SentimentModel, SentimentModelConfig, encoder_configs
 from treenets.nn.utils import unwrap
 from treenets.optim import OptimConfig
 from treenets.predictors.sentiment import SentimentClassifier
@@ -32,7 +32,7 @@ from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import SentimentAccuracy
-from treenets.tasks.relatedness import TREE_LSTM_OPTIM
+from treenets.tasks.relatedness import ADAGRAD_OPTIM
 from treenets.text import NormalizerName
 from treenets.trees.parents import labels_from, nested_words
 from treenets.vocab import Vocab
@@ -60,14 +60,16 @@ class SentimentConfig(Section):
     task: Literal["sentiment"]
     data: SSTDataConfig = SSTDataConfig()
     model: SentimentModelConfig = SentimentModelConfig()
-    optim: OptimConfig = TREE_LSTM_OPTIM
+    optim: OptimConfig = ADAGRAD_OPTIM
     train: TrainConfig = TrainConfig(epochs=10, log_interval=50, seed=123)
 
     @model_validator(mode="after")
     def _trees_fit_the_encoder(self):
-        if self.model.name == "childsum-treelstm":
-            raise ValueError("model.name: SST trees are binary constituency trees; use binary-treelstm (or lstm, "
-                             "bilstm, ordered-memory)")
+        if self.model.encoder.reads_trees and self.model.encoder.children is None:
+            fit = [name for name, c in encoder_configs(SentenceEncoderConfig).items() if not c.reads_trees
+                   or c.children is not None]
+            raise ValueError(f"model.name: SST trees are binary constituency trees, and {self.model.name} reads "
+                             f"trees of any number of children (dependency trees); use {', '.join(fit)}")
         if self.data.subtrees and self.model.encoder.reads_trees:
             raise ValueError(f"data.subtrees: a {self.model.name} trains on every phrase of the trees already; "
                              "subtrees are for the sequential encoders")
@@ -153,9 +155,9 @@ class SentimentTask(Task):
             for start in range(0, len(trees), size):
                 batch = TreesBatch.build(trees[start : start + size], self.vocab)
                 if net.induces_trees:
-                    log_probs, slots = net.forward_with_slots(batch.word_ids)
+                    log_probs, induced = net.forward_inducing(batch.word_ids)
                     tree_batch = None
-                    metric.add_trees(*induced_trees(batch, slots.cpu()))
+                    metric.add_trees(*induced_trees(batch, induced))
                 else:
                     log_probs, tree_batch = net(batch.trees, batch.word_ids)
                 labels, roots = node_targets(net, batch, tree_batch)
@@ -165,12 +167,11 @@ class SentimentTask(Task):
         return metric
 
 
-def induced_trees(batch: TreesBatch, slots: torch.Tensor) -> tuple[list, list]:
-    """The trees Ordered Memory induced of a batch's sentences from their memory slots [T, B]
-    (`tree_from_slots`), over every word, and the treebank's trees of them: nested lists of their words. Unlike a
+def induced_trees(batch: TreesBatch, induced: InducedTrees) -> tuple[list, list]:
+    """The trees the encoder induced of a batch's sentences (what it declares of them: `InducedTrees`), over every
+    word, and the treebank's trees of them: nested lists of their words. Unlike a
     formula's brackets, no token is left out, as in the ListOps task: SST has no bracket tokens, and its
     punctuation is a word of the treebank's trees, scored where they bracket it. Sentences of every length are
     scored: the evaluation splits hold whole sentences (phrases are trained on, not scored), and a one-word
     sentence, with no bracket to find, is left out by the metric (`InducedTreeScores.add_trees`)."""
-    return ([tree_from_slots(list(tree.words), slots[: len(tree.words), j].tolist())
-             for j, tree in enumerate(batch.trees)], [nested_words(tree) for tree in batch.trees])
+    return induced.trees([list(tree.words) for tree in batch.trees]), [nested_words(tree) for tree in batch.trees]

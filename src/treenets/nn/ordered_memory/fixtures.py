@@ -8,8 +8,6 @@ import torch
 from treenets.errors import TreenetsError
 from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.ordered_memory.convert import classifier_from_official
-from treenets.nn.ordered_memory.model import slot_distances
-from treenets.nn.ordered_memory.trees import tree_from_slots
 
 
 def logic(config: dict, arrays: dict, path) -> dict:
@@ -32,8 +30,7 @@ def logic(config: dict, arrays: dict, path) -> dict:
             run = model.encoder(embedded, lengths, slots)
             outputs[f"logits{suffix}"] = model.classify(run.output).numpy()
             outputs[f"probs{suffix}"] = run.probs.numpy()
-    distances = slot_distances(torch.from_numpy(outputs["probs_2x"]))
-    outputs["distance_2x"] = distances.numpy()
-    outputs["trees_2x"] = [tree_from_slots([vocab[i] for i in tokens[:n, b].tolist()], distances[:n, b].tolist())
-                           for b, n in enumerate(lengths.tolist())]
+    outputs["distance_2x"] = run.distances.numpy()
+    words = [[vocab[i] for i in tokens[:n, b].tolist()] for b, n in enumerate(lengths.tolist())]
+    outputs["trees_2x"] = run.trees(words)  # built from the slots of the twice-as-many run, as `genparse`
     return outputs

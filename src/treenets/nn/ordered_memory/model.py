@@ -39,7 +39,9 @@ Dropout (training): `dropout` before each of the cell's two linear maps, `dropou
 the key's linear maps and before w_b, a fresh mask at every use, as the official code draws them.
 
 The syntactic distance of step t is the slot of its largest p_t^i (the official `genparse`): the higher the slot,
-the more constituents the token closes. `tree_from_slots` (`trees.py` in this folder) builds the tree from them.
+the more constituents the token closes. `tree_from_slots` (`trees.py` in this folder) builds the tree from them;
+the network's output declares both (`OrderedMemoryOutput.distances` and `.trees`), so that the tasks and
+predictors read its trees without knowing how.
 
 Padding: a sequence's vector is the output at its last token; padded steps change nothing before them. Past a
 sequence's end the official code runs on and zeroes its state; here it stops (the batch is sorted by length and
@@ -57,11 +59,14 @@ batch are not composed (their M^ is x_t exactly); the official code skips the sa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from treenets.nn.ordered_memory.trees import tree_from_slots
 
 SPLIT_FLOOR = 1e-5  # cumulative probabilities below this weight a slot's score by zero (the official threshold)
 
@@ -212,6 +217,23 @@ class OrderedMemoryOutput(NamedTuple):
     probs: torch.Tensor  # [T, B, N]: the forward direction's split-point distribution per step
     probs_backward: torch.Tensor | None  # [T, B, N] of the backward direction, at the tokens' own positions
 
+    # What an encoder that induces trees declares (`treenets.nn.registry.InducedTrees`):
+    @property
+    def row_name(self) -> str:
+        return "slots"
+
+    @property
+    def distances(self) -> torch.Tensor:
+        """[T, B] the syntactic distance of every step: the slot of its largest split-point probability (the
+        official `genparse`; 0 past a sequence's end and at its first step, whose distribution is zero)."""
+        return self.probs.argmax(-1)
+
+    def trees(self, words: Sequence[Sequence[str]]) -> list:
+        """The tree induced of each sequence read (column b, its tokens `words[b]`), built bottom-up from its
+        slots (`tree_from_slots`): a token, or nested lists of them."""
+        slots = self.distances.cpu()
+        return [tree_from_slots(tokens, slots[: len(tokens), b].tolist()) for b, tokens in enumerate(words)]
+
 
 class OrderedMemory(nn.Module):
     """Ordered Memory over right-padded batches, one direction or both.
@@ -257,8 +279,3 @@ def _reversal(lengths: torch.Tensor, steps: int) -> torch.Tensor:
     t = torch.arange(steps, device=lengths.device).unsqueeze(1)
     return torch.where(t < lengths, lengths - 1 - t, t)
 
-
-def slot_distances(probs: torch.Tensor) -> torch.Tensor:
-    """The syntactic distance of every step [T, B]: the slot of the largest split-point probability (0 past a
-    sequence's end and at its first step, whose distribution is zero)."""
-    return probs.argmax(-1)

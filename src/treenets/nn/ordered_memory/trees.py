@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 def tree_from_slots(words: Sequence[str], slots: Sequence[int]):
     """The tree Ordered Memory induces (the official `build_tree`, as `genparse` calls it), bottom-up from the
-    memory slot each word was written at (`treenets.nn.ordered_memory.model.slot_distances`).
+    memory slot each word was written at (`OrderedMemoryOutput.distances` in `model.py`).
 
     Read as a shift-reduce parse: before word t (t >= 1) is shifted, the top two subtrees of the stack are merged
     `slots[t] - slots[t-1] + 1` times (when positive: the split point rose, closing constituents); a slot one below

@@ -106,7 +106,7 @@ class SpanParser(nn.Module):
         characters = self.char_emb(chars).view(batch * (longest + 2), chars.size(2), -1).transpose(1, 2)
         char_features = F.relu(self.char_conv(characters)).amax(dim=2).view(batch, longest + 2, -1)
         x = self.dropout(torch.cat([self.word_emb(ids), char_features], dim=-1))
-        if bool((lengths == longest).all()):  # one length (as `SpanParserModel` batches): nothing to pack, and
+        if bool((lengths == longest).all()):  # one length (as `TreeCRFParser` batches): nothing to pack, and
             out, _ = self.lstm(x)  # the LSTM runs whole (oneDNN's on a CPU: 1.3-1.6 times the packed one's speed)
         else:
             packed = nn.utils.rnn.pack_padded_sequence(x, (lengths + 2).cpu(), batch_first=True,
@@ -115,10 +115,12 @@ class SpanParser(nn.Module):
             out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=longest + 2)
         return self.dropout(out)
 
-    def forward(self, tokens: torch.Tensor, chars: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Span scores [B, N, N]: s_ij at [b, i, j] (i <= j, words 0-based, j inclusive); below the diagonal 0,
-        past a sentence's end what the tree CRF does not read."""
-        h = self.states(tokens, chars, lengths)
+    def forward(self, tokens: torch.Tensor, words: list[list[str]], lengths: torch.Tensor) -> torch.Tensor:
+        """Span scores [B, N, N] of the sentences `words` (their word ids `tokens` [B, N], right-padded; their
+        lengths [B]): s_ij at [b, i, j] (i <= j, words 0-based, j inclusive); below the diagonal 0, past a
+        sentence's end what the tree CRF does not read. The network reads the words' characters itself
+        (`char_ids`), so that the task and the predictor need not know it does."""
+        h = self.states(tokens, char_ids(words, tokens.size(1)).to(tokens.device), lengths)
         forward, backward = h[..., : self.hidden_dim], h[..., self.hidden_dim :]
         n = tokens.size(1)
         # h_ij = [f_{j+1} - f_i ; b_{i+1} - b_{j+2}]: W h_ij = (W_f f_{j+1} - W_b b_{j+2}) - (W_f f_i - W_b b_{i+1})

@@ -279,6 +279,7 @@ class StructFormer(nn.Module):
         self.relations, self.relation_activation = tuple(relations), relation_activation
         self.drop = nn.Dropout(dropout)
         self.emb = nn.Embedding(vocab_size, hidden_size)
+        self.longest = MAX_POSITIONS if position_embedding else None  # the longest sentence it reads (None: any)
         if position_embedding:
             self.pos_emb = nn.Embedding(MAX_POSITIONS, hidden_size)
         self.layers = nn.ModuleList(Layer(hidden_size, num_heads, dropout, dropout_attention, relative_bias)
@@ -390,6 +391,11 @@ class StructFormerConfig(Section):
         if len(set(value)) != len(value):
             raise ValueError(f"relations {list(value)}: each relation once")
         return value
+
+    @property
+    def longest(self) -> int | None:
+        """The longest sentence the network reads: the position embedding's rows (None without one: any)."""
+        return MAX_POSITIONS if self.position_embedding else None
 
     def build(self, vocab_size: int, pad: int = 0) -> StructFormer:
         """The network of this config, freshly initialised."""

@@ -63,7 +63,7 @@ def decode_trees(scores: torch.Tensor, lengths: torch.Tensor, decode: str = "vit
     return found
 
 
-class SpanParserModel(TreeModel):
+class TreeCRFParser(TreeModel):
     """A trained span parser with its vocabulary, from `treenets.load`: `parse` (binary trees, `decode` "viterbi" or
     "mbr"). It gives trees, not probabilities of sentences nor syntactic distances."""
 
@@ -84,8 +84,6 @@ class SpanParserModel(TreeModel):
                         batch_size: int = 64) -> list[list[tuple[int, int]]]:
         """For sentences already read: each one's spans (start, end inclusive), in batches of one length (the
         network's LSTM runs them unpacked)."""
-        from treenets.nn.span_parser.model import char_ids
-
         self.net.eval()
         result = [[] for _ in tokens]
         by_length = {}
@@ -99,7 +97,7 @@ class SpanParserModel(TreeModel):
             ids = [torch.tensor(self.vocab.encode(w)[0]) for w in words]
             lengths = torch.tensor([len(w) for w in words])
             padded = torch.nn.utils.rnn.pad_sequence(ids, batch_first=True)
-            scores = self.net(padded.to(self.device), char_ids(words, padded.size(1)).to(self.device), lengths)
+            scores = self.net(padded.to(self.device), words, lengths)
             for i, found in zip(chunk, decode_trees(scores, lengths, decode)):
                 result[i] = found
         return result
@@ -139,4 +137,4 @@ class SpanParse(Parse):
         return self
 
 
-__all__ = ["DECODERS", "SpanParse", "SpanParserModel", "binary_spans", "decode_trees"]
+__all__ = ["DECODERS", "SpanParse", "TreeCRFParser", "binary_spans", "decode_trees"]
