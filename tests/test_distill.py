@@ -259,3 +259,25 @@ def test_the_students_tree_file_lines_are_read_with_their_words(tmp_path):
     path.write_text("(X (X a b) c\n")
     with pytest.raises(TreenetsError, match=f"{path}:1"):
         read_trees(path)
+
+
+def test_long_sentences_are_parsed_in_smaller_batches_with_the_same_trees(monkeypatch):
+    """The student's batches of one length shrink where its span layer ([n, n, mlp] a sentence) would pass
+    `BATCH_FLOATS`, and give the same trees."""
+    import treenets
+    from treenets.predictors import parsing
+
+    student = treenets.load("ptb-distilled")
+    sentences = [" ".join(["the cat sat on the mat"] * k) for k in (1, 1, 3, 3, 3, 6)]  # 6, 18 and 36 words
+    whole = [parse.nested for parse in student.parse(sentences)]
+    batches = []
+    forward = student.net.forward
+
+    def counted(tokens, words, lengths):
+        batches.append(len(words))
+        return forward(tokens, words, lengths)
+
+    monkeypatch.setattr(student.net, "forward", counted)
+    monkeypatch.setattr(parsing, "BATCH_FLOATS", 2 * student.net.floats_per_sentence(18))  # two of 18 words
+    assert [parse.nested for parse in student.parse(sentences)] == whole
+    assert batches == [2, 2, 1, 1]  # 6 words: both; 18: two, then one; 36: one alone (more than the budget)

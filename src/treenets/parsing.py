@@ -157,6 +157,8 @@ def print_trees(ref: str | list[str], sentences: list[str] = (), file: str | Non
                 if parse.dropped:
                     print(f"    dropped: {' '.join(shown(piece.text) for piece in parse.dropped)}")
             for row in layers:
+                if as_json and not svg:
+                    break  # the JSON line holds the trees
                 tree = parse.at(row).nested
                 levels = depth(tree)
                 if not as_json:

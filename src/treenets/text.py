@@ -137,6 +137,9 @@ def treebank_token_spans(text: str, brackets: bool = False) -> list[tuple[str, i
     """`treebank_tokens` with where each is in `text`: `(token, start, end)`, `text[start:end]` the characters it
     was written from (`"` for `''`, `(` for `-LRB-`, `—` for `--`; the period that ends both an abbreviation and
     the sentence is the repeated `.`'s only)."""
+    if text.isascii():  # nothing typographic to translate (every such character is beyond ASCII): as typed
+        tokens = _TOKENIZER.tokenize(text, convert_parentheses=brackets)
+        return [(token, start, end) for token, (start, end) in zip(_treebank_form(tokens), _aligned(tokens, text))]
     translated = [_TYPOGRAPHIC.get(ord(char), char) for char in text]
     origin = [i for i, piece in enumerate(translated) for _ in piece]  # the character of `text` each came from
     translated = "".join(translated)
@@ -271,16 +274,19 @@ class Normalizer:
     @functools.lru_cache(maxsize=1 << 14)  # noqa: B019 (the normalisers live as long as the program)
     def _read(self, text: str) -> tuple[tuple, tuple, tuple]:
         """`read`'s words, spans and dropped pieces, as tuples (kept by the cache: nobody can change them)."""
-        dropped, kept = [], []  # kept: the offset in `text` of each character that is not invisible
-        for offset, char in enumerate(text):
-            if invisible(char):
-                dropped.append(Dropped(char, offset, f"invisible: U+{ord(char):04X} "
-                                                     f"{unicodedata.name(char, 'format character')}"))
-            else:
-                kept.append(offset)
+        dropped, kept = [], None  # kept: the offset in `text` of each character that is not invisible (None: all)
+        if not text.isascii():  # (no format character is ASCII)
+            kept = []
+            for offset, char in enumerate(text):
+                if invisible(char):
+                    dropped.append(Dropped(char, offset, f"invisible: U+{ord(char):04X} "
+                                                         f"{unicodedata.name(char, 'format character')}"))
+                else:
+                    kept.append(offset)
         words, spans = [], []
-        for token, start, end in self.token_spans("".join(text[offset] for offset in kept)):
-            start, end = kept[start], kept[end - 1] + 1
+        for token, start, end in self.token_spans(text if kept is None else "".join(text[offset] for offset in kept)):
+            if kept is not None:
+                start, end = kept[start], kept[end - 1] + 1
             word = self.word(token)
             if word is None:
                 dropped.append(Dropped(text[start:end], start, "punctuation or symbol"))
@@ -330,13 +336,18 @@ def check_text(text, where: str) -> str:
     from a command line as lone surrogates), control characters other than tabs and line breaks."""
     if not isinstance(text, str):
         raise TreenetsError(f"{where}: expected a string, not {type(text).__name__}")
-    for char in text:
-        if "\udc80" <= char <= "\udcff" or "\ud800" <= char <= "\udfff":
-            raise TreenetsError(f"{where}: not text (bytes that are not UTF-8, or a lone surrogate); expected a "
-                                "sentence")
-        if unicodedata.category(char) == "Cc" and char not in "\t\n\r":
-            raise TreenetsError(f"{where}: not text (the control character U+{ord(char):04X}); expected a sentence")
+    found = _NOT_TEXT.search(text)
+    if found and "\ud800" <= found.group() <= "\udfff":
+        raise TreenetsError(f"{where}: not text (bytes that are not UTF-8, or a lone surrogate); expected a sentence")
+    if found:
+        raise TreenetsError(f"{where}: not text (the control character U+{ord(found.group()):04X}); expected a "
+                            "sentence")
     return text
+
+
+# What no sentence holds: a surrogate (bytes that were not UTF-8, read from a command line), or a control character
+# (Unicode's Cc, U+0000-001F and U+007F-009F) other than a tab or a line break
+_NOT_TEXT = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def get_normalizer(name: str) -> Normalizer:

@@ -16,6 +16,7 @@ from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _senten
 from treenets.trees.ensemble import best_binary_trees, nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
+BATCH_FLOATS = 1 << 24  # the network's largest layer over a batch holds at most this many floats (64 MB)
 
 
 def binary_spans(tree) -> list[tuple[int, int]]:
@@ -83,15 +84,16 @@ class TreeCRFParser(TreeModel):
     def trees_of_tokens(self, tokens: list[list[str]], decode: str = "viterbi",
                         batch_size: int = 64) -> list[list[tuple[int, int]]]:
         """For sentences already read: each one's spans (start, end inclusive), in batches of one length (the
-        network's LSTM runs them unpacked)."""
+        network's LSTM runs them unpacked) of at most `batch_size`, fewer for long sentences (`BATCH_FLOATS`)."""
         self.net.eval()
         result = [[] for _ in tokens]
         by_length = {}
         for i in sorted(range(len(tokens)), key=lambda i: len(tokens[i])):
             if len(tokens[i]) >= 2:
                 by_length.setdefault(len(tokens[i]), []).append(i)
-        chunks = [same[start : start + batch_size] for same in by_length.values()
-                  for start in range(0, len(same), batch_size)]
+        sizes = {n: max(1, min(batch_size, BATCH_FLOATS // self.net.floats_per_sentence(n))) for n in by_length}
+        chunks = [same[start : start + sizes[n]] for n, same in by_length.items()
+                  for start in range(0, len(same), sizes[n])]
         for chunk in chunks:
             words = [tokens[i] for i in chunk]
             ids = [torch.tensor(self.vocab.encode(w)[0]) for w in words]

@@ -41,9 +41,27 @@ def to_nltk(tree, label: str = "X") -> nltk.Tree | str:
 
 def bracketed(tree) -> str:
     """`(X (X the cat) sat)`; a lone word as `(X word)`."""
-    # Written here rather than by `nltk.Tree.pformat`, which recurses once per level.
-    text = fold(tree, str, lambda _, children: f"(X {' '.join(children)})")
-    return text if isinstance(tree, list) else f"(X {text})"
+    # Written here rather than by `nltk.Tree.pformat`, which recurses once per level; one pass over the tree,
+    # its pieces joined once (`fold` would join every node's text again in its parent's)
+    if not isinstance(tree, list):
+        return f"(X {tree})"
+    pieces, stack = [], [tree]
+    while stack:
+        item = stack.pop()
+        if item is _CLOSE:
+            pieces[-1] += ")"
+        elif isinstance(item, list) and not item:
+            pieces.append("(X )")
+        elif isinstance(item, list):
+            pieces.append("(X")
+            stack.append(_CLOSE)
+            stack.extend(reversed(item))
+        else:
+            pieces.append(str(item))
+    return " ".join(pieces)
+
+
+_CLOSE = object()  # (`bracketed`: the end of a node)
 
 
 def preterminal_bracketed(tree, label: str = "X") -> str:
