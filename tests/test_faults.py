@@ -13,7 +13,7 @@ from helpers import kill_and_resume, tiny_config, write_corpus
 from treenets import checkpoint
 from treenets.config import build_config
 from treenets.errors import TreenetsError
-from treenets.train import Trainer
+from treenets.training.trainer import Trainer
 
 
 def quiet(*_):

@@ -15,7 +15,7 @@ from helpers import tiny_config
 from treenets.config import build_config
 from treenets.nn import graphs
 from treenets.nn.prpn.model import splitmix_uniform_bits
-from treenets.train import Trainer
+from treenets.training.trainer import Trainer
 
 
 def calling_capture(window, inputs, pool):

@@ -17,7 +17,7 @@ from treenets import checkpoint, optim
 from treenets.config import build_config
 from treenets.errors import TreenetsError
 from treenets.optim import make_optimizer, nt_asgd_triggered
-from treenets.train import Trainer
+from treenets.training.trainer import Trainer
 
 PRPN = {"model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3, "nlookback": 2,
                   "dropout": 0.2, "idropout": 0.1, "rdropout": 0.1, "res": 1},
@@ -110,7 +110,7 @@ def test_run_writes_metrics_best_and_config(tmp_path, corpus):
 def test_each_log_line_gives_the_speed_of_its_own_window(tmp_path, corpus, monkeypatch):
     trainer = _trainer(corpus, tmp_path / "run", epochs=1)
     clock = iter(range(100))  # each call of the clock one second later
-    monkeypatch.setattr("treenets.train.time.monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr("treenets.training.trainer.time.monotonic", lambda: float(next(clock)))
     bar = type("Bar", (), {"disable": True, "set_postfix": lambda self, shown: None})()
     window = {"loss": 0.0, "units": 0, "read": 0, "start": time.monotonic()}
     for _ in range(3):  # a window of 50 tokens read in a second, logged, then the next
@@ -291,10 +291,10 @@ def test_a_stopped_run_saves_last_pt_after_its_final_validation(tmp_path, corpus
 
 
 def test_the_first_checkpoint_comes_within_a_minute(tmp_path, corpus, monkeypatch):
-    from treenets import train
+    from treenets.training import trainer as loop
 
     clock = iter(range(0, 10**6, 10))  # every reading of the clock is 10 s later
-    monkeypatch.setattr(train.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(loop.time, "monotonic", lambda: float(next(clock)))
     trainer = _trainer(corpus, tmp_path / "run", max_steps=12, checkpoint_minutes=10)
     saved_at = []
     real_save = trainer.save_last
@@ -392,9 +392,9 @@ def test_resume_cuts_a_torn_last_line_of_the_metrics_log(tmp_path, corpus, capsy
 def test_one_run_per_folder(tmp_path, corpus):
     """A second `treenets train` into a folder being written gets a clear error (before: both ran, interleaving
     their records); the lock goes when its process ends."""
-    from treenets.train import run_folder_lock
+    from treenets.training.run_folder import run_folder_lock
 
-    code = ("import sys, time; from pathlib import Path; from treenets.train import run_folder_lock\n"
+    code = ("import sys, time; from pathlib import Path; from treenets.training.run_folder import run_folder_lock\n"
             "with run_folder_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -55,7 +54,7 @@ def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) 
     nothing from: `dropped`, each piece's text, start and why), the tree of `parse.layer`, every layer's tree when
     several are asked, and with `distances` every row of distances."""
     record = {"text": text, "tokens": parse.words, "unknown": parse.unknown,
-              "dropped": [asdict(piece) for piece in parse.dropped], "tree": bracketed(parse.nested),
+              "dropped": [dict(vars(piece)) for piece in parse.dropped], "tree": bracketed(parse.nested),
               "layer": parse.layer}
     if len(layers) > 1:
         record["trees"] = {str(layer): bracketed(parse.at(layer).nested) for layer in layers}

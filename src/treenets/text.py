@@ -160,8 +160,8 @@ def _aligned(tokens: list[str], text: str) -> list[tuple[int, int]]:
     for token in tokens:
         while point < len(text) and text[point].isspace():
             point += 1
-        found = next((typed for typed in (token, *_WRITTEN_FOR.get(token, ())) if text.startswith(typed, point)),
-                     None)
+        found = token if text.startswith(token, point) else next(
+            (typed for typed in _WRITTEN_FOR.get(token, ()) if text.startswith(typed, point)), None)
         if found is None:
             raise RuntimeError(f"treenets.text: the token {token!r} is not at character {point} of {text!r}")
         spans.append((point, point + len(found)))
@@ -188,7 +188,10 @@ BRACKETS = frozenset({"-LRB-", "-RRB-", "-LSB-", "-RSB-", "-LCB-", "-RCB-"})  # 
 
 def _is_symbol(token: str) -> bool:
     """Punctuation or another symbol: a token without a letter or a digit, or a bracket written `-LRB-`."""
-    return not any(char.isalnum() for char in token) or token in BRACKETS
+    return _ALNUM.search(token) is None or token in BRACKETS
+
+
+_ALNUM = re.compile(r"[^\W_]")  # a character for which str.isalnum() holds (every code point checked)
 
 
 def is_number(token: str) -> bool:

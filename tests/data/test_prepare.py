@@ -23,7 +23,7 @@ from treenets.data.corpus import PreparedCorpus
 from treenets.data.lm import encode_stream, read_char_lm_file, read_lm_file
 from treenets.data.prepare import choose_vocabulary, prepare_corpus
 from treenets.errors import TreenetsError
-from treenets.train import Trainer
+from treenets.training.trainer import Trainer
 from treenets.vocab import Vocab
 
 

@@ -13,7 +13,7 @@ from treenets import checkpoint
 from treenets.config import build_config, to_dict
 from treenets.errors import TreenetsError
 from treenets.predictors import LanguageModel, Predictor, RelatednessPredictor, SentenceScore
-from treenets.train import Trainer
+from treenets.training.trainer import Trainer
 from treenets.vocab import Vocab
 
 

@@ -83,7 +83,7 @@ def test_a_task_declared_in_one_place_trains_evaluates_and_loads(tmp_path, corpu
     from treenets.optim import OptimConfig, SGDConfig
     from treenets.schema import Section
     from treenets.tasks.lm import LanguageModelConfig, LMLossConfig, LMTask, PTBDataConfig
-    from treenets.train import Trainer
+    from treenets.training.trainer import Trainer
 
     class BackwardsConfig(Section):
         task: Literal["backwards-lm"]

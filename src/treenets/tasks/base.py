@@ -17,7 +17,7 @@ from treenets.vocab import Vocab
 
 
 class Task:
-    """A task for the shared training loop (`treenets.train`), `treenets eval` and `treenets.load`.
+    """A task for the shared training loop (`treenets.training.trainer`), `treenets eval` and `treenets.load`.
 
     A subclass declares (class attributes):
         name: the value of `task:` in configs.
