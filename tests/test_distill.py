@@ -281,3 +281,11 @@ def test_long_sentences_are_parsed_in_smaller_batches_with_the_same_trees(monkey
     monkeypatch.setattr(parsing, "BATCH_FLOATS", 2 * student.net.floats_per_sentence(18))  # two of 18 words
     assert [parse.nested for parse in student.parse(sentences)] == whole
     assert batches == [2, 2, 1, 1]  # 6 words: both; 18: two, then one; 36: one alone (more than the budget)
+
+
+def test_parse_says_the_student_reads_unknown_words_by_their_characters_too(capsys):
+    assert main(["parse", "ptb-distilled", "The quokka sat.", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "    unknown words (read as <unk> and by their characters): quokka\n" in out
+    assert main(["parse", "onlstm-ptb-small", "The quokka sat.", "--threads", "1"]) == 0
+    assert "    unknown words (read as <unk>): quokka\n" in capsys.readouterr().out  # a language model: <unk> alone

@@ -152,7 +152,7 @@ def print_trees(ref: str | list[str], sentences: list[str] = (), file: str | Non
             else:
                 print(f"[{number}] {' '.join(words)}")
                 if parse.unknown:
-                    print(f"    unknown words (read as <unk>): {' '.join(parse.unknown)}")
+                    print(f"    unknown words ({lm.unknown_words}): {' '.join(parse.unknown)}")
                 if parse.dropped:
                     print(f"    dropped: {' '.join(shown(piece.text) for piece in parse.dropped)}")
             for row in layers:

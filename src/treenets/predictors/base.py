@@ -137,10 +137,11 @@ class TreeInducer:
     and `parse(texts, layer, split, batch_size, pretokenized)` a `treenets.predictors.lm.Parse` per text, which
     declares what it holds besides its tree (`record_fields`, `notes`, `row_name`). A predictor whose `parse` takes
     a `decode` lists its values in `decoders` (the first its default); `tree_source` says where its trees come
-    from, for messages."""
+    from, and `unknown_words` how it reads a word outside its vocabulary, for messages."""
 
     decoders: ClassVar[tuple[str, ...]] = ()
     tree_source: ClassVar[str] = "syntactic distances"
+    unknown_words: ClassVar[str] = "read as <unk>"
 
     @property
     def induces_trees(self) -> bool:

@@ -71,6 +71,7 @@ class TreeCRFParser(TreeModel):
     decoders = DECODERS
     scores_sentences = False
     tree_source = "its span scores"
+    unknown_words = "read as <unk> and by their characters"
 
     def score(self, sentences, pretokenized: bool = False):
         raise TreenetsError(f"{self.config.model.name} is a parser: it gives trees, not the probability of a sentence "
