@@ -174,3 +174,29 @@ def test_a_reading_kept_for_the_next_read_of_the_same_text_is_not_shared():
     again = NORMALIZERS["ptb"].read("The cat, 3 years old, sat.")
     assert again.words == ["the", "cat", "N", "years", "old", "sat"] and len(again.dropped) == 3
     assert again.words is not first.words
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 0x10FFFF).map(chr), min_size=1, max_size=6).map("".join))
+def test_symbols_and_what_is_not_text_are_told_by_their_characters(token):
+    """`_is_symbol` (a regular expression) is the per-character definition: no character for which `str.isalnum`
+    holds, or a bracket written `-LRB-`; `check_text` refuses exactly the texts holding a surrogate or a control
+    character (Unicode's Cc) other than a tab or a line break."""
+    import unicodedata
+
+    from treenets.errors import TreenetsError
+    from treenets.text import BRACKETS, _is_symbol, check_text
+
+    assert _is_symbol(token) == (not any(char.isalnum() for char in token) or token in BRACKETS)
+    bad = any("\ud800" <= char <= "\udfff" or (unicodedata.category(char) == "Cc" and char not in "\t\n\r")
+              for char in token)
+    if bad:
+        with pytest.raises(TreenetsError, match="not text"):
+            check_text(token, "here")
+    else:
+        assert check_text(token, "here") == token
+    assert _is_symbol("-LRB-") and _is_symbol("--") and _is_symbol("_") and not _is_symbol("a.") and not _is_symbol("²")
+    for refused in ("a\x07", "\x9f", "\udc80b"):
+        with pytest.raises(TreenetsError, match="not text"):
+            check_text(refused, "here")
+    assert check_text("a\tb\r\n\x7e\xa0", "here") == "a\tb\r\n\x7e\xa0"
