@@ -106,7 +106,7 @@ def test_no_import_circle():
 # kind or kernel; docstrings and the prose of messages aside).
 SHARED = ["golden", "convert", "serve", "cards", "parsing", "ensembles", "evaluate", "train", "zoo", "config",
           "checkpoint", "report", "commands", "trees", "predictors", "tasks", "nn.backend", "nn.registry",
-          "nn.official"]
+          "nn.official", "nn.encoders", "nn.tree_models", "nn.pair_classifier", "nn.sequence_classifier"]
 # Where naming a model is the plain truth, each with why (at most five): "module: text -> model".
 NAMED_MODELS_ALLOWED: dict[str, str] = {
     "treenets.trees.evaluation: compound-pcfg -> compound-pcfg":
@@ -185,9 +185,10 @@ def _named_models(path: Path, tokens: dict[str, str]) -> list[str]:
 
 def _task_default(path: Path) -> set[str]:
     """In a task's module, what names the task's default model, which its config names (`model: ParserConfig =
-    SpanParserConfig()`): the import of that one config class from the model's folder, and the class."""
+    SpanParserConfig()`, or a classifier's default encoder, `encoder: PairEncoderConfig = ONLSTMPairEncoderConfig()`):
+    the import of that one config class from the model's folder, and the class."""
     imports = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
-               and re.fullmatch(r"treenets\.nn\.\w+\.model", node.module or "")
+               and re.fullmatch(r"treenets\.nn\.\w+\.(model|encoders)", node.module or "")
                and all(a.name.endswith("Config") for a in node.names) and len(node.names) == 1]
     assert len(imports) <= 1, f"{path}: a task has one default model"
     # the import itself (its line), and the class wherever it is used

@@ -36,9 +36,9 @@ def test_paper_recipe():
 def test_ordered_memory_logic_recipe_is_the_official_one():
     """yikangshen/Ordered-Memory `proplog.py`'s defaults, and its evaluation with twice the slots."""
     config = load_config(Path(__file__).resolve().parents[1] / "configs/om-logic.yaml")
-    m, o = config.model, config.optim
-    assert (m.name, m.emb_size, m.hidden_size, m.slots, m.test_slots) == ("ordered-memory", 200, 200, 12, 24)
-    assert (m.dropout, m.dropout_input, m.dropout_output, m.dropout_memory) == (0.2, 0.1, 0.3, 0.2)
+    m, e, o = config.model, config.model.encoder, config.optim
+    assert (e.name, m.emb_size, e.hidden_size, e.slots, e.test_slots) == ("ordered-memory", 200, 200, 12, 24)
+    assert (e.dropout, m.dropout_input, m.dropout_output, e.dropout_memory) == (0.2, 0.1, 0.3, 0.2)
     assert (o.name, o.lr, tuple(o.betas), o.eps, o.weight_decay, o.clip) == ("adam", 0.001, (0.0, 0.999), 1e-9,
                                                                             1.2e-6, 1.0)
     assert (o.lr_plateau_factor, o.lr_plateau_patience, o.lr_plateau_on) == (0.5, 2, "score")

@@ -17,8 +17,9 @@ from treenets.nn.lstm.model import LSTMConfig
 from treenets.nn.onlstm.model import ONLSTMConfig
 from treenets.nn.precision import autocast
 from treenets.nn.prpn.model import PRPNConfig
-from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
 from treenets.nn.treelstm.model import TreeBatch
+from treenets.tasks.relatedness import RelatednessModelSection
+from treenets.tasks.sentiment import SentimentModelSection
 from treenets.trees.parents import parse_bracketed, parse_parents
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -70,9 +71,9 @@ MODELS = {  # name: (build(with dropout?), inputs(device), loss(model, inputs))
     "lstm": (lambda drop: LSTMConfig(emb_size=8, hidden_size=12, num_layers=2,
                                      **({} if drop else dict.fromkeys(LM_DROPOUTS, 0.0))).build(VOCAB),
              _lm_inputs, _lm_loss),
-    "childsum": (lambda drop: RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(8),
+    "childsum": (lambda drop: RelatednessModelSection(emb_size=6, mem_size=5, hidden_size=4).build(8),
                  _dependency_inputs, _pair_loss),
-    "binary": (lambda drop: SentimentModelConfig(emb_size=6, mem_size=5, dropout=0.3 if drop else 0.0).build(8, 5),
+    "binary": (lambda drop: SentimentModelSection(emb_size=6, mem_size=5, dropout=0.3 if drop else 0.0).build(8, 5),
                _binary_inputs, _sentiment_loss),
 }
 

@@ -260,8 +260,9 @@ def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of
     from reference import random_tree
 
     from treenets.nn.backend import use_backend
-    from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
     from treenets.nn.treelstm import model as treelstm
+    from treenets.tasks.relatedness import RelatednessModelSection
+    from treenets.tasks.sentiment import SentimentModelSection
 
     rng = random.Random(4)
     batches = []
@@ -273,9 +274,9 @@ def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of
     for schedule in ("captured", "exact"):
         torch.manual_seed(0)
         if model_kind == "childsum":
-            model = RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(8).double()
+            model = RelatednessModelSection(emb_size=6, mem_size=5, hidden_size=4).build(8).double()
         else:
-            model = SentimentModelConfig(emb_size=6, mem_size=5, dropout=0.3).build(8, 5).double()
+            model = SentimentModelSection(emb_size=6, mem_size=5, dropout=0.3).build(8, 5).double()
         graphed = treelstm.capture_levels(model.encoder, capture=calling_capture)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
         losses = []

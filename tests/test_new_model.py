@@ -3,8 +3,9 @@ runs through `check-golden`, `train`, `eval` and `parse`, and no other file of t
 
 The throwaway model is an Elman network language model (Elman, 1990: h_t = tanh(W e_t + U h_{t-1} + b)) whose
 syntactic distance is a sigmoid of its state, `d_t = sigmoid(g . h_t)`: a tiny network of the `lm` task that
-induces trees. Its "official" `state_dict` has other names than its own (`convert.py`); its fixture kind's outputs
-are computed here, independently, by a plain NumPy loop.
+induces trees. The same network, without its decoder, is also an encoder of formulas (its state at the last token)
+that the logic task's pair classifier reads through. Its "official" `state_dict` has other names than its own
+(`convert.py`); its fixture kind's outputs are computed here, independently, by a plain NumPy loop.
 """
 
 from __future__ import annotations
@@ -24,15 +25,59 @@ from helpers import tiny_config
 
 import treenets
 
+sys.path.insert(0, str(Path(__file__).with_name("saved")))
+from saved_data import write_logic  # noqa: E402 - the saved runs' data
+
 pytestmark = pytest.mark.slow
 
 INIT = '''"""An Elman network language model (Elman, 1990), the throwaway model of tests/test_new_model.py."""
 
+from treenets.nn.elman.encoders import ElmanPairEncoderConfig
 from treenets.nn.elman.model import ElmanConfig
 from treenets.nn.registry import Model, register
 
 register(Model(name="elman", title="Elman network (Elman, 1990)", package=__name__, configs={"lm": (ElmanConfig,)},
+               encoders={"pairs": (ElmanPairEncoderConfig,)},
                convert="convert:from_official", fixtures={"elman-lm": "fixtures:elman_lm"}))
+'''
+
+ENCODERS = '''"""The Elman network as an encoder of formulas: its state at each formula's last token."""
+
+from typing import ClassVar, Literal
+
+import torch
+import torch.nn as nn
+
+from treenets.nn.encoders import last_states
+from treenets.schema import PositiveInt, Section
+
+
+class ElmanEncoder(nn.Module):
+    def __init__(self, in_dim: int, hidden_size: int):
+        super().__init__()
+        self.ih = nn.Linear(in_dim, hidden_size)
+        self.hh = nn.Linear(hidden_size, hidden_size, bias=False)
+
+    def encode(self, inputs: torch.Tensor, lengths: torch.Tensor, test: bool = False):
+        h, outputs = inputs.new_zeros(inputs.size(1), self.hh.weight.size(0)), []
+        for x in self.ih(inputs):
+            h = torch.tanh(x + self.hh(h))
+            outputs.append(h)
+        return last_states(torch.stack(outputs), lengths), None
+
+
+class ElmanPairEncoderConfig(Section):
+    name: Literal["elman"] = "elman"
+    hidden_size: PositiveInt = 8
+    reads_trees: ClassVar[bool] = False
+    induces_trees: ClassVar[bool] = False
+
+    @property
+    def out_dim(self) -> int:
+        return self.hidden_size
+
+    def build(self, in_dim: int) -> ElmanEncoder:
+        return ElmanEncoder(in_dim, self.hidden_size)
 '''
 
 MODEL = '''"""h_t = tanh(W e_t + U h_{t-1} + b); logits_t = V h_t + c; the syntactic distance d_t = sigmoid(g . h_t)."""
@@ -119,7 +164,8 @@ def elman_lm(config, arrays, path):
         return {"logits": model.decoder(run.output).numpy(), "distances": run.distances[0].numpy()}
 '''
 
-FOLDER = {"__init__.py": INIT, "model.py": MODEL, "convert.py": CONVERT, "fixtures.py": FIXTURES}
+FOLDER = {"__init__.py": INIT, "model.py": MODEL, "encoders.py": ENCODERS, "convert.py": CONVERT,
+          "fixtures.py": FIXTURES}
 
 
 def _write_fixture(folder: Path, seed: int = 0) -> None:
@@ -188,6 +234,17 @@ def test_a_new_model_is_one_folder(tmp_path, corpus):
     assert parsed.returncode == 0, parsed.stderr[-3000:]
     record = json.loads(parsed.stdout)
     assert record["tokens"] == ["the", "cat", "sat", "on", "the", "mat"] and record["tree"].startswith("(")
+    # ...and its encoder, which the logic task's classifier reads formulas through
+    write_logic(tmp_path / "logic")
+    logic = tmp_path / "elman-logic.yaml"
+    logic.write_text(yaml.safe_dump({"task": "logic", "data": {"path": str(tmp_path / "logic"), "batch_size": 8,
+                                                               "max_train_operators": 3},
+                                     "model": {"encoder": {"name": "elman", "hidden_size": 6}, "emb_size": 5},
+                                     "train": {"max_steps": 3, "threads": 1}}))
+    trained = treenets_("train", str(logic), "--out", str(tmp_path / "logic-run"), "--no-progress")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    evaluated = treenets_("eval", str(tmp_path / "logic-run" / "best.pt"), "--split", "test")
+    assert evaluated.returncode == 0 and '"accuracy_ops_12+"' in evaluated.stdout, evaluated.stderr[-3000:]
 
     # The negative controls: one array of the fixture changed fails the check; without its registration the
     # folder is no model (the fixture's kind is unknown, the config's model name too).
@@ -204,3 +261,5 @@ def test_a_new_model_is_one_folder(tmp_path, corpus):
     assert unknown.returncode == 2 and "unknown kind 'elman-lm'" in unknown.stderr, unknown.stderr
     refused = treenets_("train", str(config), "--out", str(tmp_path / "run2"), "--no-progress")
     assert refused.returncode != 0 and "model.name: unknown 'elman'" in refused.stderr, refused.stderr[-3000:]
+    refused = treenets_("train", str(logic), "--out", str(tmp_path / "logic-run2"), "--no-progress")
+    assert refused.returncode != 0 and "model.encoder.name: unknown 'elman'" in refused.stderr, refused.stderr[-3000:]

@@ -4,7 +4,7 @@
 and encoder, written by treenets 0.11.0 (commit b3164b0), whose model sections held the encoder's fields flat beside
 the classifier's (`model: {name: binary-treelstm, emb_size: 6, mem_size: 5}`); `expected.json` what that treenets
 printed evaluating each on its test split, and the losses of its run resumed to step 4. The data they read is
-written again by `tests/saved/data.py`.
+written again by `tests/saved/saved_data.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from treenets.config import saved_config, to_dict
 SAVED = Path(__file__).with_name("saved")
 EXPECTED = json.loads((SAVED / "expected.json").read_text())
 sys.path.insert(0, str(SAVED))
-from data import write_data  # noqa: E402 - the folder's own module
+from saved_data import write_data  # noqa: E402 - the folder's own module
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,8 @@ from treenets.nn import backend
 from treenets.nn.backend import get_backend, kernels, kernels_for, set_backend, use_backend
 from treenets.nn.onlstm.model import ONLSTMConfig
 from treenets.nn.prpn.model import PRPNConfig
-from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
+from treenets.tasks.relatedness import RelatednessModelSection
+from treenets.tasks.sentiment import SentimentModelSection
 from treenets.trees.parents import parse_bracketed, parse_parents
 
 
@@ -174,9 +175,9 @@ CASES = {
     "prpn": (lambda: PRPNConfig(emb_size=8, hidden_size=10, num_layers=2, nslots=3, nlookback=2, dropout=0.3,
                                 idropout=0.2, rdropout=0.2, res=1).build(20), _lm_loss, lambda: _lm_batches(20),
              ("prpn",)),
-    "childsum": (lambda: RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(6), _pair_loss,
+    "childsum": (lambda: RelatednessModelSection(emb_size=6, mem_size=5, hidden_size=4).build(6), _pair_loss,
                  lambda: [((t[:2], i[:2]), (t[1:], i[1:])) for t, i in [_trees()] * 3], ("treelstm",)),
-    "binary": (lambda: SentimentModelConfig(emb_size=6, mem_size=5, dropout=0.3).build(6, 5), _sentiment_loss,
+    "binary": (lambda: SentimentModelSection(emb_size=6, mem_size=5, dropout=0.3).build(6, 5), _sentiment_loss,
                lambda: [_binary_trees()] * 3, ("treelstm",)),
 }
 

@@ -142,7 +142,7 @@ def test_the_network_and_its_gradients_match_the_reference_loop_in_training(bidi
 
 
 def test_test_time_uses_the_test_slots():
-    config = PairClassifierConfig(name="ordered-memory", emb_size=6, hidden_size=8, slots=3)
+    config = PairClassifierConfig(encoder={"name": "ordered-memory", "hidden_size": 8, "slots": 3}, emb_size=6)
     torch.manual_seed(0)
     model = config.build(12, 7).double().eval()
     tokens, lengths = _formulas(2, count=4)
@@ -150,4 +150,5 @@ def test_test_time_uses_the_test_slots():
     tested = model.encode_inducing(tokens, lengths, None, None, test=True)[1].probs
     assert (trained.size(-1), tested.size(-1)) == (3, 6)
     assert not torch.equal(model(tokens, lengths, None, None), model(tokens, lengths, None, None, test=True))
-    assert config.model_copy(update={"test_slots": 5}).build(12, 7).test_slots == 5
+    encoder = config.encoder.model_copy(update={"test_slots": 5})
+    assert config.model_copy(update={"encoder": encoder}).build(12, 7).encoder.test_slots == 5

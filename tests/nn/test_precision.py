@@ -224,7 +224,8 @@ def test_log_probabilities_are_float32_at_least():
     """The heads' log-softmax: bfloat16 logits give float32, float64 models keep float64 (a float32 cast there
     rounded a float64 model's gradients to float32 digits: the CUDA tests' float64 comparison caught it)."""
     from treenets.nn.precision import log_softmax
-    from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
+    from treenets.tasks.relatedness import RelatednessModelSection
+    from treenets.tasks.sentiment import SentimentModelSection
     from treenets.trees.parents import parse_bracketed, parse_parents
 
     logits = torch.tensor([[1.0, 2.0, 3.0]])
@@ -232,9 +233,9 @@ def test_log_probabilities_are_float32_at_least():
     assert log_softmax(logits.double(), dim=-1).dtype is torch.float64
     torch.testing.assert_close(log_softmax(logits.double(), dim=-1).exp().sum(), torch.tensor(1.0).double())
     trees, ids = [parse_parents("2 0 2", ["a", "b", "c"], "t")], [torch.tensor([1, 2, 3])]
-    relatedness = RelatednessModelConfig(emb_size=6, mem_size=5, hidden_size=4).build(8).double()
+    relatedness = RelatednessModelSection(emb_size=6, mem_size=5, hidden_size=4).build(8).double()
     assert relatedness((trees, ids), (trees, ids)).dtype is torch.float64
-    sentiment = SentimentModelConfig(emb_size=6, mem_size=5).build(8, 5).double()
+    sentiment = SentimentModelSection(emb_size=6, mem_size=5).build(8, 5).double()
     assert sentiment([parse_bracketed("(3 (2 a) (1 b))", "t")], [torch.tensor([1, 2])])[0].dtype is torch.float64
 
 @needs_cpu_bfloat16

@@ -10,7 +10,6 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import get_args
 
 import numpy as np
 import pytest
@@ -23,12 +22,9 @@ from treenets.cli import main
 from treenets.errors import TreenetsError
 from treenets.golden import check_golden
 from treenets.nn.backend import kernels, use_backend
-from treenets.nn.tree_models import (
-    RelatednessModelConfig,
-    SentenceEncoderConfig,
-    SentimentModelConfig,
-    TreeEncoderConfig,
-)
+from treenets.nn.encoders import union_members
+from treenets.nn.registry import encoder_configs
+from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
 from treenets.nn.treelstm import model as treelstm
 from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch, padded_size
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
@@ -214,30 +210,27 @@ def test_random_batches_share_a_few_padded_shapes():
 
 
 # --- the encoders, chosen by name ----------------------------------------------------------------------
-TREE_ENCODERS = get_args(get_args(TreeEncoderConfig)[0])  # the union's configs: every encoder a model may name
-SENTENCE_ENCODERS = get_args(get_args(SentenceEncoderConfig)[0])  # sentiment's: those and Ordered Memory
+SENTENCE_ENCODERS = encoder_configs("sentences")  # every encoder a sentence model may name (sentiment's)
+CELL_ENCODERS = encoder_configs("sentences", lambda config: config.cell)  # those with a memory cell: relatedness's
 
 
-def _name(encoder) -> str:
-    return encoder.model_fields["name"].default
+def test_the_models_accept_exactly_the_encoders_the_models_offer():
+    assert union_members(RelatednessModelConfig.model_fields["encoder"].annotation) == CELL_ENCODERS
+    assert union_members(SentimentModelConfig.model_fields["encoder"].annotation) == SENTENCE_ENCODERS
+    assert list(SENTENCE_ENCODERS) == ["childsum-treelstm", "binary-treelstm", "lstm", "bilstm", "ordered-memory"]
+    assert list(CELL_ENCODERS) == list(SENTENCE_ENCODERS)[:4]
 
 
-def test_the_models_accept_exactly_the_names_of_the_encoder_union():
-    assert get_args(RelatednessModelConfig.model_fields["name"].annotation) == tuple(map(_name, TREE_ENCODERS))
-    assert get_args(SentimentModelConfig.model_fields["name"].annotation) == tuple(map(_name, SENTENCE_ENCODERS))
-    assert SENTENCE_ENCODERS[: len(TREE_ENCODERS)] == TREE_ENCODERS
-
-
-@pytest.mark.parametrize("encoder", TREE_ENCODERS, ids=_name)
-def test_every_encoder_name_builds_its_encoder_through_its_config(encoder):
-    own = encoder(emb_size=6, mem_size=5)
-    relatedness = RelatednessModelConfig(name=_name(encoder), emb_size=6, mem_size=5, hidden_size=4)
-    sentiment = SentimentModelConfig(name=_name(encoder), emb_size=6, mem_size=5)
-    assert relatedness.encoder == own and sentiment.encoder == own
+@pytest.mark.parametrize("name", CELL_ENCODERS)
+def test_every_encoder_name_builds_its_encoder_through_its_config(name):
+    own = CELL_ENCODERS[name](mem_size=5)
+    relatedness = RelatednessModelConfig(encoder={"name": name, "mem_size": 5}, emb_size=6, hidden_size=4)
+    sentiment = SentimentModelConfig(encoder=own, emb_size=6)
+    assert relatedness.encoder == own and sentiment.encoder == own and relatedness.name == name
     tree = ParentTree((3, 3, 4, 4, -1), ("a", "b", "c"))  # ((a b) c): binary, so every encoder reads it
     words = [torch.tensor([1, 2, 3])]
     model = relatedness.build(8)
-    assert type(model.encoder) is type(own.build()) and model.sequential is not encoder.reads_trees
+    assert type(model.encoder) is type(own.build(6)) and model.sequential is not own.reads_trees
     assert {key.split(".")[0] for key in model.state_dict()} == {"emb", "encoder", "similarity"}
     assert model(([tree], words), ([tree], words)).shape == (1, 5)
     log_probs, _ = sentiment.build(8, 3)([tree], words)
@@ -256,8 +249,8 @@ def test_childsum_fixture_of_other_sizes_and_trees(tmp_path):
     torch.manual_seed(5)
     config = {"kind": "childsum-treelstm-similarity", "vocab": 30, "in_dim": 6, "mem_dim": 9, "hidden_dim": 4,
               "num_classes": 5}
-    model_config = RelatednessModelConfig(name="childsum-treelstm", emb_size=6, mem_size=9, hidden_size=4,
-                                          head_state="c")
+    model_config = RelatednessModelConfig(encoder={"name": "childsum-treelstm", "mem_size": 9}, emb_size=6,
+                                          hidden_size=4, head_state="c")
     source = model_config.build(30).double()
     params = {"emb.weight": source.emb.weight.detach().numpy()}
     for part in ("ioux", "iouh", "fx", "fh"):

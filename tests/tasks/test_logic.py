@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from typing import get_args
 
 import pytest
 import torch
@@ -17,7 +16,9 @@ from treenets.config import build_config
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, LogicBatch, LogicPair, logic_vocab, parse_formula
 from treenets.errors import TreenetsError
-from treenets.nn.pair_classifier import PairClassifierConfig, PairEncoderConfig
+from treenets.nn.encoders import union_members
+from treenets.nn.pair_classifier import PairClassifierConfig
+from treenets.nn.registry import encoder_configs
 from treenets.predictors import LogicClassifier
 from treenets.tasks.metrics import AccuracyByOperators
 
@@ -62,35 +63,41 @@ def test_length_bucketed_batches_cover_every_example_once_and_resume_the_same():
     assert [restored.next_rows() for _ in range(80)] == following
 
 
-PAIR_ENCODERS = get_args(get_args(PairEncoderConfig)[0])  # the union's configs: every encoder the model may name
-ENCODER_NAMES = [encoder.model_fields["name"].default for encoder in PAIR_ENCODERS]
+PAIR_ENCODERS = encoder_configs("pairs")  # every encoder the model may name
+# A model section as treenets 0.11 saved it: the encoder's fields flat beside the classifier's, and every encoder's
+SAVED_0_11 = {"emb_size": 128, "hidden_size": 20, "num_layers": 1, "chunk_size": 5, "dropout": 0.2,
+              "dropout_input": None, "dropout_output": None, "weight_drop": 0.0, "slots": 12, "test_slots": None,
+              "dropout_memory": 0.2, "bidirectional": False}
 
 
-def test_the_model_accepts_exactly_the_names_of_the_encoder_union():
-    assert list(get_args(PairClassifierConfig.model_fields["name"].annotation)) == ENCODER_NAMES
+def test_the_model_accepts_exactly_the_encoders_the_models_offer():
+    assert union_members(PairClassifierConfig.model_fields["encoder"].annotation) == PAIR_ENCODERS
+    assert list(PAIR_ENCODERS) == ["onlstm", "lstm", "binary-treelstm", "ordered-memory"]
 
 
-@pytest.mark.parametrize("encoder", PAIR_ENCODERS, ids=ENCODER_NAMES)
-def test_every_encoder_loads_a_config_with_every_field_and_builds_through_its_config(encoder):
-    name = encoder.model_fields["name"].default
-    saved = {**PairClassifierConfig(hidden_size=20, chunk_size=5).model_dump(), "name": name}
-    config = build_config({"task": "logic", "model": saved}).model
-    assert type(config.encoder) is encoder
-    assert type(config.build(12, 7).encoder) is type(config.encoder.build())
-    odd_chunks = {"task": "logic", "model": {**saved, "chunk_size": 7}}
+@pytest.mark.parametrize("name", PAIR_ENCODERS)
+def test_every_encoder_loads_a_saved_config_with_every_field_and_builds_through_its_config(name):
+    config = build_config({"task": "logic", "model": {**SAVED_0_11, "name": name}}).model
+    encoder = PAIR_ENCODERS[name]
+    assert type(config.encoder) is encoder and config.encoder.hidden_size == 20 and config.emb_size == 128
+    assert config.encoder == encoder(**{k: v for k, v in SAVED_0_11.items() if k in encoder.model_fields})
+    assert type(config.build(12, 7).encoder) is type(config.encoder.build(128))
+    odd_chunks = {"task": "logic", "model": {**SAVED_0_11, "name": name, "chunk_size": 7}}
     if "chunk_size" in encoder.model_fields:  # the ON-LSTM's alone: only it refuses a size the chunks do not divide
-        with pytest.raises(TreenetsError, match=r"^config: model: hidden_size=20 is not divisible by chunk_size=7$"):
+        with pytest.raises(TreenetsError, match=r"^config: model.encoder: hidden_size=20 is not divisible by "
+                                                r"chunk_size=7$"):
             build_config(odd_chunks)
     else:
         build_config(odd_chunks)
 
 
-@pytest.mark.parametrize("encoder", ENCODER_NAMES)
+@pytest.mark.parametrize("encoder", PAIR_ENCODERS)
 def test_a_formula_gets_the_same_vector_alone_and_padded_in_a_batch(encoder):
     torch.manual_seed(0)
     vocab = logic_vocab()
-    model = PairClassifierConfig(name=encoder, emb_size=8, hidden_size=20, chunk_size=5).build(len(vocab), 7)
-    model = model.double().eval()
+    chunks = {"chunk_size": 5} if "chunk_size" in PAIR_ENCODERS[encoder].model_fields else {}
+    config = PairClassifierConfig(encoder={"name": encoder, "hidden_size": 20, **chunks}, emb_size=8)
+    model = config.build(len(vocab), 7).double().eval()
     short = LogicPair(0, parse_formula("a", "p"), parse_formula("( not b )", "h"))
     long = LogicPair(1, parse_formula("( ( not c ) ( and ( d ( or e ) ) ) )", "p"), parse_formula("f", "h"))
 

@@ -110,7 +110,8 @@ def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, d
         (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
     config = to_dict(load_config(Path(__file__).resolve().parents[2] / "configs" / "om-sst.yaml"))
     config["data"].update(path=str(folder), batch_size=64)
-    config["model"].update(emb_size=8, mem_size=6, mlp_hidden=5, slots=4)
+    config["model"].update(emb_size=8, mlp_hidden=5)
+    config["model"]["encoder"].update(mem_size=6, slots=4)
     config["train"].update(epochs=1, log_interval=4)
     task = make_task(build_config(config), None, splits=("train",))
     assert len(task.trees["train"]) == len(labelled_phrases(read_trees(folder / "train.txt", "binary", True)))
@@ -130,7 +131,7 @@ def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, d
     assert main(["predict", str(tmp_path / "run" / "best.pt"), "--sentence", "It works ."]) == 0
     assert json.loads(capsys.readouterr().out)["name"] in ("negative", "positive")
     with pytest.raises(TreenetsError, match="data.subtrees: a binary-treelstm trains on every phrase of the trees"):
-        build_config({**config, "model": {"name": "binary-treelstm"}})
+        build_config({**config, "model": {"encoder": {"name": "binary-treelstm"}}})
     # `treenets parse`: the tree its Ordered Memory induces of a sentence as typed, over the tokens predict reads
     best = str(tmp_path / "run" / "best.pt")
     capsys.readouterr()

@@ -48,6 +48,9 @@ class Model:
             in its modules.
         configs: task name -> the config classes it offers that task's `model` section (each with a literal
             `name` and `build(vocab_size)`); the task's schema is the union of every model's (`model_configs`).
+        encoders: kind of encoder -> the config classes of the encoders it offers the classifiers that read that
+            kind (`treenets.nn.encoders`: "sentences", "pairs", "sequences"), each with a literal `name` and
+            `build(in_dim)`; a classifier's `encoder` section is the union of every model's (`encoder_union`).
         convert: `"module:function"`: the official `state_dict` and constructor arguments -> the network, its
             weights loaded (`treenets.convert.from_official`); None where there is no official code to load from.
         fixtures: `check-golden` kind (the `kind` of a fixture's `config.json`) -> `"module:function"`, a
@@ -67,6 +70,7 @@ class Model:
     title: str
     package: str
     configs: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
+    encoders: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
     convert: str | None = None
     fixtures: Mapping[str, str] = field(default_factory=dict)
     fixture_files: tuple[str, ...] = ("params.npz", "inputs.npz")
@@ -143,6 +147,29 @@ def config_union(task: str):
     configs = model_configs(task)
     if not configs:
         raise TreenetsError(f"no model offers a config to the {task} task")
+    if len(configs) == 1:
+        return configs[0]
+    return Annotated[Union[configs], Field(discriminator="name")]  # noqa: UP007 - a runtime tuple
+
+
+def encoder_configs(kind: str, where: Callable[[type], bool] | None = None) -> dict[str, type]:
+    """Name -> config class of every encoder of `kind` the models offer (`Model.encoders`), in the models' order;
+    `where`: only the classes it accepts (what they declare, e.g. a memory cell)."""
+    configs = {config.model_fields["name"].default: config for m in all_models().values()
+               for config in m.encoders.get(kind, ())}
+    return {name: config for name, config in configs.items() if where is None or where(config)}
+
+
+def encoder_union(kind: str, where: Callable[[type], bool] | None = None):
+    """The type of a classifier's `encoder` section: the union of `encoder_configs(kind, where)`, told apart by
+    their `name`."""
+    from typing import Annotated, Union
+
+    from pydantic import Field
+
+    configs = tuple(encoder_configs(kind, where).values())
+    if not configs:
+        raise TreenetsError(f"no model offers an encoder of {kind}")
     if len(configs) == 1:
         return configs[0]
     return Annotated[Union[configs], Field(discriminator="name")]  # noqa: UP007 - a runtime tuple

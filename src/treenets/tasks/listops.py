@@ -20,7 +20,8 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.listops import ListOpsBatch, gold_tree, listops_vocab, read_listops_splits
-from treenets.nn.sequence_classifier import SequenceClassifier, SequenceClassifierConfig
+from treenets.nn.ordered_memory.encoders import OrderedMemorySequenceEncoderConfig
+from treenets.nn.sequence_classifier import SequenceClassifier, SequenceClassifierConfig, SequenceEncoderConfig
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.listops import ListOpsClassifier
 from treenets.schema import PositiveInt, Section
@@ -40,10 +41,16 @@ class ListOpsDataConfig(Section):
     eval_batch_size: PositiveInt = 128
 
 
+class ListOpsModelSection(SequenceClassifierConfig):
+    """The task's model: Ordered Memory (its paper's ListOps model) unless `encoder` names another."""
+
+    encoder: SequenceEncoderConfig = OrderedMemorySequenceEncoderConfig()
+
+
 class ListOpsConfig(Section):
     task: Literal["listops"]
     data: ListOpsDataConfig = ListOpsDataConfig()
-    model: SequenceClassifierConfig = SequenceClassifierConfig()
+    model: ListOpsModelSection = ListOpsModelSection()
     # The official listops.py: Adam with betas (0, 0.999), lr halved when the accuracy stops improving.
     optim: OptimConfig = AdamConfig(lr=0.001, betas=(0.0, 0.999), eps=1e-9, weight_decay=1.2e-6, clip=1.0,
                                     lr_plateau_factor=0.5, lr_plateau_patience=2, lr_plateau_on="score")

@@ -20,7 +20,8 @@ from pydantic import Field
 from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, MAX_FILE, LogicBatch, logic_vocab, read_logic_splits
-from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig
+from treenets.nn.onlstm.encoders import ONLSTMPairEncoderConfig
+from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig, PairEncoderConfig
 from treenets.nn.registry import InducedTrees
 from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.logic import LogicClassifier
@@ -41,10 +42,16 @@ class LogicDataConfig(Section):
     eval_batch_size: PositiveInt = 256
 
 
+class LogicModelSection(PairClassifierConfig):
+    """The task's model: ON-LSTM layers (the ON-LSTM paper's model) unless `encoder` names another."""
+
+    encoder: PairEncoderConfig = ONLSTMPairEncoderConfig()
+
+
 class LogicConfig(Section):
     task: Literal["logic"]
     data: LogicDataConfig = LogicDataConfig()
-    model: PairClassifierConfig = PairClassifierConfig()
+    model: LogicModelSection = LogicModelSection()
     # The official ON-LSTM logic recipe: Adam (eps 1e-9), lr halved when validation accuracy stops improving.
     optim: OptimConfig = AdamConfig(lr=0.001, eps=1e-9, weight_decay=1.2e-6, clip=1.0, lr_plateau_factor=0.5,
                                     lr_plateau_patience=2, lr_plateau_on="score")

@@ -19,13 +19,9 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sick import SPLIT_FOLDERS, Pair, PairBatch, read_split, read_vocab
-from treenets.nn.tree_models import (
-    RelatednessModel,
-    RelatednessModelConfig,
-    TreeEncoderConfig,
-    encoder_configs,
-    expected_score,
-)
+from treenets.nn.registry import encoder_configs
+from treenets.nn.tree_models import CellEncoderConfig, RelatednessModel, RelatednessModelConfig, expected_score
+from treenets.nn.treelstm.encoders import ChildSumTreeLSTMConfig
 from treenets.optim import AdagradConfig, OptimConfig
 from treenets.predictors.relatedness import RelatednessPredictor
 from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
@@ -53,10 +49,16 @@ class SICKDataConfig(Section):
     eval_batch_size: PositiveInt = 100
 
 
+class RelatednessModelSection(RelatednessModelConfig):
+    """The task's model: the Child-Sum Tree-LSTM (over dependency trees) unless `encoder` names another."""
+
+    encoder: CellEncoderConfig = ChildSumTreeLSTMConfig()
+
+
 class RelatednessConfig(Section):
     task: Literal["relatedness"]
     data: SICKDataConfig = SICKDataConfig()
-    model: RelatednessModelConfig = RelatednessModelConfig()
+    model: RelatednessModelSection = RelatednessModelSection()
     optim: OptimConfig = ADAGRAD_OPTIM
     train: TrainConfig = TrainConfig(epochs=10, log_interval=20, seed=123)
 
@@ -64,10 +66,10 @@ class RelatednessConfig(Section):
     def _trees_fit_the_encoder(self):
         encoder = self.model.encoder
         if encoder.reads_trees and encoder.children is not None and self.data.trees == "dependency":
-            takes_any = [name for name, c in encoder_configs(TreeEncoderConfig).items() if c.reads_trees
-                         and c.children is None]
-            raise ValueError(f"model.name {self.model.name} needs data.trees: constituency (dependency trees have "
-                             f"any number of children, it reads at most {encoder.children}; use "
+            takes_any = [name for name, c in encoder_configs("sentences", lambda c: c.cell).items()
+                         if c.reads_trees and c.children is None]
+            raise ValueError(f"model.encoder.name {self.model.name} needs data.trees: constituency (dependency "
+                             f"trees have any number of children, it reads at most {encoder.children}; use "
                              f"{' or '.join(takes_any)})")
         return self
 

@@ -22,8 +22,9 @@ from treenets.config import TrainConfig
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sst import NUM_CLASSES, SPLIT_FILES, TreesBatch, labelled_phrases, read_trees
-from treenets.nn.registry import InducedTrees
-from treenets.nn.tree_models import SentenceEncoderConfig, SentimentModel, SentimentModelConfig, encoder_configs
+from treenets.nn.registry import InducedTrees, encoder_configs
+from treenets.nn.tree_models import SentenceEncoderConfig, SentimentModel, SentimentModelConfig
+from treenets.nn.treelstm.encoders import BinaryTreeLSTMConfig
 from treenets.nn.utils import unwrap
 from treenets.optim import OptimConfig
 from treenets.predictors.sentiment import SentimentClassifier
@@ -56,20 +57,26 @@ class SSTDataConfig(Section):
     eval_batch_size: PositiveInt = 100
 
 
+class SentimentModelSection(SentimentModelConfig):
+    """The task's model: the binary Tree-LSTM (over SST's binary trees) unless `encoder` names another."""
+
+    encoder: SentenceEncoderConfig = BinaryTreeLSTMConfig()
+
+
 class SentimentConfig(Section):
     task: Literal["sentiment"]
     data: SSTDataConfig = SSTDataConfig()
-    model: SentimentModelConfig = SentimentModelConfig()
+    model: SentimentModelSection = SentimentModelSection()
     optim: OptimConfig = ADAGRAD_OPTIM
     train: TrainConfig = TrainConfig(epochs=10, log_interval=50, seed=123)
 
     @model_validator(mode="after")
     def _trees_fit_the_encoder(self):
         if self.model.encoder.reads_trees and self.model.encoder.children is None:
-            fit = [name for name, c in encoder_configs(SentenceEncoderConfig).items() if not c.reads_trees
+            fit = [name for name, c in encoder_configs("sentences").items() if not c.reads_trees
                    or c.children is not None]
-            raise ValueError(f"model.name: SST trees are binary constituency trees, and {self.model.name} reads "
-                             f"trees of any number of children (dependency trees); use {', '.join(fit)}")
+            raise ValueError(f"model.encoder.name: SST trees are binary constituency trees, and {self.model.name} "
+                             f"reads trees of any number of children (dependency trees); use {', '.join(fit)}")
         if self.data.subtrees and self.model.encoder.reads_trees:
             raise ValueError(f"data.subtrees: a {self.model.name} trains on every phrase of the trees already; "
                              "subtrees are for the sequential encoders")

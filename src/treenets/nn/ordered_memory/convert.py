@@ -9,6 +9,7 @@ import torch
 
 from treenets.errors import TreenetsError
 from treenets.nn.official import as_tensor, load_renamed
+from treenets.nn.ordered_memory.encoders import OrderedMemoryPairEncoderConfig
 from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig
 
 
@@ -33,9 +34,10 @@ def classifier_from_official(state_dict: Mapping, ntoken: int, ninp: int, nhid: 
             match the arguments.
     """
     bidirectional = any(key.startswith("encoder.OM_backward.") for key in state_dict)
-    config = PairClassifierConfig(name="ordered-memory", emb_size=ninp, hidden_size=nhid, slots=nslot,
-                                  dropout=dropout, dropout_input=dropouti, dropout_output=dropouto,
-                                  dropout_memory=dropoutm, bidirectional=bidirectional)
+    encoder = OrderedMemoryPairEncoderConfig(hidden_size=nhid, slots=nslot, dropout=dropout, dropout_memory=dropoutm,
+                                             bidirectional=bidirectional)
+    config = PairClassifierConfig(encoder=encoder, emb_size=ninp, dropout=dropout, dropout_input=dropouti,
+                                  dropout_output=dropouto)
     model = config.build(ntoken, nout)
     renamed = {"embedding.weight": "embedding.weight"}
     renamed.update({f"mlp.{i}.{k}": f"mlp.{i}.{k}" for i in (1, 4) for k in ("weight", "bias")})

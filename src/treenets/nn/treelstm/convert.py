@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from treenets.nn.official import load_renamed
 from treenets.nn.tree_models import RelatednessModel, RelatednessModelConfig
+from treenets.nn.treelstm.encoders import ChildSumTreeLSTMConfig
 
 
 def similarity_from_official(state_dict: Mapping, vocab: int, in_dim: int, mem_dim: int, hidden_dim: int,
@@ -19,7 +20,7 @@ def similarity_from_official(state_dict: Mapping, vocab: int, in_dim: int, mem_d
         state_dict: the port's `state_dict` (`emb.weight`, `childsumtreelstm.*`, `similarity.*`).
         vocab, in_dim, mem_dim, hidden_dim, num_classes: the port's constructor arguments.
     """
-    config = RelatednessModelConfig(name="childsum-treelstm", emb_size=in_dim, mem_size=mem_dim,
+    config = RelatednessModelConfig(encoder=ChildSumTreeLSTMConfig(mem_size=mem_dim), emb_size=in_dim,
                                     hidden_size=hidden_dim, num_classes=num_classes, head_state="c")
     model = config.build(vocab)
     renamed = {"emb.weight": "emb.weight"}

@@ -362,7 +362,16 @@ def _records_graph(*tensors: torch.Tensor) -> bool:
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
-class ChildSumTreeLSTM(nn.Module):
+class TreeReader(nn.Module):
+    """What the classifiers read trees through (`treenets.nn.encoders`): the batch of their trees."""
+
+    @staticmethod
+    def batch(trees: list[ParentTree], device=None) -> TreeBatch:
+        """The trees flattened into one node array and scheduled by height (`TreeBatch.build`)."""
+        return TreeBatch.build(trees, device)
+
+
+class ChildSumTreeLSTM(TreeReader):
     """Child-Sum Tree-LSTM; parameter names follow the official PyTorch port (ioux, iouh, fx, fh)."""
 
     def __init__(self, in_dim: int, mem_dim: int):
@@ -426,7 +435,7 @@ def _write(h, c, nodes, h_level, c_level):
     return h.index_copy_(0, nodes, h_level), c.index_copy_(0, nodes, c_level)
 
 
-class NaryTreeLSTM(nn.Module):
+class NaryTreeLSTM(TreeReader):
     """N-ary Tree-LSTM over trees with at most `n_ary` ordered children per node (binary: `n_ary=2`)."""
 
     def __init__(self, in_dim: int, mem_dim: int, n_ary: int = 2):
@@ -499,19 +508,3 @@ class SequenceLSTM(nn.Module):
         if self.bidirectional:
             return torch.cat([h[-2], h[-1]], dim=-1), torch.cat([c[-2], c[-1]], dim=-1)
         return h[-1], c[-1]
-
-
-class SimilarityHead(nn.Module):
-    """The distance-and-angle head for relatedness (section 4.2): from two sentence vectors,
-    `p = softmax(W_p sigmoid(W_x (h_L * h_R) + W_+ |h_L - h_R| + b_h) + b_p)` over the scores 1..K.
-    Parameter names follow the official port (wh, wp)."""
-
-    def __init__(self, mem_dim: int, hidden_dim: int, num_classes: int = 5):
-        super().__init__()
-        self.wh = nn.Linear(2 * mem_dim, hidden_dim)
-        self.wp = nn.Linear(hidden_dim, num_classes)
-
-    def forward(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities [B, num_classes]."""
-        features = torch.cat([left * right, (left - right).abs()], dim=1)
-        return precision.log_softmax(self.wp(torch.sigmoid(self.wh(features))), dim=1)
