@@ -55,3 +55,20 @@ def test_sentiment_accuracy_counts_roots_and_phrases():
     sentences_only = SentimentAccuracy(phrases=False)  # sequential models: one output per sentence
     sentences_only.add(log_probs[[2, 4]], labels[[2, 4]], torch.tensor([0, 1]))
     assert sentences_only.values() == {"root_accuracy": 0.5, "loss": values["loss"], "sentences": 2}
+
+
+def test_every_task_declares_which_of_its_values_are_lower_better():
+    """The loss always; a selection value where lower is better (a perplexity, bits per character) among them; the
+    report marks exactly those lower-better (relatedness: its mean squared error too, not its correlations)."""
+    from treenets.report import eval_document
+    from treenets.tasks import all_tasks
+
+    for task in all_tasks().values():
+        metric = task.Metric
+        assert "loss" in metric.lower_is_better, task.name
+        if not metric.higher_is_better and isinstance(getattr(metric, "key", None), str):
+            assert metric.key in metric.lower_is_better, task.name
+    correlation = Correlation()
+    correlation.add(np.array([1.0, 2.0, 3.0]), np.array([1.5, 2.0, 2.5]))
+    document = eval_document("test", ["best.pt"], [correlation.values()], correlation, {}, None)
+    assert document["better"] == {"pearson": "higher", "spearman": "higher", "mse": "lower", "loss": "lower"}

@@ -406,10 +406,6 @@ def syneval_html(S: dict) -> str:
     return element("section", "".join(parts), id="syneval")
 
 
-# Metrics where lower is better, whatever the metric that selects models (`Metric.key`) is.
-LOWER_IS_BETTER = {"loss", "mse", "ppl", "bpc"}
-
-
 def eval_document(split: str, checkpoints: list[str], results: list[dict], metric, breakdowns: dict,
                   summary: dict | None) -> dict:
     """What `eval --output` writes as `eval.json` and draws in its report.
@@ -420,7 +416,7 @@ def eval_document(split: str, checkpoints: list[str], results: list[dict], metri
             (logic: by number of operators), empty for metrics without groups; summary: metric -> mean and
             std over several checkpoints, or None.
     """
-    lower = LOWER_IS_BETTER | ({metric.key} if not metric.higher_is_better else set())
+    lower = metric.lower_is_better | ({metric.key} if not metric.higher_is_better else set())
     floats = [k for k, v in results[0].items() if isinstance(v, float)]
     breakdown = None
     if breakdowns:

@@ -20,11 +20,15 @@ class Metric:
     """An evaluation result.
 
     Subclasses set `key` (the value that selects models, e.g. `"ppl"`) and `higher_is_better`, accumulate
-    with their own `add`, and give every value in `values()` (what is logged and printed).
+    with their own `add`, and give every value in `values()` (what is logged and printed); `lower_is_better` names
+    the values where lower is better (the loss, a perplexity, an error), whichever value selects models: the
+    reports mark them so, and `metrics --plot` draws the selection value's curve on a log scale where it spans ten
+    times or more.
     """
 
     key: ClassVar[str]
     higher_is_better: ClassVar[bool]
+    lower_is_better: ClassVar[frozenset[str]] = frozenset({"loss"})
 
     def values(self) -> dict:
         raise NotImplementedError
@@ -71,6 +75,7 @@ class Perplexity(Metric):
     """Mean cross-entropy per token and its exponential, summed over batches and processes."""
 
     key, higher_is_better = "ppl", False
+    lower_is_better = frozenset({"loss", "ppl"})
 
     def __init__(self, device=None):
         self.total = torch.zeros(2, dtype=torch.float64, device=device)  # summed cross-entropy, tokens
@@ -100,6 +105,7 @@ class BitsPerCharacter(Perplexity):
     accumulated as `Perplexity` (summed cross-entropy in nats, characters)."""
 
     key = "bpc"
+    lower_is_better = frozenset({"loss", "ppl", "bpc"})
 
     @classmethod
     def running(cls, loss: float) -> dict:
@@ -115,6 +121,7 @@ class Correlation(Metric):
     """Relatedness: Pearson's r (the selection value), Spearman's rho and the mean squared error (the loss)."""
 
     key, higher_is_better = "pearson", True
+    lower_is_better = frozenset({"loss", "mse"})
 
     def __init__(self):
         self.predicted, self.gold = [], []

@@ -148,6 +148,8 @@ class GrammarMetric(Perplexity):
     Compound PCFG the upper bound of the ELBO that Kim et al. report, `ppl_bound`), the mean KL per sentence, and
     the sentence-level F1 of the Viterbi trees where the sentences have gold trees."""
 
+    lower_is_better = frozenset({"loss", "ppl", "ppl_bound"})
+
     def __init__(self, device=None, bound: bool = False):
         super().__init__(device)
         self.kl, self.sentences, self.f1 = 0.0, 0, []
