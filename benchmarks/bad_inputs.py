@@ -332,7 +332,7 @@ def corpus_cases() -> list[Case]:
 
 # `python -c INSTALLED ARGS...` runs `treenets ARGS...` as an installed treenets sees the zoo (no checkout: models are
 # looked up in the cache alone).
-INSTALLED = ("import sys; from treenets import folders; folders.checkout = lambda: None; "
+INSTALLED = ("import sys; from treenets.core import folders; folders.checkout = lambda: None; "
              "from treenets.cli import main; sys.exit(main(sys.argv[1:]))")
 MODELS = Path(__file__).resolve().parents[1] / "models"  # the checkout's models/, which the local servers serve
 URLS: dict[str, str] = {}  # name -> base URL of each local server (`serve_models`)

@@ -78,11 +78,11 @@ def run(task: str, trees: str, seed: int, out: Path, threads: int) -> dict:
 def evaluate_over_induced_trees(best: Path) -> dict:
     """The test score of a model when its sentences come as plain text: over the trees the shipped ON-LSTM
     induces, whatever trees it was trained on (what `treenets predict --sentence` gives it)."""
-    from treenets import checkpoint
     from treenets.config import saved_config
+    from treenets.core import checkpoint
+    from treenets.core.vocab import Vocab
     from treenets.predictors import Predictor
     from treenets.tasks import make_task
-    from treenets.vocab import Vocab
 
     saved = checkpoint.load(best)
     config = saved_config(saved, best, ["data.trees=induced", "data.parser=onlstm-ptb-small"])

@@ -21,6 +21,7 @@ import torch
 from lm_throughput import VOCAB, make_models
 
 from treenets.config import build_config
+from treenets.core.vocab import Vocab
 from treenets.data import data_root
 from treenets.data.lm import EOS
 from treenets.data.treebanks import TREEBANKS
@@ -28,7 +29,6 @@ from treenets.nn.backend import long_job
 from treenets.predictors import LanguageModel
 from treenets.trees import ParseScores, tree_from_distances
 from treenets.trees.ptb import load_gold
-from treenets.vocab import Vocab
 
 
 def score(sentences, distances):

@@ -34,16 +34,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from treenets.core.optim import AdamConfig, make_optimizer
+from treenets.core.vocab import Vocab
 from treenets.data import data_root
 from treenets.data.batching import TokenBudgetBatches
 from treenets.data.lm import read_lm_file
 from treenets.data.treebanks import resolve_treebank
 from treenets.nn.structformer.model import StructFormerConfig
-from treenets.optim import AdamConfig, make_optimizer
 from treenets.predictors.mlm import MaskedLanguageModel
 from treenets.tasks.mlm import MASK, PAD, UNK, MaskedLMConfig, mask_tokens, pad_sentences
 from treenets.trees.ptb import load_gold
-from treenets.vocab import Vocab
 
 SIZES = {"paper": dict(hidden_size=512, num_layers=8, num_heads=8, parser_layers=3, conv_size=9),
          "small": dict(hidden_size=256, num_layers=4, num_heads=8, parser_layers=3, conv_size=9)}

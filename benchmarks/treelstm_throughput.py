@@ -31,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import reference_child_sum  # noqa: E402 - the reference the tests use
 
 from treenets.config import load_config  # noqa: E402
+from treenets.core.optim import make_optimizer  # noqa: E402
 from treenets.data import data_root  # noqa: E402
 from treenets.data.sick import PairBatch  # noqa: E402
 from treenets.nn.backend import long_job, set_backend  # noqa: E402
 from treenets.nn.treelstm.model import LEVEL_SCHEDULES, graphed_levels, use_levels  # noqa: E402
-from treenets.optim import make_optimizer  # noqa: E402
 from treenets.tasks.relatedness import RelatednessTask, sparse_target  # noqa: E402
 from treenets.tasks.sentiment import SentimentTask  # noqa: E402
 

@@ -16,7 +16,7 @@ from helpers import tiny_config, write_corpus
 from hypothesis import HealthCheck, settings
 
 from treenets import data
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -122,8 +122,8 @@ def kill_and_resume(folder: Path, kills: int, seed: int, max_delay: float, final
     once more to `final_steps` more steps. Returns a record per kill: `delay`, `step` of last.pt after the kill,
     `loadable`, `mid_write` (the kill left a checkpoint's temporary file: it hit a write), and `resumed` (the
     step the next run reached: its next kill's step, or the final one)."""
-    from treenets import checkpoint
-    from treenets.errors import TreenetsError
+    from treenets.core import checkpoint
+    from treenets.core.errors import TreenetsError
 
     rng = random.Random(seed)
     config = folder / "tiny.yaml"

@@ -17,18 +17,17 @@ PACKAGE = Path(treenets.__file__).parent
 # Each top-level module or subpackage of treenets, by layer: a unit may import from its own layer and below.
 # A task names its config schema's sections and its predictor, so the tasks sit above both; the config union and
 # the predictors read the tasks from the registry, which hands itself down to them (`config.use_task_registry`).
+# The workflows are one unit but `serve`, which reads models through the package's own `treenets.load`.
 LAYERS = [
-    {"errors", "version", "limits", "console", "files", "folders", "devices", "schema", "vocab", "checkpoint", "runlog",
-     "optim"},
+    {"core"},
     {"trees", "text"},
     {"data"},
     {"nn"},
     {"config", "zoo"},
     {"predictors"},
     {"tasks"},
-    {"train", "training", "cards", "syneval", "golden", "convert", "report", "evaluate", "parsing", "ensembles",
-     "distill"},
-    {"serve", "treenets"},
+    {"workflows", "report"},
+    {"workflows.serve", "treenets"},
     {"commands"},
     {"cli", "__main__"},
 ]
@@ -65,6 +64,8 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
 
 def _unit(module: str) -> str:
     parts = module.split(".")
+    if ".".join(parts[1:3]) in LEVEL:
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else "treenets"
 
 
@@ -104,9 +105,8 @@ def test_no_import_circle():
 # The layers that serve every model: they learn what a model offers from its folder's registration
 # (`treenets.nn.registry`) and name no model themselves (identifiers, imports and strings that are a model's name,
 # kind or kernel; docstrings and the prose of messages aside).
-SHARED = ["golden", "convert", "serve", "cards", "parsing", "ensembles", "evaluate", "train", "zoo", "config",
-          "checkpoint", "report", "commands", "trees", "predictors", "tasks", "nn.backend", "nn.registry",
-          "nn.official", "nn.encoders", "nn.tree_models", "nn.pair_classifier", "nn.sequence_classifier"]
+SHARED = ["workflows", "zoo", "config", "core", "report", "commands", "trees", "predictors", "tasks", "nn.backend",
+          "nn.registry", "nn.official", "nn.encoders", "nn.tree_models", "nn.pair_classifier", "nn.sequence_classifier"]
 # Where naming a model is the plain truth, each with why (at most five): "module: text -> model".
 NAMED_MODELS_ALLOWED: dict[str, str] = {
     "treenets.trees.evaluation: compound-pcfg -> compound-pcfg":

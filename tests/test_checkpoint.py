@@ -7,8 +7,8 @@ import pickle
 import pytest
 import torch
 
-from treenets import checkpoint
-from treenets.errors import TreenetsError
+from treenets.core import checkpoint
+from treenets.core.errors import TreenetsError
 
 
 def _payload():

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from treenets.config import build_config, load_config, parse_yaml, to_dict
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.tasks import all_tasks
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))

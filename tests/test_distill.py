@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import treenets.distill
+import treenets.workflows.distill
 from treenets.cli import main
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.report import tree_json
 from treenets.trees import left_branching, right_branching
 from treenets.trees.draw import bracketed
@@ -126,7 +126,7 @@ def test_teachers_trees_are_their_ensembles_one_line_per_corpus_line_and_reused(
 def test_a_killed_run_continues_after_its_last_whole_line_parsing_nothing_twice(tmp_path, teacher_files,
                                                                                  monkeypatch, capsys):
     corpus, lines, files = teacher_files
-    monkeypatch.setattr(treenets.distill, "CHUNK", 7)
+    monkeypatch.setattr(treenets.workflows.distill, "CHUNK", 7)
     whole = tmp_path / "whole"
     assert main(["distill", *files, "--corpus", str(corpus), "--pretokenized", "--out", str(whole),
                  "--teachers-only"]) == 0
@@ -138,8 +138,8 @@ def test_a_killed_run_continues_after_its_last_whole_line_parsing_nothing_twice(
     done = text.splitlines(keepends=True)[:14]
     (out / "teachers.txt").write_text("".join(done) + text.splitlines()[14][:5])
     parsed = []
-    original = treenets.distill.Teachers.trees
-    monkeypatch.setattr(treenets.distill.Teachers, "trees",
+    original = treenets.workflows.distill.Teachers.trees
+    monkeypatch.setattr(treenets.workflows.distill.Teachers, "trees",
                         lambda self, chunk, first: parsed.extend(range(first, first + len(chunk))) or
                         original(self, chunk, first))
     capsys.readouterr()
@@ -212,7 +212,7 @@ def test_models_teach_a_student_that_parses_and_exports(tmp_path, corpus, studen
     pytest.importorskip("httpx2", reason="Starlette's TestClient needs httpx2")
     from starlette.testclient import TestClient
 
-    from treenets.serve import create_app, load_models
+    from treenets.workflows.serve import create_app, load_models
 
     with TestClient(create_app(load_models([str(tmp_path / "folder")]))) as client:
         answer = client.post("/api/parse", json={"sentence": "The cat sat on the mat.", "models": [str(tmp_path /

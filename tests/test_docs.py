@@ -118,7 +118,7 @@ def test_the_logic_tables_give_the_shipped_models_figures():
 
 
 def test_one_version_in_the_package_its_build_the_command_and_the_changelog(capsys):
-    """treenets/version.py is the one place the version is written: setuptools reads it for the wheel
+    """treenets/core/version.py is the one place the version is written: setuptools reads it for the wheel
     (pyproject.toml's dynamic version, expanded here as a build expands it), `treenets --version` prints it, and
     the CHANGELOG's top entry names it (`0.11` is 0.11.0). Before, the wheel said 0.1.0 at CHANGELOG 0.11."""
     from setuptools.config.pyprojecttoml import read_configuration

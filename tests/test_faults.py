@@ -10,10 +10,10 @@ import os
 import pytest
 from helpers import kill_and_resume, tiny_config, write_corpus
 
-from treenets import checkpoint
 from treenets.config import build_config
-from treenets.errors import TreenetsError
-from treenets.training.trainer import Trainer
+from treenets.core import checkpoint
+from treenets.core.errors import TreenetsError
+from treenets.workflows.training.trainer import Trainer
 
 
 def quiet(*_):

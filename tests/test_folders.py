@@ -1,4 +1,4 @@
-"""The one reader of settings that name a folder or a copy of one (`treenets.folders.named_folder`, `copy_url`):
+"""The one reader of settings that name a folder or a copy of one (`treenets.core.folders.named_folder`, `copy_url`):
 every value of the wrong kind is an error naming the setting, its value and what it must be."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from treenets.errors import TreenetsError
-from treenets.folders import copy_url, named_folder
+from treenets.core.errors import TreenetsError
+from treenets.core.folders import copy_url, named_folder
 
 
 @pytest.fixture

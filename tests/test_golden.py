@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from treenets.cli import main
-from treenets.errors import TreenetsError
-from treenets.golden import check_golden
+from treenets.core.errors import TreenetsError
 from treenets.nn.onlstm.convert import from_official
 from treenets.nn.onlstm.model import ONLSTMLanguageModel
+from treenets.workflows.check_golden import check_golden
 
 
 def test_official_onlstm_fixture_passes(golden_root, capsys):
@@ -23,7 +23,7 @@ def test_official_onlstm_fixture_passes(golden_root, capsys):
 
 
 def _official_state_dict(model, nlayers, tied):
-    """Our weights under the official key names (the inverse of `treenets.convert`)."""
+    """Our weights under the official key names (the inverse of `treenets.workflows.convert`)."""
     ours = model.state_dict()
     official = {"encoder.weight": ours["embedding.weight"], "decoder.bias": ours["decoder.bias"],
                 "decoder.weight": ours["decoder.weight"]}

@@ -15,7 +15,7 @@ from helpers import tiny_config
 from treenets.config import build_config
 from treenets.nn import graphs
 from treenets.nn.prpn.model import splitmix_uniform_bits
-from treenets.training.trainer import Trainer
+from treenets.workflows.training.trainer import Trainer
 
 
 def calling_capture(window, inputs, pool):
@@ -131,7 +131,7 @@ def test_training_through_the_windows_gives_the_numbers_of_the_plain_loop(tmp_pa
     epoch (the non-monotone trigger made to fire then, whatever the validation: which epoch it fires at depends on
     the CPU's rounding), a validation per epoch: the same losses, weights and carried state through the windows
     as through the plain loop."""
-    from treenets import optim as optimisers
+    from treenets.core import optim as optimisers
 
     monkeypatch.setattr(optimisers, "nt_asgd_triggered", lambda history, loss, nonmono: len(history) == 1)
     models = {"onlstm": None,

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from treenets import folders
+from treenets.core import folders
 
 WHERE = """import json, os, pathlib
 import matplotlib
 from torch.utils import cpp_extension
-from treenets import folders
+from treenets.core import folders
 print(json.dumps({"home": str(pathlib.Path.home()), "cache": str(folders.cache_dir()),
                   "matplotlib": matplotlib.get_configdir(), "kernels": os.environ.get("TORCH_EXTENSIONS_DIR"),
                   "kernels by default": cpp_extension.get_default_build_root()}))

@@ -21,9 +21,10 @@ import pytest
 import yaml
 
 import treenets
-from treenets import data, folders, zoo
+from treenets import data, zoo
 from treenets.cli import main
 from treenets.config import SHIPPED, find_config
+from treenets.core import folders
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["treelstm-sick-dependency", "lstm-logic"]  # two of the smallest shipped models (2 and 3 MB)
@@ -209,7 +210,7 @@ def test_a_body_of_another_declared_length_is_refused_unread(installed, tmp_path
 def test_a_download_killed_on_the_way_leaves_nothing_after_the_next_one(installed, capsys):
     """SIGKILL in the middle of a download: its temporary folder stays (nothing runs to remove it); the next download
     of the model, holding the model's lock, removes it. Before: it stayed for good."""
-    command = [sys.executable, "-c", "import sys; from treenets import folders; folders.checkout = lambda: None; "
+    command = [sys.executable, "-c", "import sys; from treenets.core import folders; folders.checkout = lambda: None; "
                "from treenets.cli import main; sys.exit(main(sys.argv[1:]))"]
     StallHandler.started.clear()
     StallHandler.release.clear()

@@ -49,7 +49,7 @@ import torch
 import torch.nn as nn
 
 from treenets.nn.encoders import last_states
-from treenets.schema import PositiveInt, Section
+from treenets.core.schema import PositiveInt, Section
 
 
 class ElmanEncoder(nn.Module):
@@ -87,7 +87,7 @@ from typing import Literal, NamedTuple
 import torch
 import torch.nn as nn
 
-from treenets.schema import PositiveInt, Section
+from treenets.core.schema import PositiveInt, Section
 
 
 class ElmanOutput(NamedTuple):

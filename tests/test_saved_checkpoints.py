@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from treenets.checkpoint import load
 from treenets.config import saved_config, to_dict
+from treenets.core.checkpoint import load
 
 SAVED = Path(__file__).with_name("saved")
 EXPECTED = json.loads((SAVED / "expected.json").read_text())

@@ -10,10 +10,10 @@ from helpers import train_tiny_lm
 
 import treenets
 from treenets.cli import main
+from treenets.core.vocab import Vocab
 from treenets.data.syneval import TEMPLATES, CaseItems, select_cases
 from treenets.predictors.lm import SentenceScore
-from treenets.syneval import evaluate_syneval, format_table
-from treenets.vocab import Vocab
+from treenets.workflows.syneval import evaluate_syneval, format_table
 
 # Log-probabilities of the stub model, by the sentence as it reads it.
 LOGPROBS = {

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.text import (
     CURRENCY_SYMBOLS,
     NORMALIZERS,
@@ -184,7 +184,7 @@ def test_symbols_and_what_is_not_text_are_told_by_their_characters(token):
     character (Unicode's Cc) other than a tab or a line break."""
     import unicodedata
 
-    from treenets.errors import TreenetsError
+    from treenets.core.errors import TreenetsError
     from treenets.text import BRACKETS, _is_symbol, check_text
 
     assert _is_symbol(token) == (not any(char.isalnum() for char in token) or token in BRACKETS)

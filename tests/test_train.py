@@ -13,11 +13,11 @@ import pytest
 import torch
 from helpers import tiny_config
 
-from treenets import checkpoint, optim
 from treenets.config import build_config
-from treenets.errors import TreenetsError
-from treenets.optim import make_optimizer, nt_asgd_triggered
-from treenets.training.trainer import Trainer
+from treenets.core import checkpoint, optim
+from treenets.core.errors import TreenetsError
+from treenets.core.optim import make_optimizer, nt_asgd_triggered
+from treenets.workflows.training.trainer import Trainer
 
 PRPN = {"model": {"name": "prpn", "emb_size": 8, "hidden_size": 10, "num_layers": 2, "nslots": 3, "nlookback": 2,
                   "dropout": 0.2, "idropout": 0.1, "rdropout": 0.1, "res": 1},
@@ -110,7 +110,7 @@ def test_run_writes_metrics_best_and_config(tmp_path, corpus):
 def test_each_log_line_gives_the_speed_of_its_own_window(tmp_path, corpus, monkeypatch):
     trainer = _trainer(corpus, tmp_path / "run", epochs=1)
     clock = iter(range(100))  # each call of the clock one second later
-    monkeypatch.setattr("treenets.training.trainer.time.monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr("treenets.workflows.training.trainer.time.monotonic", lambda: float(next(clock)))
     bar = type("Bar", (), {"disable": True, "set_postfix": lambda self, shown: None})()
     window = {"loss": 0.0, "units": 0, "read": 0, "start": time.monotonic()}
     for _ in range(3):  # a window of 50 tokens read in a second, logged, then the next
@@ -253,7 +253,7 @@ def test_a_run_gives_the_same_numbers_with_either_kernel_backend(tmp_path, corpu
 
 
 def test_a_loss_that_turns_nan_stops_the_run_before_the_update(tmp_path, corpus):
-    from treenets.errors import TreenetsError
+    from treenets.core.errors import TreenetsError
 
     trainer = _trainer(corpus, tmp_path / "run", epochs=5)
     real_loss = trainer.task.train_loss
@@ -291,7 +291,7 @@ def test_a_stopped_run_saves_last_pt_after_its_final_validation(tmp_path, corpus
 
 
 def test_the_first_checkpoint_comes_within_a_minute(tmp_path, corpus, monkeypatch):
-    from treenets.training import trainer as loop
+    from treenets.workflows.training import trainer as loop
 
     clock = iter(range(0, 10**6, 10))  # every reading of the clock is 10 s later
     monkeypatch.setattr(loop.time, "monotonic", lambda: float(next(clock)))
@@ -304,7 +304,7 @@ def test_the_first_checkpoint_comes_within_a_minute(tmp_path, corpus, monkeypatc
 
 
 def test_an_epoch_without_a_batch_is_an_error(tmp_path, corpus):
-    from treenets.errors import TreenetsError
+    from treenets.core.errors import TreenetsError
 
     trainer = _trainer(corpus, tmp_path / "run")
     trainer.task.next_batch = lambda: None
@@ -323,7 +323,7 @@ def test_temporary_files_of_a_killed_write_are_removed_at_start(tmp_path, corpus
 
 
 def test_the_metrics_log_is_strict_json(tmp_path):
-    from treenets.runlog import MetricsLog
+    from treenets.core.runlog import MetricsLog
 
     log = MetricsLog(tmp_path / "metrics.jsonl", enabled=True)
     log.write({"event": "eval", "split": "valid", "step": 1, "loss": float("nan"), "ppl": float("inf")})
@@ -392,9 +392,10 @@ def test_resume_cuts_a_torn_last_line_of_the_metrics_log(tmp_path, corpus, capsy
 def test_one_run_per_folder(tmp_path, corpus):
     """A second `treenets train` into a folder being written gets a clear error (before: both ran, interleaving
     their records); the lock goes when its process ends."""
-    from treenets.training.run_folder import run_folder_lock
+    from treenets.workflows.training.run_folder import run_folder_lock
 
-    code = ("import sys, time; from pathlib import Path; from treenets.training.run_folder import run_folder_lock\n"
+    code = ("import sys, time; from pathlib import Path\n"
+            "from treenets.workflows.training.run_folder import run_folder_lock\n"
             "with run_folder_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(30)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
     try:
@@ -410,7 +411,7 @@ def test_one_run_per_folder(tmp_path, corpus):
 
 
 def test_a_run_folder_deleted_while_training_is_made_again(tmp_path, corpus):
-    from treenets.runlog import MetricsLog
+    from treenets.core.runlog import MetricsLog
 
     log = MetricsLog(tmp_path / "run" / "metrics.jsonl", enabled=True)
     log.write({"event": "train", "step": 1, "epoch": 1, "loss": 1.0})
@@ -546,7 +547,7 @@ def test_an_evaluation_records_its_tasks_metric_and_the_curve_draws_it(tmp_path,
     learning curve draws that one: a language model's perplexity beside its running training perplexity, on a log
     scale where it spans ten times; a grammar's bound (`ppl_bound`, which the training log does not have) beside
     the training loss (before: the shared plot knew a list of keys and drew a grammar's `loss`)."""
-    from treenets.runlog import learning_curve, plot_curve, read_metrics
+    from treenets.core.runlog import learning_curve, plot_curve, read_metrics
 
     _finished_run(tmp_path, corpus)
     records = read_metrics(tmp_path / "run")

@@ -15,12 +15,14 @@ import torch
 from helpers import train_tiny_lm
 
 import treenets
-from treenets import cards, folders, zoo
+from treenets import zoo
 from treenets.cli import main
 from treenets.config import build_config
+from treenets.core import folders
+from treenets.core.errors import TreenetsError
 from treenets.data import fetch, sha256_of
-from treenets.errors import TreenetsError
 from treenets.predictors import LanguageModel, RelatednessPredictor
+from treenets.workflows import export as cards
 
 SENTENCES = ["the cat see a dog", "big red car"]
 
@@ -161,7 +163,7 @@ def test_a_broken_weights_file_gives_a_clear_error(tiny_run, tmp_path, damage, c
 
 def test_a_folder_of_another_task_is_refused(tmp_path):
     from treenets.config import build_config
-    from treenets.vocab import Vocab
+    from treenets.core.vocab import Vocab
 
     config = build_config({"task": "relatedness", "data": {"path": "sick"},
                            "model": {"name": "childsum-treelstm", "emb_size": 4, "mem_size": 3, "hidden_size": 2}})

@@ -1,8 +1,8 @@
 """treenets: tree-structured and tree-inducing recurrent networks in modern PyTorch."""
 
 from treenets import tasks as _tasks  # noqa: F401 - the task registry hands itself down to the layers below it
-from treenets.errors import TreenetsError
-from treenets.version import __version__
+from treenets.core.errors import TreenetsError
+from treenets.core.version import __version__
 
 __all__ = ["TreenetsError", "__version__", "load"]
 
@@ -23,7 +23,7 @@ def load(name_or_path, device="cpu"):
         `distances`, `parse`), a `RelatednessPredictor` (`predict(a, b)`: two sentences as typed) or a
         `SentimentClassifier` (`predict(sentence)`, or `predict(tree=...)`), each with its vocabulary and config.
     """
-    from treenets.devices import set_threads
+    from treenets.core.devices import set_threads
     from treenets.predictors import Predictor
     from treenets.predictors.ensemble import EnsembleParser
     from treenets.zoo import ensemble_folder

@@ -9,8 +9,8 @@ import os
 import sys
 
 from treenets.commands import Command, CommandParser, all_commands
-from treenets.errors import TreenetsError
-from treenets.version import __version__
+from treenets.core.errors import TreenetsError
+from treenets.core.version import __version__
 
 DESCRIPTION = """Tree-structured and tree-inducing recurrent networks (ON-LSTM, ...) in PyTorch.
 
@@ -44,7 +44,7 @@ def _precision(command: Command, args):
     """The autocast block of the command's --precision (none for fp32, nor for a command that opens its own)."""
     if not command.autocast or getattr(args, "precision", "fp32") == "fp32":
         return contextlib.nullcontext()
-    from treenets.devices import resolve_device
+    from treenets.core.devices import resolve_device
     from treenets.nn.precision import autocast
 
     return autocast(args.precision, resolve_device(args.device, "--device"))
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             for dest, path in written.items():
                 refuse_model_folder(path, f"--{dest}")
         if command.sets_threads and hasattr(args, "threads"):
-            from treenets.devices import set_threads
+            from treenets.core.devices import set_threads
 
             set_threads(args.threads)
         with _precision(command, args), _kernel_builds(command):

@@ -3,7 +3,7 @@
 A config has the sections `task`, `data`, `model`, (`loss`,) `optim` and `train`. Each task declares its
 schema beside its code (`treenets.tasks.<task>`, registered by name: the registry hands itself down to this
 module, `use_task_registry`); model sections are declared beside the models (`treenets.nn`), optimiser
-sections in `treenets.optim`, the `train` section here. Unknown keys, wrong types and impossible combinations
+sections in `treenets.core.optim`, the `train` section here. Unknown keys, wrong types and impossible combinations
 are refused with a message naming the file (or the `--set` option) and the key.
 
 The recipes shipped with treenets (the checkout's `configs/`, which the package holds as `treenets/configs`)
@@ -24,9 +24,9 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError
 
-from treenets.errors import TreenetsError
-from treenets.files import output_file, read_text
-from treenets.schema import BACKENDS, PRECISIONS, PositiveFloat, PositiveInt, Section
+from treenets.core.errors import TreenetsError
+from treenets.core.files import output_file, read_text
+from treenets.core.schema import BACKENDS, PRECISIONS, PositiveFloat, PositiveInt, Section
 
 
 class TrainConfig(Section):
@@ -249,7 +249,7 @@ def build_config(raw: dict, source: str = "config", overrides: list[str] = ()):
 
 
 def saved_config(saved: dict, path, overrides: list[str] = ()):
-    """The validated config of a checkpoint read by `treenets.checkpoint.load`."""
+    """The validated config of a checkpoint read by `treenets.core.checkpoint.load`."""
     source = f"{path} (saved config)"
     try:
         raw = upgrade_saved(saved["config"])

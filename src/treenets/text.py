@@ -53,7 +53,7 @@ from typing import Literal
 
 from nltk.tokenize import NLTKWordTokenizer, TreebankWordTokenizer
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.ptb import normalize_word
 
 # Typographic quotes, dashes and the ellipsis as the ASCII the Treebank tokeniser reads (it would leave `don’t`

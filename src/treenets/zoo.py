@@ -10,7 +10,7 @@ A model folder follows the Hugging Face layout:
 
 `zoo.json` (beside this module) lists the shipped models: what each is, its headline figures, and the
 sha256, size and download URL of each file (empty until a release publishes them). A name is looked up in the
-source checkout's `models/` folder, then in the cache (`treenets.folders.cache_dir`: `$TREENETS_CACHE`, default
+source checkout's `models/` folder, then in the cache (`treenets.core.folders.cache_dir`: `$TREENETS_CACHE`, default
 `~/.cache/treenets`). An installed treenets has no checkout: `install` downloads a model into the cache, from a
 copy of the `models/` folder (a folder, or a URL serving one: `NAME/FILE` under it) given by `--from` or
 `$TREENETS_MODELS_URL`, else from the URLs of `zoo.json`; `locate` does so on a model's first use where a URL is
@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from treenets import checkpoint, folders
-from treenets.console import note
+from treenets.core import checkpoint, folders
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
+from treenets.core.files import held_lock, json_text
+from treenets.core.runlog import format_figure
 from treenets.data import fetch, sha256_of
-from treenets.errors import TreenetsError
-from treenets.files import held_lock, json_text
-from treenets.runlog import format_figure
 
 MODELS_URL_ENV = "TREENETS_MODELS_URL"
 FILES = ("config.json", "model.safetensors", "vocab.txt", "metrics.json", "README.md")
@@ -251,7 +251,7 @@ def print_models(as_json: bool = False) -> None:
 
 
 def read_folder(folder: str | Path) -> dict:
-    """The contents of a model folder, as `treenets.checkpoint.load` returns a checkpoint's (`config`, `vocab`,
+    """The contents of a model folder, as `treenets.core.checkpoint.load` returns a checkpoint's (`config`, `vocab`,
     `model`), with every tensor in float32 (folders may store half precision).
 
     Raises:

@@ -14,7 +14,7 @@ from helpers import tiny_sick, train_tiny_lm
 import treenets
 from treenets.cli import build_parser, main
 from treenets.commands import all_commands
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ GREET = '''"""`treenets greet`: a throwaway command, the whole of it."""
 
 from treenets.commands import Command, register
 from treenets.commands.options import positive_int
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 @register

@@ -229,7 +229,7 @@ def test_an_ensemble_definition_is_checked_the_same_everywhere(tmp_path, capsys,
     """ensemble.json read by `treenets.load` and `parse`, and the same definition given to `parse --ensemble`
     (members) or `treenets.load`: one check (`ensemble_definition`), naming the file and what was expected."""
     import treenets
-    from treenets.errors import TreenetsError
+    from treenets.core.errors import TreenetsError
 
     folder = tmp_path / "bad-ensemble"
     folder.mkdir()

@@ -77,7 +77,7 @@ def test_parse_svg_writes_over_no_drawing_it_did_not_write(run, tmp_path, capsys
 
 
 def test_drawings_of_a_parse_stopped_part_way_are_its_own(run, tmp_path, monkeypatch):
-    import treenets.parsing
+    import treenets.workflows.parse
 
     written = []
 
@@ -87,10 +87,10 @@ def test_drawings_of_a_parse_stopped_part_way_are_its_own(run, tmp_path, monkeyp
         written.append(path)
         path.write_text("<svg/>")
 
-    monkeypatch.setattr(treenets.parsing, "write_svg", draw_then_stop)
+    monkeypatch.setattr(treenets.workflows.parse, "write_svg", draw_then_stop)
     svg = tmp_path / "svg"
     with pytest.raises(BrokenPipeError):
-        treenets.parsing.print_trees(str(run / "run" / "best.pt"), ["a dog", "a fish"], svg=str(svg))
+        treenets.workflows.parse.print_trees(str(run / "run" / "best.pt"), ["a dog", "a fish"], svg=str(svg))
     monkeypatch.undo()
     # the drawing it wrote is recorded as its own: the next run writes into the folder without --overwrite
     assert main(["parse", str(run / "run" / "best.pt"), "a dog", "--svg", str(svg)]) == 0

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from helpers import tiny_config, tiny_sick, write_corpus
 
-from treenets import folders
+from treenets.core import folders
 
 pytestmark = pytest.mark.slow
 

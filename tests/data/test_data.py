@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from treenets import data
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.data.lm import BPTTStream, StreamColumns, read_char_lm_file, read_lm_file
 from treenets.data.logic import LABELS, read_logic_file
 from treenets.data.sick import SPECIALS, read_vocab
 from treenets.data.sst import read_trees
-from treenets.errors import TreenetsError
 from treenets.trees.ptb import read_treebank
-from treenets.vocab import Vocab
 
 
 def test_ptb_counts_and_vocabulary(data_root):

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treenets.cli import main
+from treenets.core.errors import TreenetsError
 from treenets.data.listops import (
     DIGITS,
     END,
@@ -25,7 +26,6 @@ from treenets.data.listops import (
     read_listops_splits,
     read_sequence,
 )
-from treenets.errors import TreenetsError
 
 
 @pytest.mark.parametrize("sequence,value,depth", [

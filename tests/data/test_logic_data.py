@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from treenets.core.errors import TreenetsError
 from treenets.data.logic import (
     LABELS,
     VARIABLES,
@@ -16,7 +17,6 @@ from treenets.data.logic import (
     read_logic_file,
     read_logic_splits,
 )
-from treenets.errors import TreenetsError
 from treenets.trees.parents import nested_words
 
 

@@ -15,16 +15,16 @@ import torch
 from helpers import tiny_config, write_corpus
 
 import treenets
-from treenets import checkpoint
 from treenets.cli import main
 from treenets.config import build_config
+from treenets.core import checkpoint
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.data import prepare
 from treenets.data.corpus import PreparedCorpus
 from treenets.data.lm import encode_stream, read_char_lm_file, read_lm_file
 from treenets.data.prepare import choose_vocabulary, prepare_corpus
-from treenets.errors import TreenetsError
-from treenets.training.trainer import Trainer
-from treenets.vocab import Vocab
+from treenets.workflows.training.trainer import Trainer
 
 
 def _prepare(folder, out, **options):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.data.lm import EOS, read_char_lm_file, read_lm_file
-from treenets.errors import TreenetsError
-from treenets.vocab import Vocab
 
 # shared/data/README.md, section 8: lines, characters (space-separated symbols) per split.
 PTB_CHAR_COUNTS = {"train": (42068, 4975414), "valid": (3370, 389672), "test": (3761, 438662)}

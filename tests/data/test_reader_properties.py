@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from treenets.config import load_config
+from treenets.core.errors import TreenetsError
 from treenets.data.lm import read_char_lm_file, read_lm_file
 from treenets.data.logic import parse_formula, read_logic_file
 from treenets.data.sick import read_split, read_vocab
 from treenets.data.sst import read_trees
 from treenets.data.syneval import read_templates
-from treenets.errors import TreenetsError
 from treenets.trees.ptb import load_gold
 
 PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

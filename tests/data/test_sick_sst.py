@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.data.sick import SPECIALS, read_split, read_vocab
 from treenets.data.sst import read_trees
-from treenets.errors import TreenetsError
-from treenets.vocab import Vocab
 
 
 def test_sick_embedding_rows_follow_the_vocabulary_after_four_specials(data_root):

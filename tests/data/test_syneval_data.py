@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from treenets.core.errors import TreenetsError
 from treenets.data.syneval import CASES, TEMPLATES, load_case, read_templates, select_cases
-from treenets.errors import TreenetsError
 
 PAIRS = {"sing": [("the author laughs", "the author laugh")], "plur": [("the authors laugh", "the authors laughs")]}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn import backend
 from treenets.nn.backend import get_backend, kernels, kernels_for, set_backend, use_backend
 from treenets.nn.onlstm.model import ONLSTMConfig

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.utils import build_within_memory, check_fits
 
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from treenets.cli import main
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.compound_pcfg.convert import from_official as compound_from_official
 from treenets.nn.compound_pcfg.model import CompoundPCFG
 from treenets.nn.neural_pcfg.convert import from_official as neural_from_official

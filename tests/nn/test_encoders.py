@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from treenets.config import build_config
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.pair_classifier import PairClassifierConfig
 from treenets.tasks.logic import LogicModelSection
 from treenets.tasks.sentiment import SentimentModelSection

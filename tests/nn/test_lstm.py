@@ -9,7 +9,7 @@ import yaml
 from helpers import tiny_config, write_corpus
 
 from treenets.cli import main
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.lstm.model import LSTMConfig, LSTMLanguageModel
 from treenets.predictors import LanguageModel
 

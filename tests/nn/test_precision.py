@@ -18,7 +18,7 @@ from helpers import needs_cpu_bfloat16, tiny_config, write_corpus
 
 import treenets
 from treenets.cli import main
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.backend import kernels, kernels_for, use_backend
 from treenets.nn.onlstm.model import recurrence
 from treenets.nn.precision import autocast, product_dtype

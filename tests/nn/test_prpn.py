@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from treenets.cli import main
-from treenets.golden import check_golden
 from treenets.nn.prpn.convert import from_official
 from treenets.nn.prpn.model import LayerNorm, PRPNLanguageModel, masked_softmax, memory_gates
+from treenets.workflows.check_golden import check_golden
 
 
 def sig(x):
@@ -61,7 +61,7 @@ def test_official_prpn_fixture_passes(golden_root, capsys):
 
 
 def _official_keys(model: PRPNLanguageModel, nlayers: int, res: int) -> dict:
-    """Our weights under the official names (the inverse of `treenets.convert`)."""
+    """Our weights under the official names (the inverse of `treenets.workflows.convert`)."""
     mapping = {"embedding": "encoder", "parser.conv": "parser.gate.1", "parser.norm": "parser.gate.2",
                "parser.out": "parser.gate.5", "predictor.query": "predictor.projector_pred.1",
                "predictor.fc": "predictor.ffd.1", "predictor.norm": "predictor.ffd.2"}

@@ -15,7 +15,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn import chart
 from treenets.nn.chart import Grammar, inside, viterbi
 from treenets.nn.sampling import SampledTree, sample_trees

@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 from reference import random_tree, reference_child_sum, reference_nary
 
 from treenets.cli import main
-from treenets.errors import TreenetsError
-from treenets.golden import check_golden
+from treenets.core.errors import TreenetsError
 from treenets.nn.backend import kernels, use_backend
 from treenets.nn.encoders import union_members
 from treenets.nn.registry import encoder_configs
@@ -28,6 +27,7 @@ from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
 from treenets.nn.treelstm import model as treelstm
 from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch, padded_size
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
+from treenets.workflows.check_golden import check_golden
 
 
 def s(x):

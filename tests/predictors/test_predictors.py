@@ -9,12 +9,12 @@ import torch
 from helpers import tiny_config
 
 import treenets
-from treenets import checkpoint
 from treenets.config import build_config, to_dict
-from treenets.errors import TreenetsError
+from treenets.core import checkpoint
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.predictors import LanguageModel, Predictor, RelatednessPredictor, SentenceScore
-from treenets.training.trainer import Trainer
-from treenets.vocab import Vocab
+from treenets.workflows.training.trainer import Trainer
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +111,8 @@ def test_a_text_file_is_evaluated_as_its_sentences_read_one_by_one(best):
 
 def test_a_sentiment_tree_deeper_than_the_recursion_limit_is_classified():
     from treenets.config import build_config
+    from treenets.core.vocab import Vocab
     from treenets.predictors import SentimentClassifier
-    from treenets.vocab import Vocab
 
     config = build_config({"task": "sentiment", "data": {"path": "sst"},
                            "model": {"name": "binary-treelstm", "emb_size": 4, "mem_size": 3}})

@@ -9,8 +9,8 @@ import pytest
 
 import treenets
 from treenets.cli import main
-from treenets.errors import TreenetsError
-from treenets.folders import cache_dir
+from treenets.core.errors import TreenetsError
+from treenets.core.folders import cache_dir
 from treenets.predictors.tree_sources import InducedTrees, ShapeTrees, cached_trees
 from treenets.trees import spans
 from treenets.trees.parents import node_spans

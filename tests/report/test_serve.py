@@ -20,11 +20,11 @@ from helpers import needs_cpu_bfloat16  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 import treenets  # noqa: E402
-from treenets import serve as serve_module  # noqa: E402
 from treenets.cli import main  # noqa: E402
-from treenets.errors import TreenetsError  # noqa: E402
+from treenets.core.errors import TreenetsError  # noqa: E402
 from treenets.report import tree_json  # noqa: E402
-from treenets.serve import MAX_CHARACTERS, MAX_WORDS, RequestDeadline, bind, create_app, load_models  # noqa: E402
+from treenets.workflows import serve as serve_module  # noqa: E402
+from treenets.workflows.serve import MAX_CHARACTERS, MAX_WORDS, RequestDeadline, bind, create_app, load_models  # noqa: E402
 
 SENTENCE = "The cat sees a big zebra of the city"
 WORDS = SENTENCE.lower().split()  # as the model reads it: its vocabulary is lower-case

@@ -13,9 +13,9 @@ import yaml
 
 from treenets.cli import main
 from treenets.config import build_config
+from treenets.core.errors import TreenetsError
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, LogicBatch, LogicPair, logic_vocab, parse_formula
-from treenets.errors import TreenetsError
 from treenets.nn.encoders import union_members
 from treenets.nn.pair_classifier import PairClassifierConfig
 from treenets.nn.registry import encoder_configs

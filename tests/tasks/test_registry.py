@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from treenets.config import build_config, task_configs
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.predictors import LanguageModel, LogicClassifier, RelatednessPredictor, SentimentClassifier
 from treenets.tasks import all_tasks, register, task_class
 from treenets.tasks.base import Task
@@ -80,10 +80,10 @@ def test_a_task_declared_in_one_place_trains_evaluates_and_loads(tmp_path, corpu
     import treenets
     from treenets import tasks
     from treenets.config import TrainConfig
-    from treenets.optim import OptimConfig, SGDConfig
-    from treenets.schema import Section
+    from treenets.core.optim import OptimConfig, SGDConfig
+    from treenets.core.schema import Section
     from treenets.tasks.lm import LanguageModelConfig, LMLossConfig, LMTask, PTBDataConfig
-    from treenets.training.trainer import Trainer
+    from treenets.workflows.training.trainer import Trainer
 
     class BackwardsConfig(Section):
         task: Literal["backwards-lm"]

@@ -7,8 +7,8 @@ import torch
 from helpers import tiny_sick, train_and_test
 
 import treenets
-from treenets import folders
-from treenets.errors import TreenetsError
+from treenets.core import folders
+from treenets.core.errors import TreenetsError
 from treenets.predictors import Relatedness
 from treenets.tasks.relatedness import sparse_target
 

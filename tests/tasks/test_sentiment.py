@@ -97,8 +97,8 @@ def test_every_labelled_phrase_becomes_a_sentence_of_its_own(tmp_path):
 
 def test_ordered_memory_reads_sst_with_its_recipe_trained_on_phrases(tmp_path, data_root, capsys):
     from treenets.config import build_config, load_config, to_dict
+    from treenets.core.errors import TreenetsError
     from treenets.data.sst import labelled_phrases, read_trees
-    from treenets.errors import TreenetsError
     from treenets.nn.ordered_memory.model import OrderedMemory
     from treenets.tasks import make_task
 

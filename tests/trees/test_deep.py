@@ -13,12 +13,12 @@ from helpers import WORDS as VOCAB
 from helpers import tiny_config, write_corpus
 
 from treenets.config import build_config
+from treenets.core.errors import TreenetsError
+from treenets.core.limits import MAX_TREE_DEPTH
 from treenets.data.lm import read_lm_file
 from treenets.data.logic import read_logic_file
 from treenets.data.sick import read_split
 from treenets.data.sst import read_trees
-from treenets.errors import TreenetsError
-from treenets.limits import MAX_TREE_DEPTH
 from treenets.nn.backend import use_backend
 from treenets.nn.treelstm.model import NaryTreeLSTM, TreeBatch
 from treenets.predictors import LanguageModel

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nltk.parse import DependencyGraph
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.dependencies import (
     AttachmentScores,
     DependencySentence,

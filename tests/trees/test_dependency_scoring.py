@@ -8,7 +8,7 @@ import json
 import pytest
 
 from treenets.cli import main
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.dependencies import DependencySentence, conll_text, heads_among
 from treenets.trees.dependency_scoring import (
     dependency_rows,

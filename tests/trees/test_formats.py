@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.formats import read_lines, span_ends, tree_from_spans
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.build import attach_dropped, random_tree, right_branching
 from treenets.trees.metrics import spans
 from treenets.trees.parents import (

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.draw import bracketed, preterminal_bracketed
 from treenets.trees.formats import tree_of, words_of
 from treenets.trees.predicted import Matching, read_predicted

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees import random_tree
 from treenets.trees.build import attach_dropped
 from treenets.trees.conventions import CONVENTIONS, ConventionScores

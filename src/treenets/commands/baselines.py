@@ -1,4 +1,5 @@
-"""`treenets baselines`: the baseline trees scored against a treebank (`treenets.parsing.print_baselines`)."""
+"""`treenets baselines`: the baseline trees scored against a treebank
+(`treenets.workflows.baselines.print_baselines`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class Baselines(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets.parsing import print_baselines
+        from treenets.workflows.baselines import print_baselines
 
         print_baselines(gold_treebank(args), args.random_draws, args.data, args.convention)
         return 0

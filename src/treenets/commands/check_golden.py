@@ -1,4 +1,4 @@
-"""`treenets check-golden`: compare treenets with the official code's outputs (`treenets.golden`)."""
+"""`treenets check-golden`: compare treenets with the official code's outputs (`treenets.workflows.check_golden`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,6 @@ class CheckGolden(Command):
         parser.add_argument("dirs", nargs="+", metavar="DIR", help="fixture folders")
 
     def run(self, args):
-        from treenets.golden import check_golden_folders
+        from treenets.workflows.check_golden import check_golden_folders
 
         return 0 if check_golden_folders(args.dirs) else 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from treenets.commands import Command, register
 from treenets.commands.options import path_name
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 @register

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from treenets.commands import Command, register
 from treenets.commands.options import add_data_root, path_name, positive_int
-from treenets.console import note
+from treenets.core.console import note
 
 
 @register

@@ -1,4 +1,4 @@
-"""`treenets distill`: teachers' trees of a corpus, and a fast parser trained on them (`treenets.distill`)."""
+"""`treenets distill`: teachers' trees of a corpus, and a fast parser trained on them (`treenets.workflows.distill`)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,10 @@ class Distill(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets.devices import set_threads
-        from treenets.distill import distill
-        from treenets.ensembles import parse_weights
-        from treenets.errors import TreenetsError
+        from treenets.core.devices import set_threads
+        from treenets.core.errors import TreenetsError
+        from treenets.workflows.distill import distill
+        from treenets.workflows.ensemble import parse_weights
 
         if args.shard is not None and args.workers > 1:
             raise TreenetsError("--shard with --workers: a shard is one process's share (give one)")

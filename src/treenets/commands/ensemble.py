@@ -1,5 +1,5 @@
 """`treenets ensemble`: the tree of every sentence of a treebank that agrees most with several systems' trees
-(`treenets.ensembles.ensemble_treebank`)."""
+(`treenets.workflows.ensemble.ensemble_treebank`)."""
 
 from __future__ import annotations
 
@@ -71,8 +71,8 @@ class Ensemble(Command):
     def run(self, args):
         from pathlib import Path
 
-        from treenets.ensembles import choose_ensemble, ensemble_treebank, save_ensemble
-        from treenets.errors import TreenetsError
+        from treenets.core.errors import TreenetsError
+        from treenets.workflows.ensemble import choose_ensemble, ensemble_treebank, save_ensemble
 
         if args.choose_on is None and (args.treebank is None or args.output is None):
             raise TreenetsError("ensemble: give --treebank and --output (the treebank whose sentences the systems "

@@ -1,4 +1,4 @@
-"""`treenets eval`: evaluate checkpoints on a split or a text file (`treenets.evaluate.evaluate_models`)."""
+"""`treenets eval`: evaluate checkpoints on a split or a text file (`treenets.workflows.eval.evaluate_models`)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class Eval(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets.evaluate import evaluate_models
+        from treenets.workflows.eval import evaluate_models
 
         evaluate_models(args.checkpoints, args.split, args.file, args.pretokenized, args.batch_size, args.plot,
                         args.output, args.device, args.data, args.corpus, args.overwrite)

@@ -1,4 +1,5 @@
-"""`treenets export`: a trained model written as a model folder with its card (`treenets.cards.export_model`)."""
+"""`treenets export`: a trained model written as a model folder with its card
+(`treenets.workflows.export.export_model`)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ class Export(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets.cards import export_model
+        from treenets.workflows.export import export_model
 
         export_model(args.checkpoint, args.out, args.name, args.summary, args.notes, args.half, args.measure,
                      args.device, args.data, args.overwrite, config_file=args.config)

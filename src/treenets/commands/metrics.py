@@ -1,10 +1,10 @@
-"""`treenets metrics`: a run's validation curve (`treenets.runlog.print_metrics`)."""
+"""`treenets metrics`: a run's validation curve (`treenets.core.runlog.print_metrics`)."""
 
 from __future__ import annotations
 
 from treenets.commands import Command, register
 from treenets.commands.options import path_name
-from treenets.runlog import print_metrics
+from treenets.core.runlog import print_metrics
 
 
 @register

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from treenets.core.schema import PRECISIONS
 from treenets.data.treebanks import GoldTreebank
-from treenets.schema import PRECISIONS
 from treenets.trees.ptb import WORD_RULES
 
 MODEL_HELP = "checkpoint files (best.pt), model folders (treenets export) or zoo names (treenets models)"
@@ -61,7 +61,7 @@ def convention_list(text: str) -> list[str]:
 
 def add_overwrite(parser, option: str) -> None:
     """`--overwrite`: let `option`, a folder of outputs, be one holding files no earlier run wrote
-    (`treenets.files.report_folder`)."""
+    (`treenets.core.files.report_folder`)."""
     parser.add_argument("--overwrite", action="store_true",
                         help=f"with {option}: write into a folder holding other files too (those of the names "
                              "written are replaced, the others kept)")

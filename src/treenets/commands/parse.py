@@ -1,4 +1,4 @@
-"""`treenets parse`: the trees a model induces for sentences (`treenets.parsing.print_trees`)."""
+"""`treenets parse`: the trees a model induces for sentences (`treenets.workflows.parse.print_trees`)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class Parse(Command):
         return True
 
     def run(self, args):
-        from treenets.parsing import print_trees
+        from treenets.workflows.parse import print_trees
 
         model = args.checkpoint
         if args.ensemble:

@@ -1,5 +1,5 @@
 """`treenets parse-eval`: score a model's induced trees, or any parser's, against a treebank
-(`treenets.parsing.evaluate_parsing`)."""
+(`treenets.workflows.parse_eval.evaluate_parsing`)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class ParseEval(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets.parsing import evaluate_parsing
+        from treenets.workflows.parse_eval import evaluate_parsing
 
         evaluate_parsing(args.checkpoints, gold_treebank(args), args.layer, args.split, args.output, args.batch_size,
                          args.random_draws, args.device, args.data, args.convention, args.bootstrap, args.seed,

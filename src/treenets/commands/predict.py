@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from treenets.commands import Command, register
 from treenets.commands.options import MODEL_HELP, add_device, add_precision, add_pretokenized, add_threads
-from treenets.files import json_text
+from treenets.core.files import json_text
 
 
 @register

@@ -74,9 +74,9 @@ def print_samples(ref: str, count: int, seed: int | None = None, max_length: int
     """`treenets sample`: `count` sentences drawn from the grammar `ref`, one a line; with `tree` each one's tree as
     `treenets parse` draws a grammar's (bracketed, drawn as text, labelled); with `as_json` one JSON object a line.
     The seed (chosen when None) and the trees drawn again for `max_length` are named on stderr."""
-    from treenets.console import note
-    from treenets.errors import TreenetsError
-    from treenets.limits import MAX_TREE_DEPTH
+    from treenets.core.console import note
+    from treenets.core.errors import TreenetsError
+    from treenets.core.limits import MAX_TREE_DEPTH
     from treenets.predictors import Predictor
     from treenets.predictors.pcfg import GrammarModel
     from treenets.trees.draw import ascii_art, bracketed

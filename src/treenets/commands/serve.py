@@ -1,10 +1,10 @@
-"""`treenets serve`: a local web page of the models' trees, distances and surprisal (`treenets.serve`)."""
+"""`treenets serve`: a local web page of the models' trees, distances and surprisal (`treenets.workflows.serve`)."""
 
 from __future__ import annotations
 
 from treenets.commands import Command, register
 from treenets.commands.options import MODEL_HELP, add_device, add_precision, add_threads, port_number
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 @register
@@ -34,7 +34,7 @@ class Serve(Command):
 
     def run(self, args):
         try:
-            from treenets.serve import serve
+            from treenets.workflows.serve import serve
         except ImportError as exc:  # Starlette and uvicorn are the optional extra `serve`
             raise TreenetsError(f"serve: {exc.name} is not installed (pip install 'treenets[serve]')") from None
         return serve(args.checkpoints, args.host, args.port, args.device, args.precision)

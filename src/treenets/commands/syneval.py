@@ -1,4 +1,4 @@
-"""`treenets syneval`: targeted syntactic evaluation of language models (`treenets.syneval`)."""
+"""`treenets syneval`: targeted syntactic evaluation of language models (`treenets.workflows.syneval`)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Syneval(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets import syneval
+        from treenets.workflows import syneval
 
         syneval.evaluate_models(args.checkpoints, args.cases, args.limit, args.batch_size, args.output, args.device,
                                 args.data)

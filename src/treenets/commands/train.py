@@ -1,10 +1,10 @@
-"""`treenets train`: train a model from a YAML config (`treenets.train.run_training`)."""
+"""`treenets train`: train a model from a YAML config (`treenets.workflows.train.run_training`)."""
 
 from __future__ import annotations
 
 from treenets.commands import Command, register
 from treenets.commands.options import add_data_root, add_device, add_precision, path_name, positive_int
-from treenets.schema import BACKENDS
+from treenets.core.schema import BACKENDS
 
 
 @register
@@ -54,7 +54,7 @@ class Train(Command):
         add_data_root(parser)
 
     def run(self, args):
-        from treenets.train import run_training
+        from treenets.workflows.train import run_training
 
         overrides = list(args.overrides)  # the options that stand for a config key, after --set
         for option, key in ((args.max_steps, "train.max_steps"), (args.max_minutes, "train.max_minutes"),

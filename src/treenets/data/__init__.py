@@ -3,7 +3,7 @@
 One setting finds every dataset: the data root. It is, in order, the `--data` option (or the `root`
 argument), the environment variable `TREENETS_DATA`, `../shared/data` when that folder exists (looked up from
 the current directory and from the source checkout), else the default folder of an installed treenets,
-`data` in the cache (`treenets.folders.default_data_dir`). `datasets.json` lists every file treenets can
+`data` in the cache (`treenets.core.folders.default_data_dir`). `datasets.json` lists every file treenets can
 use, with its size, sha256 and a canonical URL, so that `treenets data check` can verify what is present and
 `treenets data download` can fetch what is missing, from those URLs or from a copy of a data root (a folder, or a
 server holding one: `--from`).
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from treenets import folders
-from treenets.console import note
-from treenets.errors import TreenetsError
+from treenets.core import folders
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
 
 ENV_VAR = "TREENETS_DATA"
 DEFAULT = "the default"  # the origin of the data root when nothing else names one

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 class Batch:

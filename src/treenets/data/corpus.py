@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from treenets.errors import TreenetsError
-from treenets.files import read_text
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.vocab import Vocab
 from treenets.text import NORMALIZERS
-from treenets.vocab import Vocab
 
 FORMAT = "treenets-corpus"
 VERSION = 1  # the format this treenets writes and the newest it reads

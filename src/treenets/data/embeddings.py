@@ -6,9 +6,9 @@ from pathlib import Path
 
 import torch
 
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.data.sick import SPECIALS
-from treenets.errors import TreenetsError
-from treenets.vocab import Vocab
 
 
 def load_embeddings(path: Path, vocab: Vocab, dim: int) -> tuple[torch.Tensor, int]:

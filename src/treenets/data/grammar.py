@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 SHOWN_TOKENS = 24  # an input of more tokens is shown by those around the position
 

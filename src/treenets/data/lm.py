@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.limits import check_lines
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.limits import check_lines
-from treenets.vocab import Vocab
 
 EOS = "<eos>"
 UNK = "<unk>"

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.limits import check_lines
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch, hold_out, require_examples
 from treenets.data.grammar import grammar_error
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.limits import check_lines
 from treenets.trees.parents import ParentTree
-from treenets.vocab import Vocab
 
 # The relations, in the order of the official ON-LSTM code's labels.
 RELATIONS = {

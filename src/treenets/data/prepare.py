@@ -34,11 +34,11 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from treenets.core.errors import TreenetsError
+from treenets.core.files import json_text, output_folder
+from treenets.core.version import __version__
 from treenets.data.corpus import FORMAT, META, SPLITS, VERSION, VOCAB, id_dtype, read_vocabulary
-from treenets.errors import TreenetsError
-from treenets.files import json_text, output_folder
 from treenets.text import get_normalizer
-from treenets.version import __version__
 
 EOS, UNK, WORD_BOUNDARY = "<eos>", "<unk>", "_"
 CHUNK_BYTES = 1 << 20  # lines are handed to the workers about a megabyte at a time

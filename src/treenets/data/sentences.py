@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch
 from treenets.data.lm import check_ids
 from treenets.data.treebanks import resolve_treebank
 from treenets.trees.ptb import load_gold
-from treenets.vocab import Vocab
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import torch
 
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.limits import check_lines
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.limits import check_lines
 from treenets.trees.parents import ParentTree, binarize, parse_parents
-from treenets.vocab import Vocab
 
 # The special tokens in front of `sick.vocab`, in the order of the official port (rows 0..3 of sick_embed.pth).
 SPECIALS = ["<blank>", "<unk>", "<s>", "</s>"]

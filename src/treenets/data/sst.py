@@ -9,12 +9,12 @@ from pathlib import Path
 
 import torch
 
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.limits import check_lines
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.limits import check_lines
 from treenets.trees.parents import ParentTree, node_spans, parse_bracketed
-from treenets.vocab import Vocab
 
 SPLIT_FILES = {"train": "train.txt", "valid": "dev.txt", "test": "test.txt"}
 BINARY = {0: 0, 1: 0, 2: -1, 3: 1, 4: 1}  # fine label -> binary label (-1: no label)

@@ -25,8 +25,8 @@ import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from treenets.core.errors import TreenetsError
 from treenets.data import resolve
-from treenets.errors import TreenetsError
 
 TEMPLATES = "syneval/EMNLP2018/templates"  # under the data root
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from treenets import data
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.evaluation import check_scorable
 from treenets.trees.ptb import WORD_RULES, GoldSentence, WordRule, length_limit, load_gold
 

@@ -47,10 +47,10 @@ from pathlib import Path
 
 import torch
 
-from treenets.errors import TreenetsError
-from treenets.files import held_lock
+from treenets.core.errors import TreenetsError
+from treenets.core.files import held_lock
+from treenets.core.schema import BACKENDS
 from treenets.nn.precision import product_dtype
-from treenets.schema import BACKENDS
 
 ENV_VAR = "TREENETS_BACKEND"
 MARCH_VAR = "TREENETS_MARCH"  # the x86 CPU the kernels are built for (default native), e.g. x86-64-v3: AVX2
@@ -149,11 +149,11 @@ def build_folder(name: str) -> Path:
 
     Raises:
         TreenetsError: naming `$TORCH_EXTENSIONS_DIR` (or torch's default folder) where it is a file or lies under
-            one (`treenets.folders.named_folder`).
+            one (`treenets.core.folders.named_folder`).
     """
     from torch.utils import cpp_extension
 
-    from treenets.folders import named_folder
+    from treenets.core.folders import named_folder
 
     what = "a folder: torch's cache of compiled extensions, where the kernels are built"
     if os.environ.get(EXTENSIONS_VAR):

@@ -31,7 +31,7 @@ from typing import Any, get_args
 import torch
 from pydantic import BaseModel, model_validator
 
-from treenets.schema import Section
+from treenets.core.schema import Section
 
 
 def union_members(annotation) -> dict[str, type]:

@@ -24,8 +24,9 @@ took, so the dropout masks are drawn afresh at every replay, from the same strea
 Where a capture fails (an operation CUDA graphs cannot hold), the function runs as is from then on, and the
 reason is printed once.
 
-`TrainingWindows` and `EvaluationWindows` apply it to the language models' windows (`treenets.training.trainer`,
-`treenets.tasks.lm`); `capture_refusal` says where it applies: CUDA, the `auto` backend, one process.
+`TrainingWindows` and `EvaluationWindows` apply it to the language models' windows
+(`treenets.workflows.training.trainer`, `treenets.tasks.lm`); `capture_refusal` says where it applies: CUDA,
+the `auto` backend, one process.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from treenets.console import note
-from treenets.errors import TreenetsError
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
 from treenets.nn.backend import get_backend
 from treenets.nn.precision import autocast, product_dtype
 
@@ -215,7 +216,7 @@ class TrainingWindows:
     """A language model's training windows as CUDA graphs: `forward_backward` (the forward over the window from the
     carried state, the loss, the backward into gradients kept in place, the clipping) and `step` (the optimiser's
     update at the window's learning rates), two graphs, so that the caller can check the loss and the norm before
-    the update, as `treenets.training.trainer` does.
+    the update, as `treenets.workflows.training.trainer` does.
 
     Args:
         model: the network (its parameters get gradient tensors now, kept for the graphs' life).

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 def as_tensor(value) -> torch.Tensor:
@@ -31,7 +31,7 @@ def load_renamed(model, state_dict: Mapping, renamed: dict, what: str, arguments
         what: what the state_dict should be, for messages ("an official ON-LSTM state_dict for nlayers=3").
         arguments: the constructor arguments the shapes follow from, for messages.
         source: the file the state_dict was read from, which the messages name (default: its `source`
-            attribute where it has one: a golden fixture's `params.npz`, `treenets.golden.Arrays`).
+            attribute where it has one: a golden fixture's `params.npz`, `treenets.workflows.check_golden.Arrays`).
 
     Raises:
         TreenetsError: a key missing or unexpected, an array that is not floats where the model holds weights,

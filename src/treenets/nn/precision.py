@@ -26,8 +26,8 @@ import platform
 
 import torch
 
-from treenets.errors import TreenetsError
-from treenets.schema import PRECISIONS
+from treenets.core.errors import TreenetsError
+from treenets.core.schema import PRECISIONS
 
 
 def autocast(precision: str, device: torch.device | str):

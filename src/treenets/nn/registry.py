@@ -4,7 +4,7 @@ A model lives in its own package under `treenets/nn/` (`treenets/nn/onlstm/`, `t
 its network (`model.py`, read top to bottom), the conversion of the official `state_dict` (`convert.py`), the
 fixture kinds `treenets check-golden` runs for it (`fixtures.py`), the C++ kernels it builds (`<name>_cpu.cpp`) and
 what its configs offer the tasks. Its `__init__.py` declares all of that in one `register(Model(...))`; the shared
-layers (`check-golden`, the kernels' builds, the tasks' config schemas, `treenets.convert`) read the registry
+layers (`check-golden`, the kernels' builds, the tasks' config schemas, `treenets.workflows.convert`) read the registry
 and name no model. Adding a model is adding such a folder: `all_models` finds and imports it.
 
 What a folder names by module (`"convert:from_official"`) is imported only when it is used, so that the registry
@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 NN = Path(__file__).parent
 
@@ -52,16 +52,18 @@ class Model:
             kind (`treenets.nn.encoders`: "sentences", "pairs", "sequences"), each with a literal `name` and
             `build(in_dim)`; a classifier's `encoder` section is the union of every model's (`encoder_union`).
         convert: `"module:function"`: the official `state_dict` and constructor arguments -> the network, its
-            weights loaded (`treenets.convert.from_official`); None where there is no official code to load from.
+            weights loaded (`treenets.workflows.convert.from_official`); None where there is no official code to
+            load from.
         fixtures: `check-golden` kind (the `kind` of a fixture's `config.json`) -> `"module:function"`, a
-            `FixtureKind` run (`treenets.golden`).
+            `FixtureKind` run (`treenets.workflows.check_golden`).
         fixture_files: the `.npz` files its fixtures hold besides `config.json` and `outputs.npz` (`params.npz`
             and `inputs.npz` for most; a fixture whose inputs travel in `outputs.npz` lists `params.npz` only).
         fixture_inputs: the prefixes of the arrays of `outputs.npz` that are inputs, not outputs (e.g. `tokens_`
             where the inputs travel there): read by the kind, not compared.
-        fixture_tolerance: None: every array within `treenets.golden.TOLERANCE` (1e-5); a number r: each array
-            within r times its largest magnitude (at least 1), for references whose float32 rounding is larger
-            than 1e-5 (the PCFGs': values derived from log Z in the hundreds); say why where it is declared.
+        fixture_tolerance: None: every array within `treenets.workflows.check_golden.TOLERANCE` (1e-5); a number
+            r: each array within r times its largest magnitude (at least 1), for references whose float32 rounding
+            is larger than 1e-5 (the PCFGs': values derived from log Z in the hundreds); say why where it is
+            declared.
         kernels: the C++ kernels it builds (`treenets.nn.backend`).
         order: its place among the models (the order of unions, listings and messages; then by name).
     """

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 @dataclass

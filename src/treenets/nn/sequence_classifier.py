@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from treenets.core.schema import PositiveInt, Probability
 from treenets.nn.encoders import ClassifierConfig
 from treenets.nn.registry import InducedTrees, encoder_union
-from treenets.schema import PositiveInt, Probability
 
 # The encoders of sequences the models offer (`treenets.nn.registry.encoder_union`), told apart by `name`.
 SequenceEncoderConfig = encoder_union("sequences")

@@ -16,11 +16,11 @@ import torch
 import torch.nn as nn
 from pydantic import Field
 
+from treenets.core.schema import PositiveInt, Probability
 from treenets.nn import precision
 from treenets.nn.dropout import locked_dropout
 from treenets.nn.encoders import ClassifierConfig
 from treenets.nn.registry import InducedTrees, encoder_union
-from treenets.schema import PositiveInt, Probability
 from treenets.trees.parents import ParentTree
 
 # The encoders of sentences the models offer (`treenets.nn.registry.encoder_union`), told apart by `name`; those

@@ -10,7 +10,7 @@ import os
 import torch
 from torch.overrides import TorchFunctionMode
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 def memory_bytes() -> int:

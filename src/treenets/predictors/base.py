@@ -9,12 +9,12 @@ from typing import ClassVar
 
 import torch
 
-from treenets import checkpoint
 from treenets.config import registered_tasks, saved_config, to_dict
-from treenets.devices import resolve_device
-from treenets.errors import TreenetsError
+from treenets.core import checkpoint
+from treenets.core.devices import resolve_device
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.nn.utils import build_within_memory
-from treenets.vocab import Vocab
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Predictor:
 
     @classmethod
     def from_checkpoint(cls, saved: dict, path: str | Path, device="cpu") -> Predictor:
-        """`load` for a model already read with `treenets.zoo.read` (or `treenets.checkpoint.load`) from `path`."""
+        """`load` for a model already read with `treenets.zoo.read` (or `treenets.core.checkpoint.load`) from `path`."""
         config = saved_config(saved, path)
         task = registered_tasks()[config.task]  # (a task the registry holds: the config was validated)
         if not issubclass(task.Predictor, cls):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.predictors.base import Predictor, TreeInducer
 from treenets.predictors.lm import Layer, Parse
 from treenets.trees.draw import bracketed

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import TreeInducer
 from treenets.predictors.lm import Layer, Parse

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from treenets.core.errors import TreenetsError
 from treenets.data.listops import ListOpsBatch, ListOpsExample, gold_tree, read_sequence
-from treenets.errors import TreenetsError
 from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.induced import InducedTreeParser

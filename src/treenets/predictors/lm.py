@@ -15,7 +15,7 @@ import nltk
 import torch
 
 from treenets.config import registered_tasks
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn import precision
 from treenets.predictors.base import PredictionInput, Predictor, TreeInducer
 from treenets.text import NORMALIZERS, Dropped, check_text, checked_text, get_normalizer, is_number

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn import precision
 from treenets.predictors.lm import LanguageModel, Parse, SentenceScore, _batch_size, _quoted, _sentences
 from treenets.trees.dependencies import heads_from_parents

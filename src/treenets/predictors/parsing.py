@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.chart import tree_crf_marginals
 from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
 from treenets.trees.ensemble import best_binary_trees, nested_from_spans

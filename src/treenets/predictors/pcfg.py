@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from treenets.config import registered_tasks
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.chart import decode_bytes, marginals, mbr, viterbi
 from treenets.nn.sampling import sample_trees
 from treenets.nn.utils import memory_bytes

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.tree_models import expected_score
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.tree_sources import PARSER, sentence_tokens, tree_for

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from treenets.core.errors import TreenetsError
 from treenets.data.sst import CLASS_NAMES
-from treenets.errors import TreenetsError
 from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import PredictionInput, Predictor
 from treenets.predictors.induced import InducedTreeParser

@@ -25,8 +25,8 @@ import tempfile
 import time
 from functools import cache
 
-from treenets.console import note
-from treenets.errors import TreenetsError
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
 from treenets.predictors.base import PredictionInput
 from treenets.text import NORMALIZERS, Dropped, check_text, checked_text, get_normalizer
 from treenets.trees.build import attach_dropped, balanced, right_branching, tree_from_distances
@@ -166,7 +166,7 @@ def cached_trees(source, sentences: list[list[str]], what: str, log=note) -> lis
     (shapes are built, not cached); `what` names the sentences for the log."""
     if isinstance(source, ShapeTrees):
         return source.trees(sentences)
-    from treenets.folders import cache_dir
+    from treenets.core.folders import cache_dir
 
     digest = hashlib.sha256(f"{TREES_VERSION} {source.key()}".encode())
     for tokens in sentences:

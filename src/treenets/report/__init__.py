@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from treenets.files import json_text, write_text_atomic
+from treenets.core.files import json_text, write_text_atomic
+from treenets.core.version import __version__
 from treenets.report.markup import Column, Row, Series, chart, element, esc, fixed, percent, score_table
 from treenets.trees import right_branching, sentence_prf, spans
 from treenets.trees.dependency_scoring import GoldDependencies
 from treenets.trees.metrics import LABELS
 from treenets.trees.walk import fold
-from treenets.version import __version__
 
 
 def asset(name: str) -> str:

@@ -18,7 +18,7 @@ import pkgutil
 from functools import cache
 
 from treenets.config import use_task_registry
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 _TASKS: dict[str, type] = {}
 

@@ -9,19 +9,19 @@ from typing import ClassVar
 import torch
 
 from treenets import data
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.data.corpus import PreparedCorpus
-from treenets.errors import TreenetsError
 from treenets.nn.utils import unwrap
 from treenets.tasks.metrics import Metric
-from treenets.vocab import Vocab
 
 
 class Task:
-    """A task for the shared training loop (`treenets.training.trainer`), `treenets eval` and `treenets.load`.
+    """A task for the shared training loop (`treenets.workflows.training.trainer`), `treenets eval` and `treenets.load`.
 
     A subclass declares (class attributes):
         name: the value of `task:` in configs.
-        Config: its config schema (a `treenets.schema.Section` with `task: Literal[name]`).
+        Config: its config schema (a `treenets.core.schema.Section` with `task: Literal[name]`).
         Metric: the `treenets.tasks.metrics.Metric` its `evaluate` returns.
         Predictor: the user-facing class that wraps a trained network (`treenets.predictors`).
         units: what a batch's `size` and `read` count, for speeds in the log ("tokens", "pairs", ...).
@@ -86,7 +86,7 @@ class Task:
     def evaluate_text(cls, predictor, sentences: list[tuple[str, str]], batch_size: int | None = None,
                       pretokenized: bool = False, source: str = "--file", log=None) -> Metric:
         """`treenets eval --file`: the metric of `predictor` (a language model of this task) on the lines of a text,
-        `(where, text)` pairs (`treenets.files.read_sentences`; `source` names the text, `log` takes notes): each
+        `(where, text)` pairs (`treenets.core.files.read_sentences`; `source` names the text, `log` takes notes): each
         line read first (a line with nothing to read is an error naming it), then the predictor's `evaluate`. A task
         whose metric holds more than the predictor's reports it as its `evaluate` does a split's."""
         for where, text in sentences:

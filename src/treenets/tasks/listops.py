@@ -18,13 +18,13 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.config import TrainConfig
+from treenets.core.optim import AdamConfig, OptimConfig
+from treenets.core.schema import PositiveInt, Section
 from treenets.data.batching import ShuffledBatches
 from treenets.data.listops import ListOpsBatch, gold_tree, listops_vocab, read_listops_splits
 from treenets.nn.ordered_memory.encoders import OrderedMemorySequenceEncoderConfig
 from treenets.nn.sequence_classifier import SequenceClassifier, SequenceClassifierConfig, SequenceEncoderConfig
-from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.listops import ListOpsClassifier
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import AccuracyByDepth

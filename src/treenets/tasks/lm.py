@@ -15,20 +15,20 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.config import TrainConfig
+from treenets.core.optim import OptimConfig, SGDConfig
+from treenets.core.schema import NonNegativeFloat, PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.corpus import is_prepared
 from treenets.data.lm import EOS, UNK, BPTTStream, StreamColumns, Window, encode_stream, read_lm_file
 from treenets.nn.graphs import EvaluationWindows, capture_refusal
 from treenets.nn.onlstm.model import ONLSTMConfig
 from treenets.nn.registry import config_union
 from treenets.nn.utils import flatten_state, unflatten_state, unwrap
-from treenets.optim import OptimConfig, SGDConfig
 from treenets.predictors.lm import LanguageModel
-from treenets.schema import NonNegativeFloat, PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Perplexity
 from treenets.text import NormalizerName
-from treenets.vocab import Vocab
 
 # The language models: every model folder's config for the language-model tasks (`treenets.nn.registry`), told
 # apart by `name`; each config's `build(vocab_size)` makes its network.

@@ -18,20 +18,20 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from treenets.config import TrainConfig
+from treenets.core.optim import AdamConfig, OptimConfig
+from treenets.core.schema import PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.batching import ShuffledBatches
 from treenets.data.logic import LABELS, MAX_FILE, LogicBatch, logic_vocab, read_logic_splits
 from treenets.nn.onlstm.encoders import ONLSTMPairEncoderConfig
 from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig, PairEncoderConfig
 from treenets.nn.registry import InducedTrees
-from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.logic import LogicClassifier
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import AccuracyByOperators
 from treenets.trees.build import without
 from treenets.trees.parents import nested_words
-from treenets.vocab import Vocab
 
 
 class LogicDataConfig(Section):

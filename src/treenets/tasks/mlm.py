@@ -22,20 +22,20 @@ import torch
 import torch.nn.functional as F
 
 from treenets.config import TrainConfig
+from treenets.core.errors import TreenetsError
+from treenets.core.optim import AdamConfig, OptimConfig
+from treenets.core.schema import PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch, TokenBudgetBatches
 from treenets.data.lm import read_lm_file
-from treenets.errors import TreenetsError
 from treenets.nn.registry import config_union
 from treenets.nn.structformer.model import StructFormerConfig
 from treenets.nn.utils import unwrap
-from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.mlm import MaskedLanguageModel
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Perplexity
 from treenets.text import NormalizerName
-from treenets.vocab import Vocab
 
 PAD, UNK, MASK = "<pad>", "<unk>", "<mask>"  # ids 0, 1, 2 of every vocabulary of this task
 # The masked language models: every model folder's config for this task (`treenets.nn.registry`).

@@ -22,16 +22,17 @@ import torch
 
 from treenets import data
 from treenets.config import TrainConfig
+from treenets.core.errors import TreenetsError
+from treenets.core.optim import AdamConfig, OptimConfig
+from treenets.core.schema import PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch, ShuffledBatches
 from treenets.data.lm import UNK
 from treenets.data.treebanks import resolve_treebank
-from treenets.errors import TreenetsError
 from treenets.nn.chart import tree_crf_log_z, tree_crf_score
 from treenets.nn.registry import config_union
 from treenets.nn.span_parser.model import SpanParserConfig
-from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.parsing import TreeCRFParser, binary_spans, decode_trees
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Metric
@@ -40,7 +41,6 @@ from treenets.trees.formats import can_be_labelled, tokens_of, tree_of
 from treenets.trees.metrics import sentence_prf, spans
 from treenets.trees.ptb import load_gold
 from treenets.trees.walk import leaves
-from treenets.vocab import Vocab
 
 ParserConfig = config_union("parsing")
 

@@ -23,24 +23,24 @@ import torch
 from pydantic import model_validator
 
 from treenets.config import TrainConfig
+from treenets.core.errors import TreenetsError
+from treenets.core.optim import AdamConfig, OptimConfig
+from treenets.core.schema import NonNegativeInt, PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.batching import Batch, EpochOrder
 from treenets.data.lm import UNK, read_lm_file
 from treenets.data.treebanks import resolve_treebank
-from treenets.errors import TreenetsError
 from treenets.nn.chart import viterbi
 from treenets.nn.neural_pcfg.model import NeuralPCFGConfig
 from treenets.nn.registry import config_union
 from treenets.nn.utils import unwrap
-from treenets.optim import AdamConfig, OptimConfig
 from treenets.predictors.pcfg import GrammarModel
-from treenets.schema import NonNegativeInt, PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Perplexity
 from treenets.text import NormalizerName
 from treenets.trees.metrics import sentence_prf, spans
 from treenets.trees.ptb import load_gold
-from treenets.vocab import Vocab
 
 # The grammars: every model folder's config for this task (`treenets.nn.registry`), told apart by `name`.
 GrammarConfig = config_union("pcfg")

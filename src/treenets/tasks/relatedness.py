@@ -16,16 +16,16 @@ from pydantic import model_validator
 
 from treenets import data
 from treenets.config import TrainConfig
+from treenets.core.optim import AdagradConfig, OptimConfig
+from treenets.core.schema import PositiveInt, Section
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sick import SPLIT_FOLDERS, Pair, PairBatch, read_split, read_vocab
 from treenets.nn.registry import encoder_configs
 from treenets.nn.tree_models import CellEncoderConfig, RelatednessModel, RelatednessModelConfig, expected_score
 from treenets.nn.treelstm.encoders import ChildSumTreeLSTMConfig
-from treenets.optim import AdagradConfig, OptimConfig
 from treenets.predictors.relatedness import RelatednessPredictor
 from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import Correlation

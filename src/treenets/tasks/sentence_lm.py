@@ -15,20 +15,20 @@ import torch.nn.functional as F
 from pydantic import model_validator
 
 from treenets.config import TrainConfig
+from treenets.core.errors import TreenetsError
+from treenets.core.optim import OptimConfig, SGDConfig
+from treenets.core.schema import PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.batching import ShuffledBatches
 from treenets.data.sentences import BOS, EOS, UNK, SentenceBatch, SentenceIds, make_batch, read_sentences
-from treenets.errors import TreenetsError
 from treenets.nn.prpn.model import PRPNConfig
 from treenets.nn.utils import unwrap
-from treenets.optim import OptimConfig, SGDConfig
 from treenets.predictors.lm import LanguageModel
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.lm import LanguageModelConfig, LMLossConfig
 from treenets.tasks.metrics import Perplexity
 from treenets.text import NormalizerName
-from treenets.vocab import Vocab
 
 
 class SentenceDataConfig(Section):

@@ -19,6 +19,9 @@ from pydantic import model_validator
 
 from treenets import data
 from treenets.config import TrainConfig
+from treenets.core.optim import OptimConfig
+from treenets.core.schema import PositiveInt, Section
+from treenets.core.vocab import Vocab
 from treenets.data.batching import ShuffledBatches
 from treenets.data.embeddings import load_embeddings
 from treenets.data.sst import NUM_CLASSES, SPLIT_FILES, TreesBatch, labelled_phrases, read_trees
@@ -26,17 +29,14 @@ from treenets.nn.registry import InducedTrees, encoder_configs
 from treenets.nn.tree_models import SentenceEncoderConfig, SentimentModel, SentimentModelConfig
 from treenets.nn.treelstm.encoders import BinaryTreeLSTMConfig
 from treenets.nn.utils import unwrap
-from treenets.optim import OptimConfig
 from treenets.predictors.sentiment import SentimentClassifier
 from treenets.predictors.tree_sources import DEFAULT_PARSER, cached_trees, tree_source
-from treenets.schema import PositiveInt, Section
 from treenets.tasks import register
 from treenets.tasks.base import Task, evaluating
 from treenets.tasks.metrics import SentimentAccuracy
 from treenets.tasks.relatedness import ADAGRAD_OPTIM
 from treenets.text import NormalizerName
 from treenets.trees.parents import labels_from, nested_words
-from treenets.vocab import Vocab
 
 
 class SSTDataConfig(Section):

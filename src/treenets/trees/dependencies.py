@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from treenets.errors import TreenetsError
-from treenets.files import read_text, write_text_atomic
-from treenets.limits import check_lines
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text, write_text_atomic
+from treenets.core.limits import check_lines
 from treenets.trees.build import random_tree
 from treenets.trees.ptb import PTB, WORD_RULES, TreeSource, WordRule
 from treenets.trees.walk import fold
@@ -272,7 +272,7 @@ def parse_conll(text: str, path: str = "<string>") -> list[DependencySentence]:
     Raises:
         TreenetsError: naming `path:line` and what was expected: a line without 10 columns, an empty column, token
             ids that are not 1, 2, ... n in order, a head that is no integer or out of range, a sentence without a
-            root or with a cycle, a text without a sentence, a line longer than `treenets.limits.MAX_LINE_CHARS`.
+            root or with a cycle, a text without a sentence, a line longer than `treenets.core.limits.MAX_LINE_CHARS`.
     """
     lines = check_lines(text.split("\n"), path)
     sentences: list[DependencySentence] = []

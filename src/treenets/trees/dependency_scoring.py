@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from treenets.errors import TreenetsError
-from treenets.files import read_text
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
 from treenets.trees.dependencies import (
     AttachmentScores,
     DependencySentence,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import nltk
 
-from treenets.errors import TreenetsError
-from treenets.limits import MAX_TREE_DEPTH
+from treenets.core.errors import TreenetsError
+from treenets.core.limits import MAX_TREE_DEPTH
 from treenets.trees.walk import depth, fold
 
 
@@ -85,7 +85,7 @@ def ascii_art(tree, words: list[str]) -> str:
     """The tree drawn with text characters, words along the bottom in sentence order.
 
     Raises:
-        TreenetsError: for a tree deeper than `treenets.limits.MAX_TREE_DEPTH` levels.
+        TreenetsError: for a tree deeper than `treenets.core.limits.MAX_TREE_DEPTH` levels.
     """
     from nltk.tree.prettyprinter import TreePrettyPrinter
 
@@ -98,7 +98,7 @@ def write_svg(tree, path: str | Path) -> None:
     """The tree drawn as SVG (svgling) to `path`.
 
     Raises:
-        TreenetsError: for a tree deeper than `treenets.limits.MAX_TREE_DEPTH` levels.
+        TreenetsError: for a tree deeper than `treenets.core.limits.MAX_TREE_DEPTH` levels.
     """
     import svgling
 

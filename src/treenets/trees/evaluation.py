@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from treenets.errors import TreenetsError
-from treenets.files import write_text_atomic
+from treenets.core.errors import TreenetsError
+from treenets.core.files import write_text_atomic
 from treenets.trees import ParseScores, balanced, left_branching, random_tree, right_branching, sentence_prf, spans
 from treenets.trees.compare import LENGTH_BUCKETS, agreement, bucket_counts, bucket_name, by_length, pairwise_bootstrap
 from treenets.trees.conventions import CONVENTIONS, ConventionScores

@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.ptb import Nested, unwrapped
 from treenets.trees.walk import fold, leaves
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.trees.walk import fold
 
 

@@ -40,9 +40,9 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.limits import check_lines
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.limits import check_lines
 from treenets.trees.formats import FORMATS, Line, can_be_labelled, read_lines, span_ends
 from treenets.trees.ptb import WORD_RULES, GoldSentence
 from treenets.trees.walk import fold

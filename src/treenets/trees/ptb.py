@@ -17,9 +17,9 @@ from pathlib import Path
 
 import nltk
 
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.limits import MAX_TREE_DEPTH, check_lines
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.limits import MAX_TREE_DEPTH, check_lines
 from treenets.trees.metrics import node_spans
 from treenets.trees.walk import fold
 
@@ -147,7 +147,7 @@ def parse_trees(text: str, path: str = "<string>") -> list[tuple[nltk.Tree, Tree
 
     Raises:
         TreenetsError: naming the file and line of a malformed tree, a tree deeper than
-            `treenets.limits.MAX_TREE_DEPTH` levels, or a line longer than `treenets.limits.MAX_LINE_CHARS`.
+            `treenets.core.limits.MAX_TREE_DEPTH` levels, or a line longer than `treenets.core.limits.MAX_LINE_CHARS`.
     """
     check_lines(text.split("\n"), path)  # numbered as `_split_brackets` numbers them
     trees = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.compound_pcfg.model import CompoundPCFG
 from treenets.nn.official import load_renamed
 

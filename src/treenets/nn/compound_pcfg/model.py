@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+from treenets.core.schema import PositiveInt
 from treenets.nn.grammars import CompoundGrammar
 from treenets.nn.neural_pcfg.model import NeuralPCFG, NeuralPCFGConfig
-from treenets.schema import PositiveInt
 
 
 class CompoundPCFGConfig(NeuralPCFGConfig):

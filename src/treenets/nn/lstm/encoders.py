@@ -8,9 +8,9 @@ from typing import ClassVar, Literal
 
 import torch
 
+from treenets.core.schema import PositiveInt, Probability, Section
 from treenets.nn.encoders import last_states
 from treenets.nn.lstm.model import LSTMStack
-from treenets.schema import PositiveInt, Probability, Section
 
 
 class LSTMEncoder(LSTMStack):

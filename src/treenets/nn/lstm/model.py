@@ -27,9 +27,9 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call
 
+from treenets.core.schema import PositiveInt, Probability, Section
 from treenets.nn.dropout import dropconnect, locked_dropout
 from treenets.nn.language_model import RecurrentStackLanguageModel
-from treenets.schema import PositiveInt, Probability, Section
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
 

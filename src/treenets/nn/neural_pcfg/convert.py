@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.neural_pcfg.model import NeuralPCFG
 from treenets.nn.official import load_renamed
 

@@ -23,7 +23,7 @@ def batches(outputs: dict, path) -> list[int]:
     """The numbers i of the batches whose `tokens_i` the fixture holds."""
     found = sorted(int(name.rsplit("_", 1)[1]) for name in outputs if name.startswith("tokens_"))
     if not found:
-        from treenets.errors import TreenetsError
+        from treenets.core.errors import TreenetsError
 
         raise TreenetsError(f"{path.parent / 'outputs.npz'}: no tokens_0 (a PCFG fixture's inputs are its batches "
                             "tokens_i [B, n])")

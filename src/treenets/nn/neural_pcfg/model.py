@@ -37,9 +37,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from treenets.core.schema import PositiveInt, Section
 from treenets.nn.chart import Grammar, inside
 from treenets.nn.grammars import PCFGOutput, symbol_network
-from treenets.schema import PositiveInt, Section
 
 
 class NeuralPCFGConfig(Section):

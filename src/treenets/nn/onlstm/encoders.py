@@ -9,9 +9,9 @@ from typing import ClassVar, Literal
 import torch
 from pydantic import model_validator
 
+from treenets.core.schema import PositiveInt, Probability, Section
 from treenets.nn.encoders import last_states
 from treenets.nn.onlstm.model import ONLSTMStack
-from treenets.schema import PositiveInt, Probability, Section
 
 
 class ONLSTMEncoder(ONLSTMStack):

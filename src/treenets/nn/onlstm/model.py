@@ -38,11 +38,11 @@ import torch
 import torch.nn as nn
 from pydantic import model_validator
 
+from treenets.core.schema import PositiveInt, Probability, Section
 from treenets.nn.backend import as_step_states, kernels_for, step_function
 from treenets.nn.dropout import dropconnect, locked_dropout
 from treenets.nn.language_model import RecurrentStackLanguageModel
 from treenets.nn.precision import full_precision, low_precision_copy
-from treenets.schema import PositiveInt, Probability, Section
 
 State = tuple[torch.Tensor, torch.Tensor]  # (h, c) of one layer, each [B, H]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.official import as_tensor, load_renamed
 from treenets.nn.ordered_memory.encoders import OrderedMemoryPairEncoderConfig
 from treenets.nn.pair_classifier import PairClassifier, PairClassifierConfig

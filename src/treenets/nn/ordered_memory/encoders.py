@@ -9,8 +9,8 @@ from typing import ClassVar, Literal
 import torch
 import torch.nn as nn
 
+from treenets.core.schema import PositiveInt, Probability, Section
 from treenets.nn.ordered_memory.model import OrderedMemory, OrderedMemoryOutput
-from treenets.schema import PositiveInt, Probability, Section
 
 
 class OrderedMemoryEncoder(OrderedMemory):

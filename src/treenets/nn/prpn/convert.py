@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.official import check_tied, load_renamed
 from treenets.nn.prpn.model import PRPNLanguageModel
 

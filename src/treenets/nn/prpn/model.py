@@ -48,10 +48,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from pydantic import Field
 
+from treenets.core.schema import PositiveFloat, PositiveInt, Probability, Section
 from treenets.nn.backend import as_step_states, kernels_for, step_function
 from treenets.nn.language_model import LanguageModelBase
 from treenets.nn.precision import full_precision, low_precision_copy
-from treenets.schema import PositiveFloat, PositiveInt, Probability, Section
 
 
 class LayerNorm(nn.Module):

@@ -56,9 +56,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from treenets.core.schema import PositiveInt, Section
 from treenets.nn.chart import Grammar, inside
 from treenets.nn.grammars import CompoundGrammar, PCFGOutput, ResidualLayer, symbol_network
-from treenets.schema import PositiveInt, Section
 
 
 class SimpleNeuralPCFGConfig(Section):

@@ -36,7 +36,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from treenets.schema import NonNegativeFloat, PositiveInt, Section
+from treenets.core.schema import NonNegativeFloat, PositiveInt, Section
 
 BYTES = 256  # the character inventory: the bytes of a word's UTF-8 (no vocabulary of characters to keep)
 PAD_BYTE, BOUNDARY_BYTE = 256, 257  # padding, and the one character of <s> and </s>

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.official import fixture_arg, fixture_ids
 from treenets.nn.structformer.convert import from_official
 from treenets.trees import tree_from_distances

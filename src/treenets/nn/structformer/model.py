@@ -54,7 +54,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from pydantic import Field, field_validator
 
-from treenets.schema import PositiveInt, Probability, Section
+from treenets.core.schema import PositiveInt, Probability, Section
 
 RELATIONS = ("parent", "child", "sibling")
 OFFICIAL_RELATIONS = {"head": "parent", "child": "child", "cibling": "sibling"}  # the official names -> ours

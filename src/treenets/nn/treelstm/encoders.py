@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from treenets.core.schema import PositiveInt, Section
 from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, SequenceLSTM
-from treenets.schema import PositiveInt, Section
 
 
 class _SentenceEncoder(Section):

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn import precision
 from treenets.nn.backend import kernels_for
 from treenets.nn.graphs import GraphedWindows, capture_refusal, cuda_capture

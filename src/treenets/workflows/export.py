@@ -19,10 +19,10 @@ import yaml
 
 from treenets import zoo
 from treenets.config import to_dict
-from treenets.console import note
-from treenets.errors import TreenetsError
-from treenets.files import read_text
-from treenets.runlog import format_figure, read_metrics
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
+from treenets.core.files import read_text
+from treenets.core.runlog import format_figure, read_metrics
 from treenets.trees.metrics import LABELS
 
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
@@ -142,7 +142,7 @@ def measure_figures(predictor, name: str, summary: str = "", root=None, training
 def training_info(checkpoint_path: Path, saved: dict) -> dict:
     """What a run's checkpoints say about its training: the model it started from (`train --init`), steps, epochs
     and time (from `last.pt` beside it)."""
-    from treenets import checkpoint
+    from treenets.core import checkpoint
 
     info = {}
     if "trainer" in saved:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 RUN_FILES = ("last.pt", "best.pt", "metrics.jsonl", "tensorboard")
 

@@ -32,9 +32,9 @@ import sys
 import time
 from pathlib import Path
 
-from treenets.console import note
-from treenets.errors import TreenetsError
-from treenets.files import write_text_atomic
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
+from treenets.core.files import write_text_atomic
 from treenets.trees.draw import bracketed
 from treenets.trees.ensemble import combine, nested_from_spans
 from treenets.trees.metrics import node_spans
@@ -99,9 +99,9 @@ class Teachers:
 
     def __init__(self, refs: list[str], pretokenized: bool, device="cpu", weights: list[float] | None = None,
                  mode: str = "generative", corpus_size: int | None = None):
-        from treenets.parsing import system_kind
         from treenets.predictors.base import Predictor
         from treenets.predictors.ensemble import EnsembleParser, Member, ensemble_definition
+        from treenets.workflows.parse_eval import system_kind
         from treenets.zoo import ensemble_folder
 
         if len(refs) > 1:
@@ -335,7 +335,7 @@ def distill(refs: list[str], corpus: str, out: str, config: str | None = None, o
             progress: bool = True) -> int:
     """`treenets distill`: stage 1 (`teacher_trees`), then stage 2, the student's training in `out/run` (resumed
     where it holds a checkpoint). Returns the exit status."""
-    from treenets.train import run_training
+    from treenets.workflows.train import run_training
 
     folder = Path(out)
     trees = teacher_trees(refs, corpus, folder, shard, workers, pretokenized, weights, mode, device, root, overwrite,

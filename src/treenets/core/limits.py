@@ -13,7 +13,7 @@ error (naming the file and line) instead of exhausting memory or the Python stac
 
 from __future__ import annotations
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 MAX_LINE_CHARS = 1_000_000
 MAX_TREE_DEPTH = 300

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.registry import FixtureKind, fixture_kinds
 
 TOLERANCE = 1e-5  # model outputs

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from treenets.console import note
-from treenets.errors import TreenetsError
-from treenets.files import output_file, read_text, refuse_output_over_inputs, write_text_atomic
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
+from treenets.core.files import output_file, read_text, refuse_output_over_inputs, write_text_atomic
 from treenets.trees.draw import bracketed
 from treenets.trees.ensemble import combine, nested_from_spans
 from treenets.trees.metrics import node_spans
@@ -31,10 +31,11 @@ def system_trees(refs: list, sentences, treebank, fmt: str = "auto", drop_punctu
     """Each system's tree of every sentence (nested lists over the sentence's positions; None where it has none),
     read as `parse-eval` reads its systems; a model's (`Member`: REF[:layer=L][:decode=D]) from its layer and
     decoder, else its default layer and `decode` where it has decoders."""
-    from treenets.parsing import _check_decoder, _file_notes, system_kind
     from treenets.predictors.ensemble import EnsembleParser, Member
     from treenets.predictors.lm import LanguageModel
     from treenets.trees.evaluation import evaluate_file, evaluate_model
+    from treenets.workflows.parse import check_decoder
+    from treenets.workflows.parse_eval import file_notes, system_kind
     from treenets.zoo import ensemble_folder
 
     members = [Member.read(ref, "ensemble") for ref in refs]
@@ -50,7 +51,7 @@ def system_trees(refs: list, sentences, treebank, fmt: str = "auto", drop_punctu
                                     "model's)")
             result, predicted = evaluate_file(member.ref, sentences, treebank.describe_words(),
                                               treebank.length_limit, fmt, drop_punctuation)
-            for line in _file_notes(predicted, sentences, treebank.length_limit):
+            for line in file_notes(predicted, sentences, treebank.length_limit):
                 note(line)
             trees = result.trees
         else:
@@ -58,7 +59,7 @@ def system_trees(refs: list, sentences, treebank, fmt: str = "auto", drop_punctu
             lm = (EnsembleParser.from_folder(folder, device) if folder
                   else LanguageModel.load(member.ref, device=device))
             chosen = member.decode or (decode if decode in lm.decoders else None)
-            _check_decoder(lm, str(member), member.decode or decode)
+            check_decoder(lm, str(member), member.decode or decode)
             layer = lm.layers(member.layer, f"{member}: layer")[0] if member.layer else lm.default_layer
             results, _, _ = evaluate_model(lm, str(member), sentences, [layer], "official", batch_size,
                                            options={"decode": chosen} if chosen else {})
@@ -170,14 +171,15 @@ def save_ensemble(refs: list, out: str, name: str, summary: str, weights: str | 
                   mode: str = "generative", root=None, device="cpu", notes: str | None = None) -> Path:
     """Write the zoo folder of the ensemble of the models `refs` (zoo names, so that the folder names them, each
     with its layer or decoder: `Member`): `ensemble.json` (the members, their weights, the mode), `metrics.json`
-    (its headline figures, each member's, and the check the tests recompute: `treenets.cards.check_figures`) and
-    `README.md`, its card, with `notes` (a markdown file: how the ensemble was chosen) as its section "Choice".
+    (its headline figures, each member's, and the check the tests recompute:
+    `treenets.workflows.export.check_figures`) and `README.md`, its card, with `notes` (a markdown file: how the
+    ensemble was chosen) as its section "Choice".
     Returns the folder."""
     import json
 
     from treenets import zoo
-    from treenets.cards import check_figures
     from treenets.predictors.ensemble import CONFIG, EnsembleParser, ensemble_definition
+    from treenets.workflows.export import check_figures
 
     members, values, mode = ensemble_definition(refs, parse_weights(weights, len(refs)), mode, "--save-as",
                                                 "--weights")
@@ -207,10 +209,10 @@ def _variants(ref: str, sentences, treebank, fmt, drop_punctuation, batch_size, 
     """The ways system `ref` parses the treebank: (member, its trees over positions, its official sentence-F1),
     one for a file or a member given with its options; a model's each layer (its rows of distances, their mean)
     under each decoder, parsed once."""
-    from treenets.parsing import system_kind
     from treenets.predictors.ensemble import Member
     from treenets.predictors.lm import LanguageModel
     from treenets.trees.evaluation import evaluate_model
+    from treenets.workflows.parse_eval import system_kind
     from treenets.zoo import ensemble_folder
 
     member = Member.read(ref, "--choose-on")
@@ -305,6 +307,6 @@ def ensemble_card(metrics: dict) -> str:
         lines += [f"| {system} | {100 * r['sentence_f1']:.1f} | {100 * r['corpus_f1']:.1f} | "
                   f"{100 * r['kim_sentence_f1']:.1f} |" for system, r in rows.items()]
         lines.append("")
-    lines += ["The figure the tests recompute from the shipped files (`treenets.cards.check_figures`):", ""]
+    lines += ["The figure the tests recompute from the shipped files (`treenets.workflows.export.check_figures`):", ""]
     lines += [f"- {key}: {value:.6f}" for key, value in metrics["check"].items()]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 from treenets.nn.registry import all_models, model
 
 

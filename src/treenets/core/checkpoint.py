@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 FORMAT = "treenets-checkpoint"
 VERSION = 1
@@ -126,7 +126,7 @@ def load(path: str | Path, task: str | None = None) -> dict:
             raise TreenetsError(f"{path}: truncated or corrupt checkpoint ({_first_line(exc)})") from None
         raise TreenetsError(
             f"{path}: not a treenets checkpoint: it holds pickled Python objects ({refused.group(1)}) that are not "
-            "loaded for safety; official checkpoints load through treenets.convert") from None
+            "loaded for safety; official checkpoints load through treenets.workflows.convert") from None
     except (RuntimeError, EOFError, OSError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as exc:
         raise TreenetsError(f"{path}: truncated or corrupt checkpoint ({_first_line(exc)})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:

@@ -7,9 +7,9 @@ TensorBoard when installed), atomic checkpoints that resume bit for bit, a check
 DistributedDataParallel when started by `torchrun`.
 
 Files in the run folder: `last.pt` (everything to resume), `best.pt` (the weights with the best validation
-metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml`. `treenets.train` is `treenets
-train`: the config read, the run folder prepared and locked (`run_folder.py`), the run, and where its files are
-printed; `checks.py` checks what a run starts from.
+metric, averaged weights once averaged SGD is on), `metrics.jsonl`, `config.yaml`. `treenets.workflows.train`
+is `treenets train`: the config read, the run folder prepared and locked (`run_folder.py`), the run, and where its
+files are printed; `checks.py` checks what a run starts from.
 """
 
 from __future__ import annotations
@@ -27,20 +27,20 @@ import torch.distributed as dist
 import yaml
 from tqdm.auto import tqdm
 
-from treenets import checkpoint, optim
 from treenets.config import to_dict
-from treenets.console import note
-from treenets.devices import resolve_device, set_threads
-from treenets.errors import TreenetsError
+from treenets.core import checkpoint, optim
+from treenets.core.console import note
+from treenets.core.devices import resolve_device, set_threads
+from treenets.core.errors import TreenetsError
+from treenets.core.runlog import MetricsLog, format_figure
+from treenets.core.vocab import Vocab
 from treenets.nn import graphs
 from treenets.nn.backend import set_backend
 from treenets.nn.precision import autocast, check_precision
 from treenets.nn.utils import check_fits
-from treenets.runlog import MetricsLog, format_figure
 from treenets.tasks import make_task
 from treenets.tasks.metrics import Metric
-from treenets.training.checks import InitialModel, check_same_words, warn_unknown_words
-from treenets.vocab import Vocab
+from treenets.workflows.training.checks import InitialModel, check_same_words, warn_unknown_words
 
 
 @dataclass

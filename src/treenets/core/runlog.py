@@ -9,8 +9,8 @@ import math
 import os
 from pathlib import Path
 
-from treenets.errors import TreenetsError
-from treenets.files import plot_file, read_text
+from treenets.core.errors import TreenetsError
+from treenets.core.files import plot_file, read_text
 
 
 def format_figure(value) -> str:

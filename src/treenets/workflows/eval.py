@@ -11,13 +11,13 @@ from tqdm.auto import tqdm
 
 from treenets import zoo
 from treenets.config import to_dict
-from treenets.console import note
-from treenets.devices import resolve_device
-from treenets.errors import TreenetsError
-from treenets.files import json_text, plot_file, read_sentences, record_outputs, report_folder, write_text_atomic
+from treenets.core.console import note
+from treenets.core.devices import resolve_device
+from treenets.core.errors import TreenetsError
+from treenets.core.files import json_text, plot_file, read_sentences, record_outputs, report_folder, write_text_atomic
+from treenets.core.runlog import format_breakdown, plot_breakdown
 from treenets.predictors import LanguageModel, Predictor
 from treenets.report import eval_document, write_report
-from treenets.runlog import format_breakdown, plot_breakdown
 from treenets.tasks import make_task, task_class
 from treenets.tasks.metrics import Metric
 
@@ -27,7 +27,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
                    corpus=None, source: str = "--file") -> tuple[Metric, dict, dict]:
     """The metric of the model `ref` (a checkpoint, model folder or zoo name) on `split` of its dataset (of the
     folder `corpus` instead, for a task whose data is a folder: a prepared corpus or Mikolov files), or, given
-    `sentences` (`(where, text)` pairs, e.g. from `treenets.files.read_sentences`), of a language model on them,
+    `sentences` (`(where, text)` pairs, e.g. from `treenets.core.files.read_sentences`), of a language model on them,
     each read on its own as `LanguageModel.score` reads it (the task's `evaluate_text`: a grammar's as a split's,
     its KL included; `source` names the text in messages); its network's config (the `model` section as a
     dict: models with the same one are seeds of one architecture); and counts beside the metric (of `corpus`:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 class Vocab:

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 CACHE_ENV = "TREENETS_CACHE"
 URL_SCHEMES = ("http", "https", "file")  # what `treenets.data.fetch` downloads from
@@ -91,7 +91,7 @@ def copy_url(value: str | os.PathLike, setting: str, what: str) -> str:
 def checkout() -> Path | None:
     """The source checkout treenets runs from (the folder holding `pyproject.toml` and `src/treenets`), or None
     for an installed treenets."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # src/treenets/core/folders.py
     return root if (root / "pyproject.toml").is_file() and (root / "src" / "treenets").is_dir() else None
 
 

@@ -1,22 +1,22 @@
 """`treenets train`: the config read (a file, a checkpoint's to resume, or a trained model's to start from), the run
-folder prepared and locked (`treenets.training.run_folder`), the run (`treenets.training.trainer.Trainer`, the loop
-shared by every task), and where its files are printed."""
+folder prepared and locked (`treenets.workflows.training.run_folder`), the run
+(`treenets.workflows.training.trainer.Trainer`, the loop shared by every task), and where its files are printed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from treenets import checkpoint
 from treenets.config import load_config, saved_config
-from treenets.console import note
-from treenets.devices import resolve_device
-from treenets.errors import TreenetsError
-from treenets.files import output_folder
+from treenets.core import checkpoint
+from treenets.core.console import note
+from treenets.core.devices import resolve_device
+from treenets.core.errors import TreenetsError
+from treenets.core.files import output_folder
+from treenets.core.runlog import format_figure
 from treenets.nn.precision import check_precision
-from treenets.runlog import format_figure
-from treenets.training.checks import InitialModel
-from treenets.training.run_folder import check_not_a_model_folder, prepare_run_folder, run_folder_lock
-from treenets.training.trainer import Trainer
+from treenets.workflows.training.checks import InitialModel
+from treenets.workflows.training.run_folder import check_not_a_model_folder, prepare_run_folder, run_folder_lock
+from treenets.workflows.training.trainer import Trainer
 
 
 def run_training(config_file: str | None = None, overrides: tuple[str, ...] | list[str] = (),

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import torch
 from pydantic import Discriminator, Field, Tag
 
-from treenets.schema import NonNegativeFloat, PositiveFloat, PositiveInt, Section
+from treenets.core.schema import NonNegativeFloat, PositiveFloat, PositiveInt, Section
 
 
 class OptimizerBase(Section):

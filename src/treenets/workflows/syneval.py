@@ -16,10 +16,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from treenets.console import note
+from treenets.core.console import note
+from treenets.core.devices import resolve_device
+from treenets.core.files import json_text, output_file, refuse_output_over_inputs
 from treenets.data.syneval import CaseItems, load_case, select_cases, templates_folder
-from treenets.devices import resolve_device
-from treenets.files import json_text, output_file, refuse_output_over_inputs
 from treenets.predictors.lm import LanguageModel
 from treenets.report import report_beside, write_report
 

@@ -31,9 +31,9 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 import treenets
-from treenets.console import note
+from treenets.core.console import note
+from treenets.core.errors import TreenetsError
 from treenets.data.sst import CLASS_NAMES, NUM_CLASSES
-from treenets.errors import TreenetsError
 from treenets.nn.precision import autocast, check_precision
 from treenets.predictors.ensemble import EnsembleParser
 from treenets.predictors.lm import LanguageModel

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
+from treenets.core.vocab import Vocab
 from treenets.tasks import make_task
-from treenets.vocab import Vocab
 
 
 @dataclass

@@ -13,7 +13,7 @@ import math
 import os
 from pathlib import Path
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 @contextlib.contextmanager
@@ -196,7 +196,7 @@ def plot_file(path: str | os.PathLike, option: str) -> Path:
 def read_sentences(path: str | os.PathLike, option: str) -> list[tuple[str, str]]:
     """The sentences of a text file given as `option`, one per line, blank lines skipped, each with its
     `file:line` for messages; an error for a file without one."""
-    from treenets.limits import check_lines
+    from treenets.core.limits import check_lines
 
     lines = check_lines(read_text(path, f"{option}: a text file of sentences, one per line").splitlines(), path)
     sentences = [(f"{path}:{number}", line) for number, line in enumerate(lines, start=1) if line.strip()]

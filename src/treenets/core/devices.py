@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from treenets.errors import TreenetsError
+from treenets.core.errors import TreenetsError
 
 
 def resolve_device(name: str | torch.device, option: str = "train.device") -> torch.device:
