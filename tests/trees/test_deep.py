@@ -22,7 +22,7 @@ from treenets.data.sst import read_trees
 from treenets.nn.backend import use_backend
 from treenets.nn.treelstm.model import NaryTreeLSTM, TreeBatch
 from treenets.predictors import LanguageModel
-from treenets.predictors.lm import Parse
+from treenets.predictors.parse import Parse
 from treenets.tasks import make_task
 from treenets.trees import (
     ParseScores,

@@ -11,8 +11,9 @@ Memory encoder (`InducedParse`) — each with `predict`, `save` and typed result
 from treenets.predictors.base import PredictionInput, Predictor, prediction_inputs
 from treenets.predictors.induced import InducedParse
 from treenets.predictors.listops import ListOpsClassifier, ListOpsValue
-from treenets.predictors.lm import LanguageModel, Parse, SentenceScore
+from treenets.predictors.lm import LanguageModel, SentenceScore
 from treenets.predictors.logic import LogicClassifier, Relation
+from treenets.predictors.parse import Parse
 from treenets.predictors.relatedness import Relatedness, RelatednessPredictor
 from treenets.predictors.sentiment import Sentiment, SentimentClassifier
 

@@ -134,7 +134,7 @@ class TreeInducer:
     """What a predictor that induces trees offers `treenets parse`, `serve` and `parse-eval` (a language model; a
     model whose encoder may induce them): `read(text, pretokenized, where)` the tokens it reads or a clear error,
     `layers(spec, option)` the rows of distances a spec names (an error where it induces none), `default_layer`,
-    and `parse(texts, layer, split, batch_size, pretokenized)` a `treenets.predictors.lm.Parse` per text, which
+    and `parse(texts, layer, split, batch_size, pretokenized)` a `treenets.predictors.parse.Parse` per text, which
     declares what it holds besides its tree (`record_fields`, `notes`, `row_name`). A predictor whose `parse` takes
     a `decode` lists its values in `decoders` (the first its default); `tree_source` says where its trees come
     from, and `unknown_words` how it reads a word outside its vocabulary, for messages."""
@@ -147,3 +147,34 @@ class TreeInducer:
     def induces_trees(self) -> bool:
         """Whether it induces trees over words that can be scored against a treebank's."""
         return True
+
+
+def describe(value) -> str:
+    """What a value that is not a sentence is, for a message."""
+    if isinstance(value, list | tuple):
+        odd = next((w for w in value if not isinstance(w, str)), None)
+        return f"a list holding {type(odd).__name__} {odd!r:.40}"
+    return f"{type(value).__name__} {value!r:.40}"
+
+
+def sentence_list(sentences) -> list:
+    """`sentences` as a list (one string or several sentences), or a TypeError naming the argument."""
+    if isinstance(sentences, list | tuple):
+        return list(sentences)
+    raise TypeError(f"sentences: expected a string or a list of sentences (strings or word lists), not "
+                    f"{describe(sentences)}")
+
+
+def checked_batch_size(value) -> int:
+    """`batch_size` if it is a whole number of at least 1, else an error naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"batch_size: expected a whole number, not {type(value).__name__} {value!r:.20}")
+    if value < 1:
+        raise ValueError(f"batch_size={value}: expected at least 1")
+    return value
+
+
+def quoted(text: str | list[str], limit: int = 60) -> str:
+    """`text` (a list joined by spaces) quoted for a message, cut after `limit` characters."""
+    text = text if isinstance(text, str) else " ".join(text)
+    return repr(text if len(text) <= limit else text[:limit] + "...")

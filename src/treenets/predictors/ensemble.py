@@ -16,7 +16,7 @@ import torch
 
 from treenets.core.errors import TreenetsError
 from treenets.predictors.base import Predictor, TreeInducer
-from treenets.predictors.lm import Layer, Parse
+from treenets.predictors.parse import Layer, Parse
 from treenets.trees.draw import bracketed
 from treenets.trees.ensemble import combine, nested_from_spans
 from treenets.trees.metrics import node_spans

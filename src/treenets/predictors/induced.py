@@ -17,7 +17,7 @@ import torch
 from treenets.core.errors import TreenetsError
 from treenets.nn.registry import InducedTrees
 from treenets.predictors.base import TreeInducer
-from treenets.predictors.lm import Layer, Parse
+from treenets.predictors.parse import Layer, Parse
 from treenets.trees import without
 from treenets.trees.draw import bracketed
 

@@ -1,8 +1,5 @@
-"""A trained language model: score sentences, read its syntactic distances, induce trees.
-
-Layers of distances are numbered from 1, as the papers and the CLI print them; `"mean"` is the mean of the
-rows.
-"""
+"""A trained language model: score sentences, read its syntactic distances, induce trees (`Parse`,
+`treenets.predictors.parse`)."""
 
 from __future__ import annotations
 
@@ -11,20 +8,24 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import nltk
 import torch
 
 from treenets.config import registered_tasks
 from treenets.core.errors import TreenetsError
 from treenets.nn import precision
-from treenets.predictors.base import PredictionInput, Predictor, TreeInducer
+from treenets.predictors.base import (
+    PredictionInput,
+    Predictor,
+    TreeInducer,
+    checked_batch_size,
+    describe,
+    quoted,
+    sentence_list,
+)
+from treenets.predictors.parse import Layer, Parse
 from treenets.text import NORMALIZERS, Dropped, check_text, checked_text, get_normalizer, is_number
-from treenets.trees import tree_from_distances
 
 _DIGITS = re.compile(r"[0-9]+")
-
-Layer = int | str  # a 1-based row of distances, or "mean"
-
 
 @dataclass
 class SentenceScore:
@@ -45,67 +46,6 @@ class SentenceScore:
     @property
     def perplexity(self) -> float:
         return math.exp(-self.total / len(self.logprobs))
-
-
-def select_row(distances: torch.Tensor, layer: Layer) -> torch.Tensor:
-    """One row of `[rows, words]` distances (`layer` 1-based), or their mean (`"mean"`)."""
-    return distances.mean(0) if layer == "mean" else distances[int(layer) - 1]
-
-
-@dataclass
-class Parse:
-    """The tree a language model induces for a sentence, from one row of its syntactic distances."""
-
-    words: list[str]  # the sentence's tokens as the model read them (normalised; characters for a character model)
-    distances: torch.Tensor  # [rows, words]: every row of distances
-    layer: Layer  # the row the tree is built from
-    split: str  # "official", "before" or "after" (see `treenets.trees.tree_from_distances`)
-    unknown: list[str]  # words read as <unk>
-    dropped: list[Dropped] = field(default_factory=list)  # what of the text it read no word from
-    # the dependency tree of a model that induces one (StructFormer): each word's head, 1-based, 0 for the root
-    heads: list[int] | None = None
-    nested: list | str = field(init=False)  # the tree as nested lists of words (a lone word for one)
-
-    def __post_init__(self):
-        self.nested = tree_from_distances(self.words, select_row(self.distances, self.layer).tolist(), self.split)
-
-    @property
-    def read_distances(self) -> torch.Tensor:
-        """`distances` with NaN where no tree reads them: with split "after" the last word's, which no gap of the
-        sentence follows (a StructFormer's is its "infinitely far" 1e9), so that figures leave it out."""
-        if self.split != "after" or not self.words:
-            return self.distances
-        read = self.distances.clone()
-        read[:, -1] = math.nan
-        return read
-
-    def at(self, layer: Layer) -> Parse:
-        """The same sentence's tree from another row of distances (no new forward pass)."""
-        return Parse(self.words, self.distances, layer, self.split, self.unknown, self.dropped, self.heads)
-
-    def row_name(self, row: int) -> str:
-        """How `parse --distances` names row `row` (0-based) of `distances`."""
-        return f"layer {row + 1}"
-
-    def record_fields(self) -> dict:
-        """What `parse --json` prints of this parse besides its tree, tokens, heads and distances (none here)."""
-        return {}
-
-    def notes(self) -> list[str]:
-        """Lines `parse` prints below the drawing of the tree (none here)."""
-        return []
-
-    def labels(self) -> tuple[dict[str, str], list[str]] | None:
-        """The labels of a model that labels its tree's nodes (a grammar): each node's over two or more words by
-        its span `"start-end"` (end exclusive) and each word's, as the report and `serve` draw them; None here."""
-        return None
-
-    @property
-    def tree(self) -> nltk.Tree:
-        """The tree as an `nltk.Tree` (every node labelled `X`)."""
-        from treenets.trees.draw import to_nltk
-
-        return to_nltk(self.nested if isinstance(self.nested, list) else [self.nested])
 
 
 class LanguageModel(TreeInducer, Predictor):
@@ -157,7 +97,7 @@ class LanguageModel(TreeInducer, Predictor):
         if isinstance(sentence, str) and not pretokenized:
             return self._split_words(self.normalizer(sentence))
         if not isinstance(sentence, str | list | tuple) or not all(isinstance(w, str) for w in sentence):
-            raise TypeError(f"a sentence is a string or a list of word strings, not {_describe(sentence)}")
+            raise TypeError(f"a sentence is a string or a list of word strings, not {describe(sentence)}")
         words = sentence.split() if isinstance(sentence, str) else list(sentence)
         return self._split_words([word if word in self.vocab else self._conventional(word) for word in words])
 
@@ -191,8 +131,8 @@ class LanguageModel(TreeInducer, Predictor):
         text = checked_text(sentence, "sentence") if isinstance(sentence, str) else " ".join(sentence)  # (visible)
         where = f"{where}: " if where else ""
         if not text.strip():
-            raise TreenetsError(f"{where}empty sentence {_quoted(text)}: expected at least one word")
-        raise TreenetsError(f"{where}sentence {_quoted(text)}: no word left after the {self.normalizer.name} "
+            raise TreenetsError(f"{where}empty sentence {quoted(text)}: expected at least one word")
+        raise TreenetsError(f"{where}sentence {quoted(text)}: no word left after the {self.normalizer.name} "
                             f"normaliser ({self.normalizer.summary}); expected at least one word")
 
     def require_words(self, context: str) -> None:
@@ -212,7 +152,7 @@ class LanguageModel(TreeInducer, Predictor):
             try:
                 ids, unknown = self.vocab.encode([self.bos] + words + [self.eos])
             except TreenetsError as exc:
-                raise TreenetsError(f"sentence {_quoted(sentence)}: {exc}") from None
+                raise TreenetsError(f"sentence {quoted(sentence)}: {exc}") from None
             rows.append((ids, unknown))
         width = max(len(ids) for ids, _ in rows)
         batch = torch.full((width, len(rows)), self.vocab.index[self.eos], dtype=torch.long)
@@ -235,7 +175,7 @@ class LanguageModel(TreeInducer, Predictor):
         """
         if isinstance(sentences, str):
             return self.score([sentences], pretokenized)[0]
-        sentences = _sentences(sentences)
+        sentences = sentence_list(sentences)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         tokens = [words for words, _ in readings]
         rows, batch = self._encode_batch(sentences, tokens)
@@ -250,7 +190,7 @@ class LanguageModel(TreeInducer, Predictor):
         in batches of `batch_size` sentences of similar length: perplexity (bits per character for a
         character-level model) of their tokens and closing boundary tokens."""
         metric = registered_tasks()[self.config.task].Metric()
-        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        sentences, batch_size = sentence_list(sentences), checked_batch_size(batch_size)
         lengths = [len(self.read(sentence, pretokenized)) for sentence in sentences]
         order = sorted(range(len(sentences)), key=lengths.__getitem__)
         for start in range(0, len(order), batch_size):
@@ -319,7 +259,7 @@ class LanguageModel(TreeInducer, Predictor):
         if isinstance(sentences, str):
             return self.distances([sentences], input_gate, batch_size, pretokenized)[0]
         self._require_distances()
-        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        sentences, batch_size = sentence_list(sentences), checked_batch_size(batch_size)
         tokens = [self.read(sentence, pretokenized) for sentence in sentences]
         return self._distances(sentences, tokens, input_gate, batch_size)
 
@@ -327,7 +267,7 @@ class LanguageModel(TreeInducer, Predictor):
         """`distances` of sentences already written in the model's words (e.g. by `self.normalizer.aligned`),
         read as they are."""
         self._require_distances()
-        batch_size = _batch_size(batch_size)
+        batch_size = checked_batch_size(batch_size)
         for sentence in words:
             if not sentence:
                 raise TreenetsError("empty sentence: expected at least one word")
@@ -371,7 +311,7 @@ class LanguageModel(TreeInducer, Predictor):
         if split not in self.splits:
             raise TreenetsError(f"split {split!r}: expected {' or '.join(map(repr, self.splits))}")
         chosen = self.layers("default" if layer is None else layer)[0]  # (checks that it gives distances)
-        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        sentences, batch_size = sentence_list(sentences), checked_batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         tokens = [words for words, _ in readings]
         return [Parse(words, distances, chosen, split, [w for w in words if w not in self.vocab], dropped)
@@ -408,34 +348,3 @@ class TreeModel(LanguageModel):
     def _require_distances(self) -> None:
         raise TreenetsError(f"{self.config.model.name} gives no syntactic distances: its trees come from "
                             f"{self.tree_source} (`parse`)")
-
-
-def _describe(value) -> str:
-    """What a value that is not a sentence is, for a message."""
-    if isinstance(value, list | tuple):
-        odd = next((w for w in value if not isinstance(w, str)), None)
-        return f"a list holding {type(odd).__name__} {odd!r:.40}"
-    return f"{type(value).__name__} {value!r:.40}"
-
-
-def _sentences(sentences) -> list:
-    """`sentences` as a list (one string or several sentences), or a TypeError naming the argument."""
-    if isinstance(sentences, list | tuple):
-        return list(sentences)
-    raise TypeError(f"sentences: expected a string or a list of sentences (strings or word lists), not "
-                    f"{_describe(sentences)}")
-
-
-def _batch_size(value) -> int:
-    """`batch_size` if it is a whole number of at least 1, else an error naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"batch_size: expected a whole number, not {type(value).__name__} {value!r:.20}")
-    if value < 1:
-        raise ValueError(f"batch_size={value}: expected at least 1")
-    return value
-
-
-def _quoted(text: str | list[str], limit: int = 60) -> str:
-    """`text` (a list joined by spaces) quoted for a message, cut after `limit` characters."""
-    text = text if isinstance(text, str) else " ".join(text)
-    return repr(text if len(text) <= limit else text[:limit] + "...")

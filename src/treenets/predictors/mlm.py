@@ -12,7 +12,9 @@ import torch
 
 from treenets.core.errors import TreenetsError
 from treenets.nn import precision
-from treenets.predictors.lm import LanguageModel, Parse, SentenceScore, _batch_size, _quoted, _sentences
+from treenets.predictors.base import checked_batch_size, quoted, sentence_list
+from treenets.predictors.lm import LanguageModel, SentenceScore
+from treenets.predictors.parse import Parse
 from treenets.trees.dependencies import heads_from_parents
 
 PAD = "<pad>"
@@ -38,7 +40,7 @@ class MaskedLanguageModel(LanguageModel):
         """
         longest = max(range(len(tokens)), key=lambda i: len(tokens[i]))
         if self.net.longest is not None and len(tokens[longest]) > self.net.longest:
-            raise TreenetsError(f"sentence {_quoted(sentences[longest])}: {len(tokens[longest])} tokens, but the "
+            raise TreenetsError(f"sentence {quoted(sentences[longest])}: {len(tokens[longest])} tokens, but the "
                                 f"model's position embedding reads at most {self.net.longest}")
         rows = []
         for words in tokens:
@@ -99,7 +101,7 @@ class MaskedLanguageModel(LanguageModel):
             raise TreenetsError(f"split {split!r}: a StructFormer's trees are built by its own rule (split after the "
                                 "gaps of the largest distance); expected 'official'")
         self.layers("default" if layer is None else layer)  # (checks the layer, and that it induces trees)
-        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        sentences, batch_size = sentence_list(sentences), checked_batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         tokens = [words for words, _ in readings]
         return [Parse(words, distance, 1, "after", self._unknown(words), dropped,
@@ -113,7 +115,7 @@ class MaskedLanguageModel(LanguageModel):
         has no boundary token here). A sentence of n tokens is read n times, in one batch."""
         if isinstance(sentences, str):
             return self.score([sentences], pretokenized)[0]
-        sentences = _sentences(sentences)
+        sentences = sentence_list(sentences)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         mask_id = self.vocab.index["<mask>"]
         scores = []

@@ -12,7 +12,9 @@ import torch
 
 from treenets.core.errors import TreenetsError
 from treenets.nn.chart import tree_crf_marginals
-from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
+from treenets.predictors.base import checked_batch_size, sentence_list
+from treenets.predictors.lm import TreeModel
+from treenets.predictors.parse import Layer, Parse
 from treenets.trees.ensemble import best_binary_trees, nested_from_spans
 
 DECODERS = ("viterbi", "mbr")
@@ -117,7 +119,7 @@ class TreeCRFParser(TreeModel):
         if split not in self.splits:
             raise TreenetsError(f"split {split!r}: a span parser's trees are its own (no split rule applies)")
         self.layers("default" if layer is None else layer)
-        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        sentences, batch_size = sentence_list(sentences), checked_batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         found = self.trees_of_tokens([words for words, _ in readings], decode, batch_size)
         return [SpanParse(words, torch.zeros(0, len(words)), 1, "official", [w for w in words if w not in self.vocab],

@@ -20,7 +20,9 @@ from treenets.core.errors import TreenetsError
 from treenets.nn.chart import decode_bytes, marginals, mbr, viterbi
 from treenets.nn.sampling import sample_trees
 from treenets.nn.utils import memory_bytes
-from treenets.predictors.lm import Layer, Parse, TreeModel, _batch_size, _sentences
+from treenets.predictors.base import checked_batch_size, sentence_list
+from treenets.predictors.lm import TreeModel
+from treenets.predictors.parse import Layer, Parse
 from treenets.text import Dropped
 from treenets.trees.ensemble import nested_from_spans
 
@@ -204,7 +206,7 @@ class GrammarModel(TreeModel):
         if split not in self.splits:
             raise TreenetsError(f"split {split!r}: a grammar's trees are its own (no split rule applies)")
         self.layers("default" if layer is None else layer)
-        sentences, batch_size = _sentences(sentences), _batch_size(batch_size)
+        sentences, batch_size = sentence_list(sentences), checked_batch_size(batch_size)
         readings = [self._read(sentence, pretokenized) for sentence in sentences]
         trees = self.trees_of_tokens([words for words, _ in readings], decode, batch_size)
         return [GrammarParse(words, torch.zeros(0, len(words)), 1, "official",
@@ -283,7 +285,7 @@ class GrammarModel(TreeModel):
         Compound PCFG's is the evidence lower bound with z drawn from q(z | sentence)."""
         if isinstance(sentences, str):
             return self.score([sentences], pretokenized)[0]
-        readings = [self._read(sentence, pretokenized) for sentence in _sentences(sentences)]
+        readings = [self._read(sentence, pretokenized) for sentence in sentence_list(sentences)]
         values = self.log_probs([words for words, _ in readings])
         return [GrammarScore(words, value, [w for w in words if w not in self.vocab], dropped,
                              bound=bool(self.net.z_dim))
@@ -293,10 +295,10 @@ class GrammarModel(TreeModel):
         """The task's metric of sentences (strings or token lists) as `treenets eval --file` gives it (the task's
         `evaluate_text`): perplexity per word and closing `</s>` (a Compound PCFG's bound, `ppl_bound`) and the
         mean KL, over the sentences of two or more words (one word has no tree: an error if none is longer)."""
-        sentences = _sentences(sentences)
+        sentences = sentence_list(sentences)
         return registered_tasks()[self.config.task].evaluate_text(
-            self, [(f"sentence {i + 1}", s) for i, s in enumerate(sentences)], _batch_size(batch_size), pretokenized,
-            "sentences")
+            self, [(f"sentence {i + 1}", s) for i, s in enumerate(sentences)], checked_batch_size(batch_size),
+            pretokenized, "sentences")
 
     def _predict_inputs(self, pretokenized: bool = False, sentence: str | None = None) -> GrammarScore:
         if sentence is None:

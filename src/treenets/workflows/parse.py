@@ -16,7 +16,7 @@ from treenets.core.files import read_sentences, record_outputs, report_folder
 from treenets.core.limits import MAX_TREE_DEPTH
 from treenets.predictors.base import Predictor, TreeInducer
 from treenets.predictors.ensemble import EnsembleParser
-from treenets.predictors.lm import Layer, Parse
+from treenets.predictors.parse import Layer, Parse
 from treenets.text import invisible
 from treenets.trees.draw import arc_art, ascii_art, bracketed, write_svg
 from treenets.trees.walk import depth
