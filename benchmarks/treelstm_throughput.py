@@ -6,7 +6,7 @@ head of 50, Adagrad), 2 threads. The reference (tests/reference.py, which the te
 way the official PyTorch port runs: recursion over one tree, one node at a time, one pair at a time, gradients
 accumulated over 25 pairs before an optimizer step; inference one pair at a time under `torch.no_grad`. treenets
 runs 25 pairs (50 trees) per batch, all the nodes of one height at once, in the ways `--levels` names
-(`treenets.nn.treelstm.model.level_schedule`): `exact` levels (each its own size), `padded` levels (sizes rounded up
+(`treenets.nn.treelstm.batch.level_schedule`): `exact` levels (each its own size), `padded` levels (sizes rounded up
 to a few shapes) and `captured` (padded, the level loop replayed as CUDA graphs; CUDA only). The ways take
 turns, 100 pairs at a time; before the timing every way runs the pairs once (`captured` twice: a padded shape is
 captured at its second batch), so that what is timed is the replays, not the captures. Also: a full SICK
@@ -35,7 +35,8 @@ from treenets.core.optim import make_optimizer  # noqa: E402
 from treenets.data import data_root  # noqa: E402
 from treenets.data.sick import PairBatch  # noqa: E402
 from treenets.nn.backend import long_job, set_backend  # noqa: E402
-from treenets.nn.treelstm.model import LEVEL_SCHEDULES, graphed_levels, use_levels  # noqa: E402
+from treenets.nn.treelstm.batch import LEVEL_SCHEDULES, use_levels  # noqa: E402
+from treenets.nn.treelstm.level_graphs import graphed_levels  # noqa: E402
 from treenets.tasks.relatedness import RelatednessTask, sparse_target  # noqa: E402
 from treenets.tasks.sentiment import SentimentTask  # noqa: E402
 

@@ -17,7 +17,7 @@ from treenets.nn.lstm.model import LSTMConfig
 from treenets.nn.onlstm.model import ONLSTMConfig
 from treenets.nn.precision import autocast
 from treenets.nn.prpn.model import PRPNConfig
-from treenets.nn.treelstm.model import TreeBatch
+from treenets.nn.treelstm.batch import TreeBatch
 from treenets.tasks.relatedness import RelatednessModelSection
 from treenets.tasks.sentiment import SentimentModelSection
 from treenets.trees.parents import parse_bracketed, parse_parents
@@ -158,7 +158,8 @@ def test_captured_tree_lstm_level_loops_train_and_infer_like_exact_levels_in_flo
     shape captured at its second batch, replayed at its third): the same losses, weights and inference outputs."""
     from reference import random_tree
 
-    from treenets.nn.treelstm import model as treelstm
+    from treenets.nn.treelstm import batch as tree_batch
+    from treenets.nn.treelstm import level_graphs
 
     rng = random.Random(7)
     batches = []
@@ -174,7 +175,7 @@ def test_captured_tree_lstm_level_loops_train_and_infer_like_exact_levels_in_flo
         optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
         losses = []
         with use_backend(backend):
-            assert (treelstm.TreeBatch.build(batches[0][0], "cuda").stacked is not None) == (backend == "auto")
+            assert (tree_batch.TreeBatch.build(batches[0][0], "cuda").stacked is not None) == (backend == "auto")
             for batch in batches * 3:
                 optimizer.zero_grad()
                 loss = loss_of(model, batch)
@@ -185,7 +186,7 @@ def test_captured_tree_lstm_level_loops_train_and_infer_like_exact_levels_in_flo
             with torch.inference_mode():
                 inferred = [loss_of(model, batch).item() for batch in batches * 3]
         if backend == "auto":
-            graphed = treelstm.graphed_levels(model.encoder)
+            graphed = level_graphs.graphed_levels(model.encoder)
             for windows in (graphed.forward, graphed.backward):
                 assert windows.failure is None and windows.graphs, windows.summary()
                 assert windows.calls.total() > len(windows.graphs)

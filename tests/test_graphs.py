@@ -182,7 +182,7 @@ def test_a_prpn_dropout_seed_drawn_on_the_device_gives_the_mask_of_the_same_numb
                                    rtol=0, atol=0)
 
 
-# --- Tree-LSTM level loops (treenets.nn.treelstm.model.GraphedLevels) ------------------------------------------
+# --- Tree-LSTM level loops (treenets.nn.treelstm.level_graphs.GraphedLevels) ------------------------------------------
 def _tree_batches(cell_kind: str, count: int, seed: int):
     from reference import random_tree
 
@@ -197,16 +197,18 @@ def test_captured_level_loops_give_the_states_and_gradients_of_the_plain_loop(ce
     third): the states and every gradient in training, and the states in inference (its own graphs), through the
     captured level loops as through the exact levels."""
     from treenets.nn.backend import use_backend
+    from treenets.nn.treelstm import batch as tree_batch
+    from treenets.nn.treelstm import level_graphs
     from treenets.nn.treelstm import model as treelstm
 
     torch.manual_seed(0)
     cell = (treelstm.ChildSumTreeLSTM(3, 4) if cell_kind == "childsum" else treelstm.NaryTreeLSTM(3, 4, 2)).double()
-    graphed = treelstm.capture_levels(cell, capture=calling_capture)
+    graphed = level_graphs.capture_levels(cell, capture=calling_capture)
     batches = _tree_batches(cell_kind, 4, seed=1) * 3
 
     def run(trees, schedule, inference):
-        with use_backend("torch"), treelstm.use_levels(schedule):
-            batch = treelstm.TreeBatch.build(trees)
+        with use_backend("torch"), tree_batch.use_levels(schedule):
+            batch = tree_batch.TreeBatch.build(trees)
             x = torch.randn(batch.num_nodes, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
             if inference:
                 with torch.inference_mode():
@@ -232,16 +234,18 @@ def test_captured_level_loops_under_autocast_run_the_backward_in_its_products():
     them: the gradients through the captured loops are those of the plain loop, which autograd computes in the
     block's products (the backward's graph runs the loop again in them)."""
     from treenets.nn.backend import use_backend
+    from treenets.nn.treelstm import batch as tree_batch
+    from treenets.nn.treelstm import level_graphs
     from treenets.nn.treelstm import model as treelstm
 
     torch.manual_seed(0)
     cell = treelstm.ChildSumTreeLSTM(3, 4)
-    treelstm.capture_levels(cell, capture=calling_capture)
+    level_graphs.capture_levels(cell, capture=calling_capture)
     trees = _tree_batches("childsum", 1, seed=3)[0]
     results = []
     for schedule in ("captured", "captured", "exact"):  # the first captured batch runs as is, the second replays
-        with use_backend("torch"), treelstm.use_levels(schedule):
-            batch = treelstm.TreeBatch.build(trees)
+        with use_backend("torch"), tree_batch.use_levels(schedule):
+            batch = tree_batch.TreeBatch.build(trees)
             cell.zero_grad()
             with torch.autocast("cpu", torch.bfloat16):
                 h, c = cell(batch, batch.node_inputs(torch.linspace(-1, 1, batch.num_nodes * 3).view(-1, 3)))
@@ -260,7 +264,8 @@ def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of
     from reference import random_tree
 
     from treenets.nn.backend import use_backend
-    from treenets.nn.treelstm import model as treelstm
+    from treenets.nn.treelstm import batch as tree_batch
+    from treenets.nn.treelstm import level_graphs
     from treenets.tasks.relatedness import RelatednessModelSection
     from treenets.tasks.sentiment import SentimentModelSection
 
@@ -277,10 +282,10 @@ def test_training_a_tree_model_through_captured_level_loops_gives_the_numbers_of
             model = RelatednessModelSection(emb_size=6, mem_size=5, hidden_size=4).build(8).double()
         else:
             model = SentimentModelSection(emb_size=6, mem_size=5, dropout=0.3).build(8, 5).double()
-        graphed = treelstm.capture_levels(model.encoder, capture=calling_capture)
+        graphed = level_graphs.capture_levels(model.encoder, capture=calling_capture)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
         losses = []
-        with use_backend("torch"), treelstm.use_levels(schedule):
+        with use_backend("torch"), tree_batch.use_levels(schedule):
             for trees, ids in batches * 2:
                 optimizer.zero_grad()
                 if model_kind == "childsum":
@@ -302,15 +307,17 @@ def test_level_loops_a_graph_cannot_hold_run_from_python_and_say_why(capsys):
     """A failed capture: the padded loop runs from Python, with the states of exact levels; each of the two
     graphs' reasons said once."""
     from treenets.nn.backend import use_backend
+    from treenets.nn.treelstm import batch as tree_batch
+    from treenets.nn.treelstm import level_graphs
     from treenets.nn.treelstm import model as treelstm
 
     cell = treelstm.NaryTreeLSTM(3, 4, 2)
-    graphed = treelstm.capture_levels(cell, capture=failing_capture)
+    graphed = level_graphs.capture_levels(cell, capture=failing_capture)
     trees = _tree_batches("nary", 1, seed=5)[0]
     states = []
     for schedule in ("captured",) * 3 + ("exact",):
-        with use_backend("torch"), treelstm.use_levels(schedule):
-            batch = treelstm.TreeBatch.build(trees)
+        with use_backend("torch"), tree_batch.use_levels(schedule):
+            batch = tree_batch.TreeBatch.build(trees)
             h, c = cell(batch, batch.node_inputs(torch.ones(batch.num_nodes, 3)))
             h.sum().backward()
             states.append(h.detach())

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from treenets.nn.backend import kernels
-from treenets.nn.treelstm.model import TreeBatch
+from treenets.nn.treelstm.batch import TreeBatch
 from treenets.trees.parents import parse_parents
 
 

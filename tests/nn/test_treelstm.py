@@ -25,7 +25,8 @@ from treenets.nn.encoders import union_members
 from treenets.nn.registry import encoder_configs
 from treenets.nn.tree_models import RelatednessModelConfig, SentimentModelConfig
 from treenets.nn.treelstm import model as treelstm
-from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM, TreeBatch, padded_size
+from treenets.nn.treelstm.batch import TreeBatch, padded_size
+from treenets.nn.treelstm.model import ChildSumTreeLSTM, NaryTreeLSTM
 from treenets.trees.parents import ParentTree, parse_bracketed, parse_parents
 from treenets.workflows.check_golden import check_golden
 
@@ -428,10 +429,11 @@ def test_parts_under_a_python_dispatch_mode_do_not_deadlock():
         from torch.utils.flop_counter import FlopCounterMode
         from reference import random_tree
         from treenets.nn.treelstm import model as treelstm
+        from treenets.nn.treelstm import batch as tree_batch
         from treenets.nn.backend import kernels
         torch.set_num_threads(2)
         rng = random.Random(0)
-        batch = treelstm.TreeBatch.build([random_tree(rng, 20) for _ in range(10)])
+        batch = tree_batch.TreeBatch.build([random_tree(rng, 20) for _ in range(10)])
         args = (torch.randn(batch.num_nodes, 12), torch.randn(batch.num_nodes, 4), torch.randn(12, 4),
                 torch.randn(12), torch.randn(4, 4), torch.randn(4))
         for _ in range(20):  # (a deadlock depends on timing: which thread reaches the end of the region first)

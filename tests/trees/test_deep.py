@@ -20,7 +20,8 @@ from treenets.data.logic import read_logic_file
 from treenets.data.sick import read_split
 from treenets.data.sst import read_trees
 from treenets.nn.backend import use_backend
-from treenets.nn.treelstm.model import NaryTreeLSTM, TreeBatch
+from treenets.nn.treelstm.batch import TreeBatch
+from treenets.nn.treelstm.model import NaryTreeLSTM
 from treenets.predictors import LanguageModel
 from treenets.predictors.parse import Parse
 from treenets.tasks import make_task

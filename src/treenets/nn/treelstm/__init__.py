@@ -1,5 +1,6 @@
 """Tree-LSTMs (Tai, Socher & Manning, ACL 2015): `model.py` the Child-Sum and N-ary cells batched level by level
-across trees (`TreeBatch`) and the paper's sequential baselines, `convert.py` the official port's weights,
+across trees and the paper's sequential baselines, `batch.py` the trees batched by height (`TreeBatch`),
+`level_graphs.py` the level loop replayed as CUDA graphs, `convert.py` the official port's weights,
 `fixtures.py` the `childsum-treelstm-similarity` fixtures of `check-golden`, `treelstm_cpu.cpp` its C++ kernels,
 `encoders.py` the Tree-LSTMs (and the sequential baselines) as the encoders of the relatedness and sentiment models
 (`treenets.nn.tree_models`) and of the logic pair classifier (`treenets.nn.pair_classifier`)."""

@@ -26,149 +26,21 @@ runs of whole trees (`parallel_parts`), one per thread, each running the level l
 products are too small to split across threads. The PyTorch loops below are the specification and run
 everywhere else.
 
-On a GPU the level loop is a few small kernels per level launched from Python, and every batch has other shapes
-(how many levels, how many nodes and edges in each), so no CUDA graph or compiled loop could serve two batches.
-There, under the `auto` backend, batches are built with padded levels (`TreeBatch.build(padded=True)`): as many
-levels as the tallest tree's, each as wide as the widest level plus one, with as many edges as nodes, the node
-arrays two rows longer than the nodes, all rounded up to the sizes of `padded_size`. Padding nodes write their
-states to a row nothing reads, padding edges carry a row nothing writes (zeros) into padding nodes: no real
-node's values or gradients change. A few shapes then cover all batches, and the level loop runs as CUDA graphs
-replayed per shape (`GraphedLevels`): the forward, and in training the backward, which runs the loop again under
-autograd for the gradients. `level_schedule` says which way a batch runs its levels.
+Batches of trees are `TreeBatch`es (`batch.py`: the trees' nodes scheduled by height, padded to a few shapes on a
+GPU), whose level loop replays as CUDA graphs there (`level_graphs.py`).
 """
 
 from __future__ import annotations
-
-import contextlib
-import weakref
-from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from treenets.core.errors import TreenetsError
-from treenets.nn import precision
 from treenets.nn.backend import kernels_for
-from treenets.nn.graphs import GraphedWindows, capture_refusal, cuda_capture
+from treenets.nn.treelstm.batch import Level, TreeBatch
+from treenets.nn.treelstm.level_graphs import level_states, records_graph
 from treenets.trees.parents import ParentTree
-
-
-@dataclass
-class Level:
-    """One height of a batch (padded: with padding nodes and edges after the real ones)."""
-
-    nodes: torch.Tensor  # [n] the nodes of this height (indices into the batch's node array)
-    child: torch.Tensor  # [e] child node of each edge into these nodes
-    slot: torch.Tensor  # [e] which of `nodes` the edge goes into (its position in `nodes`)
-    order: torch.Tensor  # [e] the child's position among its siblings (0-based, sentence order)
-
-
-def padded_size(n: int) -> int:
-    """The least of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (2^k and 3 * 2^k) that holds `n`: the sizes of padded
-    levels, at most 1.5 times what they hold."""
-    if n <= 1:
-        return 1
-    power = 1 << (n - 1).bit_length()
-    return power * 3 // 4 if power >= 4 and power * 3 // 4 >= n else power
-
-
-@dataclass
-class TreeBatch:
-    """Trees flattened into one node array (tree after tree) and scheduled by height."""
-
-    num_nodes: int
-    offsets: list[int]  # first node of each tree
-    roots: torch.Tensor  # [trees] root node of each tree
-    word_nodes: torch.Tensor  # [w] the nodes that carry a word (dependency: all; constituency: the leaves)
-    levels: list[Level]
-    max_children: int
-    parent: torch.Tensor  # [num_nodes] parent of every node, -1 for roots
-    # Rows of the node arrays the level loop fills: the nodes, then with padded levels the row padding nodes write,
-    # the row padding edges read, and rows that round the count up.
-    num_rows: int
-    # Padded levels, stacked: their nodes, and their edges' child, slot and order, each [levels, width] (`levels`
-    # are views of them); None: each level its own size.
-    stacked: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None
-
-    def schedule(self) -> tuple[list, list, list, list]:
-        """The levels' nodes, children, slots and orders as lists (for the compiled kernels)."""
-        return tuple([getattr(level, name) for level in self.levels] for name in ("nodes", "child", "slot", "order"))
-
-    @classmethod
-    def build(cls, trees: list[ParentTree], device=None, padded: bool | None = None) -> TreeBatch:
-        """The batch of `trees` on `device`; `padded`: its levels padded to a few shapes (module docstring), None:
-        where `level_schedule` says so."""
-        if padded is None:
-            padded = level_schedule(torch.device(device or "cpu")) != "exact"
-        sizes = np.array([t.size for t in trees])
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        shift = np.repeat(offsets, sizes)
-
-        def joined(field):  # a per-node field of every tree, tree after tree (tuples: one pass, no arrays each)
-            return np.fromiter(chain.from_iterable(getattr(t, field) for t in trees), np.int64, int(sizes.sum()))
-
-        local_parent, height, sibling = joined("parents"), joined("height"), joined("sibling")
-        parent = np.where(local_parent >= 0, local_parent + shift, -1)
-        # Nodes grouped by height (stable: tree order within a level); each node's position in its level.
-        nodes = np.argsort(height, kind="stable")
-        starts = np.searchsorted(height[nodes], np.arange(height.max() + 2))
-        position = np.empty_like(nodes)
-        position[nodes] = np.arange(len(nodes)) - starts[height[nodes]]
-        # Edges grouped by the height of their parent.
-        child = np.nonzero(parent >= 0)[0]
-        child = child[np.argsort(height[parent[child]], kind="stable")]
-        edge_starts = np.searchsorted(height[parent[child]], np.arange(height.max() + 2))
-
-        def tensor(x):
-            return torch.from_numpy(np.ascontiguousarray(x)).to(device)
-
-        num_nodes, stacked = int(sizes.sum()), None
-        if padded:
-            num_rows = padded_size(num_nodes + 2)
-            written, zeros = num_nodes, num_nodes + 1  # the rows padding nodes write and padding edges read
-            # Every level has a padding node at least (the last: where the padding edges go), and as many edges as
-            # nodes: no level has more edges than the batch has leaves (a level's children head disjoint subtrees,
-            # each with a leaf), and the leaves (height 0) are the widest level.
-            shape = padded_size(int(height.max()) + 1), padded_size(int(np.diff(starts).max()) + 1)
-            level_nodes = np.full(shape, written)
-            level_nodes[height, position] = np.arange(num_nodes)
-            child_height = height[parent[child]]
-            at = child_height, np.arange(len(child)) - edge_starts[child_height]
-            child_nodes, slot, order = (np.full(shape, fill) for fill in (zeros, shape[1] - 1, 0))
-            child_nodes[at], slot[at], order[at] = child, position[parent[child]], sibling[child]
-            stacked = tuple(tensor(x) for x in (level_nodes, child_nodes, slot, order))
-            levels = [Level(*parts) for parts in zip(*stacked)]
-        else:
-            num_rows, levels = num_nodes, []
-            for h in range(height.max() + 1):
-                edges = child[edge_starts[h] : edge_starts[h + 1]]
-                levels.append(Level(tensor(nodes[starts[h] : starts[h + 1]]), tensor(edges),
-                                    tensor(position[parent[edges]]), tensor(sibling[edges])))
-        word_counts = np.array([len(t.words) for t in trees])
-        words = np.arange(word_counts.sum()) + np.repeat(offsets - (np.cumsum(word_counts) - word_counts), word_counts)
-        roots = offsets + np.array([t.root for t in trees])
-        max_children = int(np.bincount(parent[parent >= 0]).max()) if (parent >= 0).any() else 0
-        return cls(num_nodes, offsets.tolist(), tensor(roots), tensor(words), levels, max_children, tensor(parent),
-                   num_rows, stacked)
-
-    def node_inputs(self, embedded_words: torch.Tensor) -> torch.Tensor:
-        """`[num_rows, dim]` inputs: the embedded words at their nodes, zeros at phrases (and padding rows)."""
-        x = embedded_words.new_zeros(self.num_rows, embedded_words.size(-1))
-        return x.index_copy(0, self.word_nodes, embedded_words)
-
-    def word_inputs(self, word_ids: torch.Tensor, embedding: nn.Embedding) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs of the cells from the words of the batch (ids in node order), as `(inputs, rows)`: the vectors
-        of the distinct words plus a zero row (for phrases and padding rows), `[R + 1, dim]`, and each node's row
-        `[num_rows]`. A word repeated across the batch is then embedded and projected once (on SICK batches of 25
-        pairs, 15 % of the words are distinct)."""
-        distinct, inverse = torch.unique(word_ids, return_inverse=True)
-        vectors = embedding(distinct)
-        rows = torch.full((self.num_rows,), len(distinct), dtype=torch.long, device=word_ids.device)
-        rows[self.word_nodes] = inverse
-        return torch.cat([vectors, vectors.new_zeros(1, vectors.size(1))]), rows
-
 
 # Nodes per thread below which a batch is not cut into parts (see `parallel_parts`). Measured on SICK batches with
 # 2 threads, the Child-Sum forward on two parts against one: 1.03x as fast at 42 nodes, 1.10x at 62, 1.25x at 84,
@@ -248,120 +120,6 @@ class _NaryLevels(torch.autograd.Function):
         return (None, *grads, None, None, None)
 
 
-LEVEL_SCHEDULES = ("exact", "padded", "captured")
-_schedule: str | None = None  # set by `use_levels`; None: each device's default
-
-
-def level_schedule(device: torch.device) -> str:
-    """How tree batches on `device` run their levels: `exact` (each level its own size: the compiled kernels on
-    the CPU, the PyTorch loop elsewhere), `padded` (`TreeBatch.build(padded=True)`, the PyTorch loop) or
-    `captured` (padded, the loop replayed as CUDA graphs: `GraphedLevels`). `captured` where language-model
-    windows are captured (`graphs.capture_refusal`: CUDA under the `auto` backend), else `exact`; inside a
-    `use_levels` block what it says."""
-    if _schedule is not None:
-        return _schedule
-    return "captured" if capture_refusal(device) is None else "exact"
-
-
-@contextlib.contextmanager
-def use_levels(schedule: str):
-    """Tree batches run their levels as `schedule` (one of `LEVEL_SCHEDULES`) says inside a `with` block, on every
-    device (benchmarks and tests compare the three)."""
-    global _schedule
-    if schedule not in LEVEL_SCHEDULES:
-        raise TreenetsError(f"unknown level schedule {schedule!r} (expected one of: {', '.join(LEVEL_SCHEDULES)})")
-    previous, _schedule = _schedule, schedule
-    try:
-        yield
-    finally:
-        _schedule = previous
-
-
-class GraphedLevels:
-    """A Tree-LSTM cell's level loop over padded batches as CUDA graphs, one per padded shape, captured at a
-    shape's second batch (`treenets.nn.graphs.GraphedWindows`, whose graphs share a memory pool): the forward, and
-    in training the backward, which runs the loop again under autograd and returns the gradients of the input
-    projections and the recurrent weights. Nothing passes between the two graphs but their inputs, so the
-    backward needs no tensor of the forward's graph, whose memory the next batch reuses."""
-
-    def __init__(self, cell, capture=cuda_capture):
-        self.cell = weakref.ref(cell)  # (the cell's registry entry must not keep it alive)
-        self.weights = cell.recurrent_weights()
-        self.forward = GraphedWindows(self._forward, "Tree-LSTM level loops", self.weights, capture)
-        self.backward = GraphedWindows(self._backward, "Tree-LSTM level loops' gradients", self.weights, capture)
-
-    def _forward(self, iou_x, f_x, *stacked):
-        return self.cell().run_levels(iou_x, f_x, [Level(*parts) for parts in zip(*stacked)])
-
-    def _backward(self, grad_h, grad_c, iou_x, f_x, *stacked):
-        with torch.enable_grad():
-            inputs = (iou_x.detach().requires_grad_(), f_x.detach().requires_grad_())
-            states = self._forward(*inputs, *stacked)
-            return torch.autograd.grad(states, (*inputs, *self.weights), (grad_h, grad_c))
-
-    def states(self, iou_x, f_x, stacked) -> tuple[torch.Tensor, torch.Tensor]:
-        """The forward's replay: (h, c) of every row, valid until the next replay."""
-        # (a graph captured in inference mode holds inference tensors, which no other mode may write)
-        return self.forward(iou_x, f_x, *stacked, extra=(torch.is_inference_mode_enabled(),))
-
-    def __call__(self, batch: TreeBatch, iou_x: torch.Tensor, f_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(h, c) of every row of `batch`'s node arrays, `[num_rows, mem_dim]` each (tensors of their own)."""
-        if _records_graph(iou_x, f_x, *self.weights):
-            return _ReplayedLevels.apply(self, iou_x, f_x, *batch.stacked, *self.weights)
-        return tuple(s.clone() for s in self.states(iou_x, f_x, batch.stacked))
-
-
-class _ReplayedLevels(torch.autograd.Function):
-    """`GraphedLevels` under autograd: the states from the forward graph, the gradients from the backward one."""
-
-    @staticmethod
-    def forward(ctx, graphed, iou_x, f_x, nodes, child, slot, order, *weights):
-        ctx.graphed, ctx.products = graphed, precision.product_dtype(iou_x.device.type)
-        ctx.save_for_backward(iou_x, f_x, nodes, child, slot, order)
-        return tuple(s.clone() for s in graphed.states(iou_x, f_x, (nodes, child, slot, order)))
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_h, grad_c):
-        # The backward runs on autograd's thread, outside the forward's autocast block: the loop runs again in it.
-        products = ctx.products
-        with torch.autocast(grad_h.device.type, products) if products else contextlib.nullcontext():
-            grads = ctx.graphed.backward(grad_h, grad_c, *ctx.saved_tensors)
-        grad_iou_x, grad_f_x, *grad_weights = (g.clone() for g in grads)  # the replay rewrites its outputs
-        return (None, grad_iou_x, grad_f_x, None, None, None, None, *grad_weights)
-
-
-_graphed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # cell -> its GraphedLevels
-
-
-def capture_levels(cell, capture=cuda_capture) -> GraphedLevels:
-    """Run `cell`'s level loop over padded batches as CUDA graphs captured by `capture` (tests pass a stand-in)
-    wherever `level_schedule` says `captured`, from now on (else the cell's first such batch makes them)."""
-    _graphed[cell] = GraphedLevels(cell, capture)
-    return _graphed[cell]
-
-
-def graphed_levels(cell) -> GraphedLevels | None:
-    """The CUDA graphs of `cell`'s level loop, None before its first captured batch."""
-    return _graphed.get(cell)
-
-
-def _level_states(cell, batch: TreeBatch, iou_x: torch.Tensor, f_x: torch.Tensor):
-    """(h, c) of `batch`'s nodes from the PyTorch level loop, for padded batches replayed as CUDA graphs where
-    `level_schedule` says `captured`."""
-    if batch.stacked is not None and level_schedule(iou_x.device) == "captured":
-        graphed = graphed_levels(cell) or capture_levels(cell)
-        h, c = graphed(batch, iou_x, f_x)
-    else:
-        h, c = cell.run_levels(iou_x, f_x, batch.levels)
-    return h[: batch.num_nodes], c[: batch.num_nodes]
-
-
-def _records_graph(*tensors: torch.Tensor) -> bool:
-    """Whether autograd records a graph through any of `tensors`."""
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-
-
 class TreeReader(nn.Module):
     """What the classifiers read trees through (`treenets.nn.encoders`): the batch of their trees."""
 
@@ -393,10 +151,10 @@ class ChildSumTreeLSTM(TreeReader):
         kernels = None if batch.stacked is not None else kernels_for("treelstm", iou_x, *weights)
         if kernels is not None:
             parts = parallel_parts(kernels, batch)
-            if _records_graph(iou_x, f_x, *weights):
+            if records_graph(iou_x, f_x, *weights):
                 return _ChildSumLevels.apply(kernels, iou_x, f_x, *weights, batch, parts)
             return tuple(_ChildSumLevels.run(kernels, iou_x, f_x, *weights, batch, parts, keep=False)[:2])
-        return _level_states(self, batch, iou_x, f_x)
+        return level_states(self, batch, iou_x, f_x)
 
     def recurrent_weights(self) -> tuple[torch.Tensor, ...]:
         """The weights the level loop reads besides the input projections."""
@@ -458,10 +216,10 @@ class NaryTreeLSTM(TreeReader):
         kernels = None if batch.stacked is not None else kernels_for("treelstm", iou_x, *weights)
         if kernels is not None:
             parts = parallel_parts(kernels, batch)
-            if _records_graph(iou_x, f_x, *weights):
+            if records_graph(iou_x, f_x, *weights):
                 return _NaryLevels.apply(kernels, iou_x, f_x, *weights, self.n_ary, batch, parts)
             return tuple(_NaryLevels.run(kernels, iou_x, f_x, *weights, self.n_ary, batch, parts, keep=False)[:2])
-        return _level_states(self, batch, iou_x, f_x)
+        return level_states(self, batch, iou_x, f_x)
 
     def recurrent_weights(self) -> tuple[torch.Tensor, ...]:
         """The weights the level loop reads besides the input projections."""
