@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from treenets.data.logic import LABELS
 from treenets.nn.precision import cpu_has_bfloat16
 
 # Tests of `precision: bf16` as a user asks for it (train, eval, serve): treenets refuses it on a CPU without native
@@ -161,3 +162,24 @@ def kill_and_resume(folder: Path, kills: int, seed: int, max_delay: float, final
         raise AssertionError(f"the last resumed run failed: {errors}")
     records[-1]["resumed"] = checkpoint.load(run / "last.pt")["trainer"]["step"]
     return records
+
+
+def write_logic(folder: Path, pairs_per_file: int = 12, labels=LABELS) -> Path:
+    """`folder` holding train0..train12, test0..test12: `pairs_per_file` random pairs of formulas each, with as many
+    operators as the file's number (the hypothesis at most as many), their relations drawn from `labels`."""
+    rng = random.Random(0)
+
+    def formula(ops: int) -> str:
+        if ops == 0:
+            return rng.choice("abcdef")
+        if rng.random() < 0.3:
+            return f"( not {formula(ops - 1)} )"
+        left = rng.randint(0, ops - 1)
+        return f"( {formula(left)} ( {rng.choice(['and', 'or'])} {formula(ops - 1 - left)} ) )"
+
+    folder.mkdir(parents=True)
+    for kind in ("train", "test"):
+        for n in range(13):
+            lines = [f"{rng.choice(labels)}\t{formula(n)}\t{formula(rng.randint(0, n))}" for _ in range(pairs_per_file)]
+            (folder / f"{kind}{n}").write_text("\n".join(lines) + "\n")
+    return folder

@@ -21,12 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import tiny_config
+from helpers import tiny_config, write_logic
 
 import treenets
-
-sys.path.insert(0, str(Path(__file__).with_name("saved")))
-from saved_data import write_logic  # noqa: E402 - the saved runs' data
 
 pytestmark = pytest.mark.slow
 

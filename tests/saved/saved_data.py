@@ -4,37 +4,20 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
+
+from helpers import write_logic
 
 from treenets.data.listops import generate
 
-LABELS = ["=", "<", ">", "^", "v", "|", "#"]
-
-
-def write_logic(folder: Path) -> None:
-    """train0..train12, test0..test12: eight pairs of random formulas each, random relations."""
-    rng = random.Random(0)
-
-    def formula(ops: int) -> str:
-        if ops == 0:
-            return rng.choice("abcdef")
-        if rng.random() < 0.3:
-            return f"( not {formula(ops - 1)} )"
-        left = rng.randint(0, ops - 1)
-        return f"( {formula(left)} ( {rng.choice(['and', 'or'])} {formula(ops - 1 - left)} ) )"
-
-    folder.mkdir(parents=True)
-    for kind in ("train", "test"):
-        for n in range(13):
-            lines = [f"{rng.choice(LABELS)}\t{formula(n)}\t{formula(rng.randint(0, n))}" for _ in range(8)]
-            (folder / f"{kind}{n}").write_text("\n".join(lines) + "\n")
+# the order of the relations the saved runs' formulas were drawn with
+LABELS = ("=", "<", ">", "^", "v", "|", "#")
 
 
 def write_data(root: Path, shared: Path) -> Path:
     """`root` holding `logic/`, `listops/`, `sst/` (the first sentences of SST's splits in `shared`, the data root)
     and `sick/` (the first pairs of SICK's splits, its vocabulary)."""
-    write_logic(root / "logic")
+    write_logic(root / "logic", pairs_per_file=8, labels=LABELS)
     generate(root / "listops", train=96, test=16, seed=2)
     source = shared / "sst" / "trainDevTestTrees_PTB" / "trees"
     (root / "sst").mkdir(parents=True)

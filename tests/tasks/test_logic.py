@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 import yaml
+from helpers import write_logic
 
 from treenets.cli import main
 from treenets.config import build_config
@@ -112,30 +113,10 @@ def test_a_formula_gets_the_same_vector_alone_and_padded_in_a_batch(encoder):
     assert model(batch.tokens, batch.lengths, batch.trees, batch.leaf_ids).shape == (2, 7)
 
 
-def write_logic_folder(folder, pairs_per_file=12):
-    """train0..train12, test0..test12 of random pairs (relation labels at random)."""
-    rng = random.Random(0)
-
-    def formula(ops):
-        if ops == 0:
-            return rng.choice("abcdef")
-        if rng.random() < 0.3:
-            return f"( not {formula(ops - 1)} )"
-        left = rng.randint(0, ops - 1)
-        return f"( {formula(left)} ( {rng.choice(['and', 'or'])} {formula(ops - 1 - left)} ) )"
-
-    folder.mkdir()
-    for kind in ("train", "test"):
-        for n in range(13):
-            lines = [f"{rng.choice(LABELS)}\t{formula(n)}\t{formula(rng.randint(0, n))}" for _ in range(pairs_per_file)]
-            (folder / f"{kind}{n}").write_text("\n".join(lines) + "\n")
-    return folder
-
-
 @pytest.fixture(scope="module")
 def logic_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("logic")
-    folder = write_logic_folder(root / "logic")
+    folder = write_logic(root / "logic")
     config = {"task": "logic", "data": {"path": str(folder), "max_train_operators": 3, "batch_size": 8},
               "model": {"name": "onlstm", "emb_size": 8, "hidden_size": 10, "chunk_size": 5},
               "train": {"epochs": 2, "log_interval": 2, "threads": 1}}
@@ -225,7 +206,7 @@ def test_induced_trees_of_formulas_are_scored_against_their_bracketing_by_hand()
 def test_ordered_memory_is_tested_with_its_test_slots_and_its_trees_scored(tmp_path):
     from treenets.tasks import make_task
 
-    folder = write_logic_folder(tmp_path / "logic", pairs_per_file=3)
+    folder = write_logic(tmp_path / "logic", pairs_per_file=3)
     config = build_config({"task": "logic", "data": {"path": str(folder)},
                            "model": {"name": "ordered-memory", "emb_size": 6, "hidden_size": 8, "slots": 3}})
     task = make_task(config, None, splits=("test",))
@@ -243,7 +224,7 @@ def test_parse_draws_the_tree_ordered_memory_induces_of_a_formula(tmp_path, caps
     from treenets.trees import without
     from treenets.trees.draw import bracketed
 
-    folder = write_logic_folder(tmp_path / "logic", pairs_per_file=4)
+    folder = write_logic(tmp_path / "logic", pairs_per_file=4)
     config = {"task": "logic", "data": {"path": str(folder), "max_train_operators": 2, "batch_size": 8},
               "model": {"name": "ordered-memory", "emb_size": 6, "hidden_size": 8, "slots": 3},
               "train": {"epochs": 1, "log_interval": 2, "threads": 1}}

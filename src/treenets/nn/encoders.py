@@ -76,6 +76,16 @@ class ClassifierConfig(Section):
         return self.encoder.name
 
 
+class LastTokenEncoder:
+    """A stack of recurrent layers (whose forward returns `outputs`, one [T, N, H] per layer) as an encoder of token
+    sequences: its last layer at each sequence's last token."""
+
+    def encode(self, inputs: torch.Tensor, lengths: torch.Tensor, test: bool = False) -> tuple[torch.Tensor, None]:
+        """The last layer at the last token of each right-padded column of `inputs` [T, N, in] (`lengths` [N]):
+        [N, hidden]; it induces no trees (None)."""
+        return last_states(self(inputs).outputs[-1], lengths), None
+
+
 def last_states(outputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """The outputs [T, N, H] of a left-to-right encoder at the last token of each right-padded column of `lengths`
     [N]: [N, H]. Padding comes after the last token, so it changes nothing before it."""

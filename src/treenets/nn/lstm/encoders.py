@@ -6,20 +6,13 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import torch
-
 from treenets.core.schema import PositiveInt, Probability, Section
-from treenets.nn.encoders import last_states
+from treenets.nn.encoders import LastTokenEncoder
 from treenets.nn.lstm.model import LSTMStack
 
 
-class LSTMEncoder(LSTMStack):
+class LSTMEncoder(LastTokenEncoder, LSTMStack):
     """The stack over token sequences, read to each sequence's last token."""
-
-    def encode(self, inputs: torch.Tensor, lengths: torch.Tensor, test: bool = False) -> tuple[torch.Tensor, None]:
-        """The last layer at the last token of each right-padded column of `inputs` [T, N, in] (`lengths` [N]):
-        [N, hidden]; it induces no trees (None)."""
-        return last_states(self(inputs).outputs[-1], lengths), None
 
 
 class LSTMPairEncoderConfig(Section):

@@ -6,21 +6,15 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import torch
 from pydantic import model_validator
 
 from treenets.core.schema import PositiveInt, Probability, Section
-from treenets.nn.encoders import last_states
+from treenets.nn.encoders import LastTokenEncoder
 from treenets.nn.onlstm.model import ONLSTMStack
 
 
-class ONLSTMEncoder(ONLSTMStack):
+class ONLSTMEncoder(LastTokenEncoder, ONLSTMStack):
     """The stack over token sequences, read to each sequence's last token."""
-
-    def encode(self, inputs: torch.Tensor, lengths: torch.Tensor, test: bool = False) -> tuple[torch.Tensor, None]:
-        """The last layer at the last token of each right-padded column of `inputs` [T, N, in] (`lengths` [N]):
-        [N, hidden]; it induces no trees (None)."""
-        return last_states(self(inputs).outputs[-1], lengths), None
 
 
 class ONLSTMPairEncoderConfig(Section):
