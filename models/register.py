@@ -1,4 +1,4 @@
-"""List the model folders beside this script in treenets' zoo registry (`src/treenets/zoo.json`): each file's
+"""List the model folders beside this script in treenets' zoo registry (`src/treenets/zoo/zoo.json`): each file's
 sha256 and size, and download URLs under `--url-base` once a release publishes the folders (as `NAME/FILE`); with
 URLs, an installed treenets downloads a model at its first use (until then: `treenets models download --from`).
 
@@ -8,7 +8,7 @@ URLs, an installed treenets downloads a model at its first use (until then: `tre
 import argparse
 from pathlib import Path
 
-from treenets import zoo
+from treenets.zoo import registry as zoo
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -21,10 +21,12 @@ import pytest
 import yaml
 
 import treenets
-from treenets import data, zoo
+from treenets import data
 from treenets.cli import main
 from treenets.config import SHIPPED, find_config
 from treenets.core import folders
+from treenets.zoo import model_folder
+from treenets.zoo import registry as zoo
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["treelstm-sick-dependency", "lstm-logic"]  # two of the smallest shipped models (2 and 3 MB)
@@ -299,13 +301,14 @@ def test_a_model_folder_is_decided_in_one_place(installed, tmp_path):
     (tmp_path / "exported" / "model.safetensors").write_bytes(b"")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "best.pt").write_bytes(b"")
-    assert zoo.is_model_folder(tmp_path / "exported") and not zoo.is_model_folder(tmp_path / "run")
-    assert zoo.model_folder_of(tmp_path / "exported" / "a" / "b") == tmp_path / "exported"
-    assert zoo.model_folder_of(tmp_path / "run" / "x") is None
+    assert model_folder.is_model_folder(tmp_path / "exported") and not model_folder.is_model_folder(tmp_path / "run")
+    assert model_folder.model_folder_of(tmp_path / "exported" / "a" / "b") == tmp_path / "exported"
+    assert model_folder.model_folder_of(tmp_path / "run" / "x") is None
     # where the zoo keeps a model, installed or not, by any spelling of the path
-    assert zoo.is_model_folder(folders.cache_dir() / "om-logic")
-    assert zoo.is_model_folder(folders.cache_dir() / "om-logic" / ".." / "om-logic")
-    assert not zoo.is_model_folder(folders.cache_dir() / "no-such-model") and not zoo.is_model_folder(tmp_path)
+    assert model_folder.is_model_folder(folders.cache_dir() / "om-logic")
+    assert model_folder.is_model_folder(folders.cache_dir() / "om-logic" / ".." / "om-logic")
+    assert not model_folder.is_model_folder(folders.cache_dir() / "no-such-model")
+    assert not model_folder.is_model_folder(tmp_path)
 
 
 # --- settings that name a folder or a copy of one ---------------------------------------------------------------

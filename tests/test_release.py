@@ -26,14 +26,15 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from treenets import __version__, zoo
+from treenets import __version__
+from treenets.zoo import registry as zoo
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "treenets"
 
 
 def package_files() -> set[str]:
-    """Every file of the package in the checkout, named as in the wheel (`treenets/zoo.json`): its modules and the
+    """Every file of the package in the checkout, named as in the wheel (`treenets/zoo/zoo.json`): its modules and the
     files it reads beside them (the registries, the kernels' sources, the report's assets, the configs, reached
     through their link)."""
     found = set()
@@ -64,7 +65,7 @@ def test_the_wheel_carries_every_file_the_package_reads(dist):
         metadata = email.parser.Parser().parsestr(wheel.read(f"treenets-{__version__}.dist-info/METADATA").decode())
     package = {name for name in names if not name.startswith(f"treenets-{__version__}.dist-info/")}
     assert package == package_files()
-    shipped = {"treenets/zoo.json", "treenets/data/datasets.json", "treenets/nn/onlstm/onlstm_cpu.cpp",
+    shipped = {"treenets/zoo/zoo.json", "treenets/data/datasets.json", "treenets/nn/onlstm/onlstm_cpu.cpp",
                "treenets/nn/csrc/common.h", "treenets/report/report.js", "treenets/report/serve.html",
                *(f"treenets/configs/{p.name}" for p in (REPO / "configs").glob("*.yaml"))}
     assert shipped <= package and len(shipped) > 20

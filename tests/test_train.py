@@ -425,12 +425,12 @@ def test_a_run_folder_deleted_while_training_is_made_again(tmp_path, corpus):
 def test_init_starts_a_new_run_from_a_trained_models_weights_and_vocabulary(tmp_path, corpus, capsys):
     # A model folder as `treenets export` writes it (the zoo's form), from a run of one epoch: the new run's
     # model holds its weights, keeps its vocabulary, and starts its optimizer and counters afresh.
-    from treenets import zoo
     from treenets.cli import main
+    from treenets.zoo import model_folder
 
     config = _finished_run(tmp_path, corpus)
     assert main(["export", str(tmp_path / "run" / "best.pt"), str(tmp_path / "folder")]) == 0
-    start = zoo.read_folder(tmp_path / "folder")
+    start = model_folder.read_folder(tmp_path / "folder")
     trainer = Trainer(build_config(tiny_config(corpus)), tmp_path / "again", init=tmp_path / "folder",
                       progress=False, log=lambda *_: None)
     for name, tensor in trainer.model.state_dict().items():

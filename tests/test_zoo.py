@@ -15,7 +15,6 @@ import torch
 from helpers import train_tiny_lm
 
 import treenets
-from treenets import zoo
 from treenets.cli import main
 from treenets.config import build_config
 from treenets.core import folders
@@ -23,6 +22,8 @@ from treenets.core.errors import TreenetsError
 from treenets.data import fetch, sha256_of
 from treenets.predictors import LanguageModel, RelatednessPredictor
 from treenets.workflows import export as cards
+from treenets.zoo import model_folder
+from treenets.zoo import registry as zoo
 
 SENTENCES = ["the cat see a dog", "big red car"]
 
@@ -50,8 +51,8 @@ def test_an_exported_folder_predicts_as_its_checkpoint(tiny_run, tmp_path, capsy
 
 
 def test_half_precision_folders_are_half_the_size_and_close(tiny_run, tmp_path):
-    full = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "full")
-    half = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "half", half=True)
+    full = model_folder.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "full")
+    half = model_folder.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "half", half=True)
     size = (half / "model.safetensors").stat().st_size / (full / "model.safetensors").stat().st_size
     assert 0.45 < size < 0.6
     a, b = treenets.load(full).score(SENTENCES[0]), treenets.load(half).score(SENTENCES[0])
@@ -60,7 +61,7 @@ def test_half_precision_folders_are_half_the_size_and_close(tiny_run, tmp_path):
 
 
 def test_the_cli_takes_a_folder_where_it_takes_a_checkpoint(tiny_run, tmp_path, capsys):
-    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    folder = model_folder.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
     assert main(["parse", str(folder), "the cat see a dog"]) == 0
     assert "(" in capsys.readouterr().out
     assert main(["predict", str(folder), "--sentence", "the cat"]) == 0
@@ -126,7 +127,7 @@ def test_two_processes_that_need_a_model_at_once_install_it_once(tiny_run, tmp_p
 
 
 def test_a_name_without_files_or_url_says_where_it_looked(tiny_run, tmp_path, monkeypatch):
-    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    folder = model_folder.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
     (folder / "metrics.json").write_text(json.dumps({"task": "lm", "summary": "a tiny LM", "headline": {}}))
     (folder / "README.md").write_text("# tiny-lm\n")
     known = _registry_of(folder, tmp_path)
@@ -144,7 +145,7 @@ def test_a_name_without_files_or_url_says_where_it_looked(tiny_run, tmp_path, mo
 
 @pytest.mark.parametrize("damage", ["truncated", "text", "empty", "missing"])
 def test_a_broken_weights_file_gives_a_clear_error(tiny_run, tmp_path, damage, capsys):
-    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    folder = model_folder.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
     weights = folder / "model.safetensors"
     if damage == "truncated":
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
@@ -168,14 +169,15 @@ def test_a_folder_of_another_task_is_refused(tmp_path):
     config = build_config({"task": "relatedness", "data": {"path": "sick"},
                            "model": {"name": "childsum-treelstm", "emb_size": 4, "mem_size": 3, "hidden_size": 2}})
     vocab = Vocab(["<unk>", "a", "man"])
-    folder = zoo.write_folder(RelatednessPredictor(config.model.build(len(vocab)), vocab, config), tmp_path / "sick-m")
+    predictor = RelatednessPredictor(config.model.build(len(vocab)), vocab, config)
+    folder = model_folder.write_folder(predictor, tmp_path / "sick-m")
     with pytest.raises(TreenetsError, match="a relatedness model, not for LanguageModel"):
         LanguageModel.load(folder)
     assert isinstance(treenets.load(folder), RelatednessPredictor)
 
 
 def test_a_config_or_vocabulary_that_is_not_text_is_named(tiny_run, tmp_path):
-    folder = zoo.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
+    folder = model_folder.write_folder(treenets.load(tiny_run / "best.pt"), tmp_path / "tiny-lm")
     (folder / "vocab.txt").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(TreenetsError, match="vocab.txt: not UTF-8"):
         treenets.load(folder)
@@ -243,7 +245,7 @@ def _edited_folder(tiny_run, folder: Path, weights=None, config=None) -> Path:
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
-    zoo.write_folder(treenets.load(tiny_run / "best.pt"), folder)
+    model_folder.write_folder(treenets.load(tiny_run / "best.pt"), folder)
     if weights is not None:
         metadata = safe_open(folder / "model.safetensors", "pt").metadata()
         state = load_file(folder / "model.safetensors")

@@ -26,7 +26,7 @@ def load(name_or_path, device="cpu"):
     from treenets.core.devices import set_threads
     from treenets.predictors import Predictor
     from treenets.predictors.ensemble import EnsembleParser
-    from treenets.zoo import ensemble_folder
+    from treenets.zoo.model_folder import ensemble_folder
 
     set_threads()
     folder = ensemble_folder(name_or_path)

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = {dest: getattr(args, dest) for dest in command.outputs if getattr(args, dest, None) is not None}
         if written:  # (zoo imports torch: only when there is something to check)
-            from treenets.zoo import refuse_model_folder
+            from treenets.zoo.model_folder import refuse_model_folder
 
             for dest, path in written.items():
                 refuse_model_folder(path, f"--{dest}")

@@ -53,7 +53,7 @@ class Command:
         autocast: `main` runs it in the autocast block its `--precision` option names (`train` reads it into its
             config; `serve` opens the block in the threads that answer requests: autocast holds for one thread).
         outputs: the options naming what it writes (files or folders; `--output` is `output`): `main` refuses one
-            that is or lies in a model folder before it runs (`treenets.zoo.refuse_model_folder`).
+            that is or lies in a model folder before it runs (`treenets.zoo.model_folder.refuse_model_folder`).
     """
 
     name: ClassVar[str]

@@ -27,7 +27,7 @@ class Models(Command):
                                    "serving one (default: $TREENETS_MODELS_URL, else the URLs of the registry)")
 
     def run(self, args):
-        from treenets import zoo
+        from treenets.zoo import registry as zoo
 
         if args.models_command == "download":
             zoo.download(args.names or None, args.source)

@@ -84,7 +84,7 @@ class Parse(Command):
 
         model = args.checkpoint
         if args.ensemble:
-            from treenets.zoo import names_a_model
+            from treenets.zoo.model_folder import names_a_model
 
             model = [args.checkpoint]
             # the members: the words that name a model, with or without its options (REF:layer=L:decode=D)

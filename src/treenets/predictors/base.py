@@ -84,16 +84,17 @@ class Predictor:
             TreenetsError: for a missing, corrupt or foreign file, or (called on a subclass, e.g.
                 `LanguageModel.load`) a model of a task with another predictor.
         """
-        from treenets import zoo
+        from treenets.zoo import model_folder
 
         if not isinstance(ref, str | Path) or not str(ref):
             raise TypeError(f"ref: expected a model name, a model folder or a checkpoint path, not "
                             f"{type(ref).__name__} {ref!r:.40}")
-        return cls.from_checkpoint(zoo.read(ref), ref, device)
+        return cls.from_checkpoint(model_folder.read(ref), ref, device)
 
     @classmethod
     def from_checkpoint(cls, saved: dict, path: str | Path, device="cpu") -> Predictor:
-        """`load` for a model already read with `treenets.zoo.read` (or `treenets.core.checkpoint.load`) from `path`."""
+        """`load` for a model already read with `treenets.zoo.model_folder.read` (or `treenets.core.checkpoint.load`)
+        from `path`."""
         config = saved_config(saved, path)
         task = registered_tasks()[config.task]  # (a task the registry holds: the config was validated)
         if not issubclass(task.Predictor, cls):

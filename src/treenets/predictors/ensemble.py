@@ -149,7 +149,7 @@ class EnsembleParser(TreeInducer):
     def load(cls, refs: list, weights: list[float] | None = None, mode: str = "generative", device="cpu",
              where: str = "ensemble") -> EnsembleParser:
         """The ensemble of the models `refs` (names as `Member` reads them: REF[:layer=L][:decode=D])."""
-        from treenets.zoo import ensemble_folder
+        from treenets.zoo.model_folder import ensemble_folder
 
         found, weights, mode = ensemble_definition(refs, weights, mode, where)
         for member in found:

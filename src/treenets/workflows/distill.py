@@ -102,7 +102,7 @@ class Teachers:
         from treenets.predictors.base import Predictor
         from treenets.predictors.ensemble import EnsembleParser, Member, ensemble_definition
         from treenets.workflows.parse_eval import system_kind
-        from treenets.zoo import ensemble_folder
+        from treenets.zoo.model_folder import ensemble_folder
 
         if len(refs) > 1:
             members, self.weights, self.mode = ensemble_definition(refs, weights, mode, "distill", "--weights")

@@ -36,7 +36,7 @@ def system_trees(refs: list, sentences, treebank, fmt: str = "auto", drop_punctu
     from treenets.trees.evaluation import evaluate_file, evaluate_model
     from treenets.workflows.parse import check_decoder
     from treenets.workflows.parse_eval import file_notes, system_kind
-    from treenets.zoo import ensemble_folder
+    from treenets.zoo.model_folder import ensemble_folder
 
     members = [Member.read(ref, "ensemble") for ref in refs]
     kinds = [system_kind(m.ref) for m in members]  # (a file no reading fits: said before any work)
@@ -177,9 +177,9 @@ def save_ensemble(refs: list, out: str, name: str, summary: str, weights: str | 
     Returns the folder."""
     import json
 
-    from treenets import zoo
     from treenets.predictors.ensemble import CONFIG, EnsembleParser, ensemble_definition
     from treenets.workflows.export import check_figures
+    from treenets.zoo import registry as zoo
 
     members, values, mode = ensemble_definition(refs, parse_weights(weights, len(refs)), mode, "--save-as",
                                                 "--weights")
@@ -213,7 +213,7 @@ def _variants(ref: str, sentences, treebank, fmt, drop_punctuation, batch_size, 
     from treenets.predictors.lm import LanguageModel
     from treenets.trees.evaluation import evaluate_model
     from treenets.workflows.parse_eval import system_kind
-    from treenets.zoo import ensemble_folder
+    from treenets.zoo.model_folder import ensemble_folder
 
     member = Member.read(ref, "--choose-on")
     if member.layer or member.decode or system_kind(member.ref) != "model" or ensemble_folder(member.ref):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from treenets import zoo
 from treenets.config import to_dict
 from treenets.core.console import note
 from treenets.core.devices import resolve_device
@@ -20,6 +19,7 @@ from treenets.predictors import LanguageModel, Predictor
 from treenets.report import eval_document, write_report
 from treenets.tasks import make_task, task_class
 from treenets.tasks.metrics import Metric
+from treenets.zoo import model_folder
 
 
 def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str, str]] | None = None,
@@ -32,7 +32,7 @@ def evaluate_model(ref, device, split: str = "valid", sentences: list[tuple[str,
     its KL included; `source` names the text in messages); its network's config (the `model` section as a
     dict: models with the same one are seeds of one architecture); and counts beside the metric (of `corpus`:
     `unknown`, its tokens the model lacks, read as `<unk>`). A progress bar shows on a terminal only."""
-    saved = zoo.read(ref)
+    saved = model_folder.read(ref)
     predictor = Predictor.from_checkpoint(saved, ref, device)
     network = to_dict(predictor.config)["model"]
     if saved.get("kind") == "train-state" and saved["optimizer"]["kind"] == "asgd":

@@ -17,13 +17,14 @@ from pathlib import Path
 import torch
 import yaml
 
-from treenets import zoo
 from treenets.config import to_dict
 from treenets.core.console import note
 from treenets.core.errors import TreenetsError
 from treenets.core.files import read_text
 from treenets.core.runlog import format_figure, read_metrics
 from treenets.trees.metrics import LABELS
+from treenets.zoo import model_folder
+from treenets.zoo import registry as zoo
 
 TREEBANKS = ("nltk-sample", "wsj22", "wsj24")
 CARD_CONVENTIONS = ["official", "kim"]  # the ON-LSTM/PRPN papers' and the PCFGs' (trees/conventions.py)
@@ -166,17 +167,17 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
 
     With `measure`, the figures are measured on the written files (`measure`); else they are the training
     run's last validation (`metrics.jsonl` beside a checkpoint), or a model folder's own card figures, or none.
-    The target is checked before anything is read or written (`treenets.zoo.check_target`): a new or empty
-    folder, or with `overwrite` a model folder, whose model files only are replaced. `config_file`, the YAML
+    The target is checked before anything is read or written (`treenets.zoo.model_folder.check_target`): a new or
+    empty folder, or with `overwrite` a model folder, whose model files only are replaced. `config_file`, the YAML
     config that reproduces the model, becomes the folder's config (`config.json`, the card) in place of the
     run's, which may differ from it in `train` alone (a run resumed with other time limits, say).
     """
     from treenets.predictors import Predictor
 
     notes = read_text(notes_file, "a markdown file of notes") if notes_file else ""
-    target = zoo.check_target(out, ref, overwrite)
-    source = zoo.located(ref)  # (a zoo name: its folder)
-    saved = zoo.read(source)
+    target = model_folder.check_target(out, ref, overwrite)
+    source = model_folder.located(ref)  # (a zoo name: its folder)
+    saved = model_folder.read(source)
     predictor = Predictor.from_checkpoint(saved, ref, "cpu")
     if config_file is not None:
         predictor.config = reproducing_config(predictor.config, config_file)
@@ -195,7 +196,7 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
     training = training_info(source, saved) if source.is_file() else before.get("training", {})
     if measure:  # the card's figures are those of the files written, measured before `target` is touched
         with tempfile.TemporaryDirectory(dir=target.parent if target.parent.is_dir() else None) as tmp:
-            written = zoo.write_folder(predictor, Path(tmp) / target.name, half=half)
+            written = model_folder.write_folder(predictor, Path(tmp) / target.name, half=half)
             metrics = measure_figures(Predictor.load(written, device=device), name, summary, root, training, log=log)
     elif before.keys() >= {"task", "model", "parameters", "splits", "parsing", "headline", "check", "measured_on"}:
         metrics = {**before, "name": name, "summary": summary}
@@ -212,8 +213,8 @@ def export_model(ref: str | Path, out: str | Path, name: str | None = None, summ
                    "headline": {f"valid {k}": v for k, v in valid.items()}, "check": {}, "training": training,
                    "measured_on": "the training run's validation"}
     metrics["storage"] = "float16" if half else "float32"
-    zoo.write_folder(predictor, target, half=half, metrics=metrics, card=write_card(metrics, predictor.config, notes),
-                     overwrite=overwrite)
+    model_folder.write_folder(predictor, target, half=half, metrics=metrics,
+                              card=write_card(metrics, predictor.config, notes), overwrite=overwrite)
     print(f"model folder: {out}")
     for key, value in metrics["headline"].items():
         print(f"  {key}: {format_figure(value)}")

@@ -20,7 +20,7 @@ from treenets.predictors.parse import Layer, Parse
 from treenets.text import invisible
 from treenets.trees.draw import arc_art, ascii_art, bracketed, write_svg
 from treenets.trees.walk import depth
-from treenets.zoo import ensemble_folder
+from treenets.zoo.model_folder import ensemble_folder
 
 
 def parse_record(text: str, parse: Parse, layers: list[Layer], distances: bool) -> dict:

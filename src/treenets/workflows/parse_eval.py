@@ -35,7 +35,7 @@ from treenets.trees.evaluation import (
 from treenets.trees.formats import FORMATS
 from treenets.trees.predicted import FILE_KINDS, STDIN, FileReading
 from treenets.workflows.parse import check_decoder
-from treenets.zoo import ensemble_folder
+from treenets.zoo.model_folder import ensemble_folder
 
 
 def is_tree_file(ref: str) -> bool:

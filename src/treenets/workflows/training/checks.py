@@ -15,8 +15,8 @@ from treenets.tasks import make_task
 @dataclass
 class InitialModel:
     """A trained model a new run starts from (`train --init`): how it was named, where it is (a checkpoint file or
-    a model folder: a zoo name's folder), and what it holds (`config`, `vocab`, `model`, as `treenets.zoo.read`
-    returns them)."""
+    a model folder: a zoo name's folder), and what it holds (`config`, `vocab`, `model`, as
+    `treenets.zoo.model_folder.read` returns them)."""
 
     ref: str
     location: Path
@@ -24,10 +24,10 @@ class InitialModel:
 
     @classmethod
     def read(cls, ref: str | Path) -> InitialModel:
-        from treenets import zoo
+        from treenets.zoo import model_folder
 
-        location = zoo.located(ref)
-        return cls(str(ref), location, zoo.read(location))
+        location = model_folder.located(ref)
+        return cls(str(ref), location, model_folder.read(location))
 
     def check(self, task: str, out: Path | None = None) -> None:
         """An error when the model was trained for another task than `task`, or lies in the run folder `out`

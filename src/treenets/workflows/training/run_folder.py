@@ -92,8 +92,8 @@ def run_folder_lock(out: Path):
 
 
 def check_not_a_model_folder(out: Path) -> None:
-    """An error when the run folder `out` is or lies in a model folder (`treenets.zoo.is_model_folder`: an exported
-    model, or a zoo model's folder in the checkout or the cache), into which a run never writes."""
-    from treenets import zoo
+    """An error when the run folder `out` is or lies in a model folder (`treenets.zoo.model_folder.is_model_folder`:
+    an exported model, or a zoo model's folder in the checkout or the cache), into which a run never writes."""
+    from treenets.zoo import model_folder
 
-    zoo.refuse_model_folder(out, "--out", "a run's files: last.pt, best.pt, config.yaml, metrics.jsonl")
+    model_folder.refuse_model_folder(out, "--out", "a run's files: last.pt, best.pt, config.yaml, metrics.jsonl")
