@@ -9,9 +9,9 @@ from treenets.commands import Command, register
 class Kernels(Command):
     name, order = "kernels", 140
     help = "show or build the compiled C++ kernels of the CPU"
-    description = ("Without ACTION: each kernel (onlstm, prpn, treelstm; pcfg_chart, the grammars' Viterbi), whether "
-                   "it is built for this machine, "
-                   "this torch installation and these sources, and its folder. `build`: build the kernels not "
+    description = ("Without ACTION: each kernel the models' folders and the shared layers build (the table names "
+                   "them), whether it is built for this machine, this torch installation and these sources, and its "
+                   "folder. `build`: build the kernels not "
                    "built yet (about half a minute each, once). Training and the evaluations over a data set (eval, "
                    "parse-eval, syneval, export) build the kernels they run; a parse or a prediction uses the "
                    "built ones and runs the PyTorch code (the same numbers, to float rounding) where they are "
