@@ -140,18 +140,23 @@ def model_configs(task: str) -> tuple[type, ...]:
     return tuple(config for m in all_models().values() for config in m.configs.get(task, ()))
 
 
-def config_union(task: str):
-    """The type of `task`'s `model` section: the union of `model_configs(task)`, told apart by their `name`."""
+def _named_union(configs: tuple[type, ...], missing: str):
+    """The type of a section that is one of `configs`, told apart by their `name` (the one class where there is
+    one); `missing`, the error's message where there is none."""
     from typing import Annotated, Union
 
     from pydantic import Field
 
-    configs = model_configs(task)
     if not configs:
-        raise TreenetsError(f"no model offers a config to the {task} task")
+        raise TreenetsError(missing)
     if len(configs) == 1:
         return configs[0]
     return Annotated[Union[configs], Field(discriminator="name")]  # noqa: UP007 - a runtime tuple
+
+
+def config_union(task: str):
+    """The type of `task`'s `model` section: the union of `model_configs(task)`, told apart by their `name`."""
+    return _named_union(model_configs(task), f"no model offers a config to the {task} task")
 
 
 def encoder_configs(kind: str, where: Callable[[type], bool] | None = None) -> dict[str, type]:
@@ -165,16 +170,7 @@ def encoder_configs(kind: str, where: Callable[[type], bool] | None = None) -> d
 def encoder_union(kind: str, where: Callable[[type], bool] | None = None):
     """The type of a classifier's `encoder` section: the union of `encoder_configs(kind, where)`, told apart by
     their `name`."""
-    from typing import Annotated, Union
-
-    from pydantic import Field
-
-    configs = tuple(encoder_configs(kind, where).values())
-    if not configs:
-        raise TreenetsError(f"no model offers an encoder of {kind}")
-    if len(configs) == 1:
-        return configs[0]
-    return Annotated[Union[configs], Field(discriminator="name")]  # noqa: UP007 - a runtime tuple
+    return _named_union(tuple(encoder_configs(kind, where).values()), f"no model offers an encoder of {kind}")
 
 
 @dataclass(frozen=True)
